@@ -1,0 +1,35 @@
+"""gpuaug: image augmentation as hand-written CUDA kernels, on batches already on the GPU.
+
+Every op takes a batch (NHWC or NCHW, uint8/float16/float32, NumPy or any CUDA array, or a
+list of HWC images of different sizes) and per-sample parameters, and runs as one launch
+per batch: CUDA C by default on the GPU, a Numba CUDA twin (``backend="numba"``), or the
+Numba CPU twin for NumPy input. ``gpuaug.registry`` maps each op name to its spec.
+
+    >>> import numpy as np, gpuaug
+    >>> batch = np.zeros((8, 32, 32, 3), np.uint8)
+    >>> gpuaug.flip(batch, horizontal=[True, False] * 4).shape
+    (8, 32, 32, 3)
+
+Nothing is compiled or imported from CUDA libraries at import time.
+"""
+from gpuaug._registry import REGISTRY as registry
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Ops are looked up in the registry on first use, so importing gpuaug stays cheap.
+    if name == "geometry":
+        import importlib
+
+        return importlib.import_module("gpuaug.geometry")
+    if name in registry:
+        return registry[name].func
+    raise AttributeError(f"module 'gpuaug' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(registry) | {"geometry"})
+
+
+__all__ = ["registry", "__version__"]

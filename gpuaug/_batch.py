@@ -1,0 +1,252 @@
+"""The batch model: what every op accepts, and how its output is made.
+
+A *batch* is one of
+- a 4-D array, NHWC (default) or NCHW (``layout="NCHW"``);
+- a 3-D array, one HWC (or CHW) image, returned as one image;
+- a *varshape batch*: a list of HWC arrays of different heights and widths, returned
+  as a list.
+
+NumPy arrays go to the CPU backend; anything with ``__cuda_array_interface__`` or a
+CUDA DLPack device (CuPy, PyTorch, Numba, pycuda) is viewed as CuPy without a copy.
+dtypes: uint8, float16, float32. Channels: 1, 3 or 4.
+
+Kernels never see layouts: they get NHWC-ordered *views* (an NCHW array is viewed
+through its strides) and, on the CUDA C path, a per-sample descriptor table of
+``(address, height, width, stride_y, stride_x, stride_c)`` (strides in elements), which
+is what lets a varshape batch and non-contiguous inputs run in one launch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module, is_cuda_array
+
+LAYOUTS = ("NHWC", "NCHW")
+TABLE_COLS = 6  # address, height, width, stride_y, stride_x, stride_c
+
+
+def _describe(x):
+    shape = getattr(x, "shape", None)
+    dtype = getattr(x, "dtype", None)
+    return f"{type(x).__name__} with shape {shape} and dtype {dtype}" if shape is not None else repr(x)[:80]
+
+
+def _to_array(x, name):
+    """Host or CUDA array view of ``x`` (no copy), and whether it lives on a GPU."""
+    if isinstance(x, np.ndarray):
+        return x, False
+    if is_cuda_array(x):
+        cp = cupy_module()
+        if isinstance(x, cp.ndarray):
+            return x, True
+        if hasattr(x, "__cuda_array_interface__"):
+            return cp.asarray(x), True
+        return cp.from_dlpack(x), True
+    if hasattr(x, "__dlpack__"):  # a CPU tensor (PyTorch, JAX, ...)
+        return np.from_dlpack(x), False
+    raise TypeError(f"{name}: got {_describe(x)}; expected a NumPy array, a CUDA array "
+                    "(CuPy, PyTorch, Numba, pycuda) or a list of HWC arrays")
+
+
+@dataclass
+class Batch:
+    """A parsed input batch (see module docstring)."""
+
+    device: bool            # True: CUDA arrays (CuPy views); False: NumPy
+    varshape: bool
+    single: bool            # the input was one 3-D image
+    layout: str             # the caller's layout (NHWC / NCHW)
+    dtype: np.dtype
+    channels: int
+    views: list             # per-sample HWC views (varshape) or [one NHWC 4-D view]
+    shapes: list            # per-sample (h, w)
+    arrays: list = field(default_factory=list)  # the caller's arrays, for overlap checks
+
+    @property
+    def n(self):
+        return len(self.shapes)
+
+    @property
+    def xp(self):
+        return cupy_module() if self.device else np
+
+    @property
+    def nhwc(self):
+        """The 4-D NHWC view of a uniform batch."""
+        assert not self.varshape
+        return self.views[0]
+
+    def sample(self, i):
+        """HWC view of sample ``i``."""
+        return self.views[i] if self.varshape else self.views[0][i]
+
+    def device_id(self):
+        return self.arrays[0].device.id if self.device else None
+
+    # -- outputs --------------------------------------------------------------------
+    def alloc(self, out, shapes, *, dtype=None, channels=None, layout=None, name="out"):
+        """Make (or check the caller's ``out=``) the output of an op.
+
+        ``shapes``: one ``(h, w)`` for every sample (a uniform batch needs them all
+        equal). Returns ``(result, dst)`` where ``result`` is what the op returns and
+        ``dst`` is a Batch over the same memory (NHWC views) for the kernels.
+        """
+        dtype = np.dtype(dtype or self.dtype)
+        channels = channels or self.channels
+        layout = layout or self.layout
+        xp = self.xp
+        if self.varshape:
+            want = [(h, w, channels) for h, w in shapes]
+            if out is None:
+                result = [xp.empty(s, dtype) for s in want]
+            else:
+                if not isinstance(out, (list, tuple)) or len(out) != len(want):
+                    raise ValueError(f"{name}: a varshape batch needs a list of {len(want)} arrays; "
+                                     f"got {_describe(out)}")
+                views = [self._check_out(o, s, dtype, f"{name}[{i}]") for i, (o, s) in enumerate(zip(out, want))]
+                result = list(out)
+            if out is None:
+                views = result
+            dst = Batch(self.device, True, False, "NHWC", dtype, channels, views,
+                        [tuple(s) for s in shapes], list(result))
+            return result, dst
+        hs = {tuple(s) for s in shapes}
+        if len(hs) != 1:
+            raise ValueError(f"per-sample output sizes differ ({sorted(hs)[:4]}...); a uniform "
+                             "batch needs one output size (pass a list of images for varshape output)")
+        h, w = shapes[0]
+        full = (self.n, h, w, channels) if layout == "NHWC" else (self.n, channels, h, w)
+        want = full[1:] if self.single else full
+        if out is None:
+            result = xp.empty(want, dtype)
+            arr = result
+        else:
+            arr = self._check_out(out, want, dtype, name)
+            result = out
+        arr4 = arr[None] if self.single else arr
+        nhwc = arr4 if layout == "NHWC" else arr4.transpose(0, 2, 3, 1)
+        dst = Batch(self.device, False, False, layout, dtype, channels, [nhwc],
+                    [(h, w)] * self.n, [arr])
+        return result, dst
+
+    def _check_out(self, out, shape, dtype, name):
+        arr, dev = _to_array(out, name)
+        if dev != self.device:
+            where = "a CUDA array" if self.device else "a NumPy array"
+            raise TypeError(f"{name}: got {_describe(out)}; the input is on the "
+                            f"{'GPU' if self.device else 'CPU'}, so {name} must be {where}")
+        if tuple(arr.shape) != tuple(shape) or arr.dtype != dtype:
+            raise ValueError(f"{name}: got shape {tuple(arr.shape)} and dtype {arr.dtype}; "
+                             f"expected shape {tuple(shape)} and dtype {dtype}")
+        if not dev and not arr.flags.writeable:
+            raise ValueError(f"{name}: the array is read-only; pass a writeable array")
+        if dev and arr.device.id != self.device_id():
+            raise ValueError(f"{name}: is on GPU {arr.device.id} but the input is on GPU "
+                             f"{self.device_id()}; put both on one device")
+        for a in self.arrays:
+            if _overlap(a, arr, dev):
+                raise ValueError(f"{name}: overlaps the input in memory; ops are not in place, "
+                                 "pass a separate array")
+        return arr
+
+
+def _extent(a, dev):
+    if dev:
+        lo = hi = a.data.ptr
+    else:
+        lo = hi = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return lo, lo
+    for s, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (s - 1) * st
+        else:
+            hi += (s - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _overlap(a, b, dev):
+    if dev:
+        if a.device.id != b.device.id:
+            return False
+        (alo, ahi), (blo, bhi) = _extent(a, True), _extent(b, True)
+        return alo < bhi and blo < ahi
+    return np.may_share_memory(a, b)
+
+
+def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=(1, 3, 4)) -> Batch:
+    """Parse ``x`` into a :class:`Batch`; raise a ValueError/TypeError naming what is wrong."""
+    check_choice("layout", layout, LAYOUTS)
+    allowed = {np.dtype(d) for d in dtypes}
+    allowed_txt = ", ".join(str(np.dtype(d)) for d in dtypes)
+    if isinstance(x, (list, tuple)):
+        if len(x) == 0:
+            raise ValueError(f"{name}: got an empty list; a varshape batch needs at least one image")
+        if layout != "NHWC":
+            raise ValueError(f"layout: got {layout!r}; a varshape batch (list) holds HWC images, "
+                             "so layout must be 'NHWC'")
+        views, shapes, devs = [], [], set()
+        for i, item in enumerate(x):
+            a, dev = _to_array(item, f"{name}[{i}]")
+            devs.add(dev)
+            if a.ndim != 3:
+                raise ValueError(f"{name}[{i}]: got shape {tuple(a.shape)}; each image of a varshape "
+                                 "batch must be 3-D HWC")
+            views.append(a)
+            shapes.append((int(a.shape[0]), int(a.shape[1])))
+        if len(devs) != 1:
+            raise TypeError(f"{name}: mixes NumPy and CUDA arrays; put every image on one side")
+        dev = devs.pop()
+        dt = {v.dtype for v in views}
+        ch = {int(v.shape[2]) for v in views}
+        if len(dt) != 1:
+            raise TypeError(f"{name}: images have different dtypes {sorted(map(str, dt))}; expected one")
+        if len(ch) != 1:
+            raise ValueError(f"{name}: images have different channel counts {sorted(ch)}; expected one")
+        if dev and len({v.device.id for v in views}) != 1:
+            raise ValueError(f"{name}: images lie on different GPUs; put them on one")
+        b = Batch(dev, True, False, "NHWC", dt.pop(), ch.pop(), views, shapes, list(views))
+    else:
+        a, dev = _to_array(x, name)
+        if a.ndim not in (3, 4):
+            raise ValueError(f"{name}: got {a.ndim}-D shape {tuple(a.shape)}; expected a 4-D batch "
+                             f"({layout}) or a 3-D image ({layout[1:]})")
+        single = a.ndim == 3
+        a4 = a[None] if single else a
+        nhwc = a4 if layout == "NHWC" else a4.transpose(0, 2, 3, 1)
+        n, h, w, c = (int(s) for s in nhwc.shape)
+        if n == 0:
+            raise ValueError(f"{name}: got an empty batch (shape {tuple(a.shape)}); expected at least one sample")
+        b = Batch(dev, False, single, layout, a.dtype, c, [nhwc], [(h, w)] * n, [a])
+    if b.dtype not in allowed:
+        raise TypeError(f"{name}: got dtype {b.dtype}; expected one of {allowed_txt}")
+    if b.channels not in channels:
+        raise ValueError(f"{name}: got {b.channels} channels (layout {b.layout}); expected one of "
+                         f"{', '.join(map(str, channels))}")
+    if any(h == 0 or w == 0 for h, w in b.shapes):
+        raise ValueError(f"{name}: has an image of zero height or width; expected non-empty images")
+    return b
+
+
+def descriptor_table(batch: Batch) -> np.ndarray:
+    """int64 (N, 6) table: address, height, width and element strides y, x, c per sample.
+
+    Works for uniform batches (any strides, e.g. NCHW viewed as NHWC) and varshape ones,
+    so one kernel signature serves both.
+    """
+    n = batch.n
+    t = np.empty((n, TABLE_COLS), np.int64)
+    if batch.varshape:
+        for i, v in enumerate(batch.views):
+            it = v.itemsize
+            t[i] = (v.data.ptr, v.shape[0], v.shape[1], v.strides[0] // it,
+                    v.strides[1] // it, v.strides[2] // it)
+    else:
+        v = batch.nhwc
+        it = v.itemsize
+        t[:, 0] = v.data.ptr + np.arange(n, dtype=np.int64) * v.strides[0]
+        t[:, 1], t[:, 2] = v.shape[1], v.shape[2]
+        t[:, 3], t[:, 4], t[:, 5] = v.strides[1] // it, v.strides[2] // it, v.strides[3] // it
+    return t

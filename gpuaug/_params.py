@@ -1,0 +1,94 @@
+"""Per-sample parameters: one value for the batch, or one value per sample.
+
+A parameter whose per-sample value has shape ``S`` (``()`` for a number, ``(4,)`` for
+padding, ``(2, 3)`` for an affine matrix) accepts an array of shape ``S`` (the same for
+every sample) or ``(N,) + S`` (one per sample), as a Python number/sequence, a NumPy
+array or a CUDA array. Host values are checked (finite, in range) here; values already
+on the GPU are checked for shape only, because reading them back would synchronise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._util import cupy_module, is_cuda_array
+
+
+def _fmt(v):
+    a = np.asarray(v)
+    return repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
+
+
+def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None, high=None,
+               low_open=False, device=False):
+    """Broadcast ``value`` to shape ``(n,) + shape``.
+
+    Returns a float64 (or int64 when ``integer``) NumPy array, or a CuPy array when the
+    value is already on the GPU and ``device`` is True (the op runs there). Raises
+    ValueError/TypeError naming ``name``, the value and what is accepted.
+    """
+    shape = tuple(shape)
+    accepted = (f"a value of shape {shape} or {(n,) + shape} (one per sample)" if shape
+                else f"a number or a sequence of {n} numbers (one per sample)")
+    if value is None:
+        raise TypeError(f"{name}: got None; expected {accepted}")
+    if is_cuda_array(value):
+        cp = cupy_module()
+        arr = cp.asarray(value) if hasattr(value, "__cuda_array_interface__") else cp.from_dlpack(value)
+        if not device:
+            arr = cp.asnumpy(arr)
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise TypeError(f"{name}: got {value!r}; expected {accepted}")
+    if tuple(arr.shape) == shape:
+        arr = arr.reshape((1,) + shape)
+        xp = np if isinstance(arr, np.ndarray) else cupy_module()
+        arr = xp.broadcast_to(arr, (n,) + shape)
+    elif tuple(arr.shape) != (n,) + shape:
+        raise ValueError(f"{name}: got shape {tuple(arr.shape)} ({_fmt(value) if isinstance(arr, np.ndarray) else 'on the GPU'}); "
+                         f"expected {accepted}")
+    if not isinstance(arr, np.ndarray):  # on the GPU: no value checks (would synchronise)
+        return arr.astype(np.int64 if integer else np.float64)
+    if integer:
+        if arr.dtype.kind == "f":
+            if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+                raise ValueError(f"{name}: got {_fmt(value)}; expected integers")
+        arr = arr.astype(np.int64)
+    else:
+        arr = arr.astype(np.float64)
+        if finite and not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name}: got {_fmt(value)}; expected finite numbers (no NaN or inf)")
+    if low is not None and (np.any(arr <= low) if low_open else np.any(arr < low)):
+        raise ValueError(f"{name}: got {_fmt(value)}; expected values {'>' if low_open else '>='} {low}")
+    if high is not None and np.any(arr > high):
+        raise ValueError(f"{name}: got {_fmt(value)}; expected values <= {high}")
+    return arr
+
+
+def host_size(value, name, n=None):
+    """A ``(h, w)`` size (int or pair of ints, > 0); shapes are decided on the host."""
+    if is_cuda_array(value):
+        raise TypeError(f"{name}: got a CUDA array; output sizes decide the output shape and must "
+                        "be host values (ints)")
+    a = np.asarray(value)
+    if a.shape == ():
+        a = np.array([a, a])
+    if a.shape != (2,) or not np.issubdtype(a.dtype, np.integer) and not (
+            np.issubdtype(a.dtype, np.floating) and np.all(a == np.round(a))):
+        raise ValueError(f"{name}: got {_fmt(value)}; expected an int or a pair (height, width) of ints")
+    if np.any(a <= 0):
+        raise ValueError(f"{name}: got {_fmt(value)}; expected positive sizes")
+    return int(a[0]), int(a[1])
+
+
+def column_stack(cols, n):
+    """Stack per-sample columns (each (n,) or (n, k)) into one (n, P) float array.
+
+    NumPy when every column is on the host; CuPy (on the current stream, no sync) when
+    any column is a CUDA array.
+    """
+    flat = [c.reshape(n, -1) for c in cols]
+    if all(isinstance(c, np.ndarray) for c in flat):
+        return np.concatenate(flat, axis=1) if flat else np.zeros((n, 0))
+    cp = cupy_module()
+    return cp.concatenate([cp.asarray(c, dtype=cp.float64) for c in flat], axis=1)

@@ -1,0 +1,122 @@
+"""The op registry: the single source of what gpuaug can do.
+
+Every op module under :mod:`gpuaug.ops` describes itself with one :class:`OpSpec`
+(its public function, parameters, dtypes, layouts, backends) and the list
+``OP_MODULES`` below names the modules; adding an op means adding its files and one
+line to that list. The DALI adapters, the benchmarks, the demo and the docs read
+this registry; nothing else keeps its own list of ops.
+
+``REGISTRY`` is a read-only mapping from op name to :class:`OpSpec`. It is filled on
+first access (importing an op module imports no CUDA library), so ``import gpuaug``
+stays quick.
+
+Example::
+
+    >>> import gpuaug
+    >>> spec = gpuaug.registry["flip"]
+    >>> [p.name for p in spec.params]
+    ['horizontal', 'vertical']
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: The op modules, one line per op module (a module may define several ops).
+OP_MODULES = (
+    "flip",
+)
+
+DTYPES = ("uint8", "float16", "float32")
+LAYOUTS = ("NHWC", "NCHW")
+BACKENDS = ("cuda", "numba", "cpu")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an op.
+
+    ``per_sample``: True when the value may be a length-N array (one value per
+    sample). ``shape``: the shape of one sample's value (``()`` for a number,
+    ``(2, 3)`` for an affine matrix). ``kind``: "float", "int", "bool", "choice",
+    "size" (host-only: it decides the output shape) or "other".
+    """
+
+    name: str
+    default: Any = None
+    per_sample: bool = True
+    shape: tuple = ()
+    kind: str = "float"
+    choices: tuple = ()
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What the rest of gpuaug needs to know about an op.
+
+    ``func``: the public function ``func(x, *params, out=None, layout="NHWC",
+    stream=None, backend=None)``. ``example``: ``example(rng, n, h, w) -> dict`` of
+    per-sample keyword arguments that the demo, benchmarks and DALI tests use.
+    ``kernels``: where its twins live (CUDA C file/template, Numba module/function), for
+    compile checks. ``geometric``: the op moves pixels (vs. changes their values). ``changes_shape``:
+    the output's height/width may differ from the input's.
+    """
+
+    name: str
+    func: Callable
+    params: tuple = ()
+    dtypes: tuple = DTYPES
+    layouts: tuple = LAYOUTS
+    channels: tuple = (1, 3, 4)
+    backends: tuple = BACKENDS
+    varshape: bool = True
+    geometric: bool = True
+    changes_shape: bool = False
+    example: Callable | None = None
+    kernels: Any = None  # gpuaug._run.Kernels: where the CUDA C and Numba twins live
+    doc: str = field(default="", repr=False)
+
+    @property
+    def param_names(self):
+        return tuple(p.name for p in self.params)
+
+
+class _Registry(Mapping):
+    """Lazily filled, read-only mapping name -> OpSpec."""
+
+    def __init__(self):
+        self._specs = None
+
+    def _load(self):
+        if self._specs is None:
+            specs = {}
+            for mod in OP_MODULES:
+                m = importlib.import_module(f"gpuaug.ops.{mod}")
+                for spec in m.SPECS:
+                    if spec.name in specs:
+                        raise RuntimeError(f"op {spec.name!r} registered twice")
+                    specs[spec.name] = spec
+            self._specs = specs
+        return self._specs
+
+    def __getitem__(self, name):
+        specs = self._load()
+        try:
+            return specs[name]
+        except KeyError:
+            raise KeyError(f"no op named {name!r}; known ops: {', '.join(sorted(specs))}") from None
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self):
+        return len(self._load())
+
+    def __repr__(self):
+        return f"<gpuaug registry: {', '.join(self._load())}>"
+
+
+REGISTRY = _Registry()

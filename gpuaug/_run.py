@@ -1,0 +1,177 @@
+"""Running an op on one of its three backends.
+
+An op module checks its arguments, builds the per-sample parameter matrix, then calls
+:func:`run`, which allocates (or checks) the output and launches:
+
+- ``"cuda"``: the CUDA C kernel ``kernels/<file>`` via CuPy, one launch for the batch
+  (uniform, strided or varshape) on the caller's stream; descriptor tables and host
+  parameters travel in one asynchronous copy from pinned memory;
+- ``"numba"``: the Numba CUDA twin on the same stream (one launch per uniform batch,
+  one per sample for a varshape batch); under ``NUMBA_ENABLE_CUDASIM=1`` it runs on
+  NumPy arrays in the simulator;
+- ``"cpu"``: the Numba njit twin on NumPy arrays.
+
+float16 on the Numba twins: copies move the raw 16-bit patterns; arithmetic runs on a
+float32 copy and rounds to float16 at the end (CUDA C computes in float32 too).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuaug._batch import Batch, descriptor_table
+from gpuaug._util import check_choice, cupy_module, simulator
+
+BACKENDS = ("cuda", "numba", "cpu")
+
+
+def choose_backend(batch: Batch, backend, allowed=BACKENDS) -> str:
+    """Default: "cuda" for CUDA arrays, "cpu" for NumPy arrays. Checks the pairing."""
+    if backend is None:
+        return "cuda" if batch.device else "cpu"
+    check_choice("backend", backend, allowed)
+    if backend == "cuda" and not batch.device:
+        raise ValueError("backend: got 'cuda' with a NumPy input; pass a CUDA array "
+                         "(e.g. cupy.asarray(x)) or use backend='cpu'")
+    if backend == "numba" and not batch.device and not simulator():
+        raise ValueError("backend: got 'numba' with a NumPy input; the Numba CUDA twin needs a "
+                         "CUDA array (or NUMBA_ENABLE_CUDASIM=1); use backend='cpu' for NumPy")
+    if backend == "cpu" and batch.device:
+        raise ValueError("backend: got 'cpu' with a CUDA array input; pass a NumPy array "
+                         "(e.g. cupy.asnumpy(x)) or use backend='cuda' or 'numba'")
+    return backend
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Where an op's twins live.
+
+    ``cu``: (file under kernels/, template name) of the CUDA C kernel, instantiated as
+    ``name<T, C>``. ``numba``: (module under kernels/numba/, function name) of the
+    ``@dual`` per-pixel function. ``kind``: "copy" (exact element moves, MAP function)
+    or "value" (float maths, VALUE function).
+    """
+
+    cu: tuple
+    numba: tuple
+    kind: str = "copy"
+
+
+def _fills(fill, n, channels, dtype):
+    """Per-sample fill values (N,) or (N, C) -> (N, C) in the element type (raw bits for float16)."""
+    f = np.broadcast_to(np.asarray(fill, np.float64).reshape(n, -1), (n, channels))
+    if dtype == np.uint8:
+        f = np.clip(np.floor(f + 0.5), 0, 255).astype(np.uint8)
+    else:
+        f = f.astype(dtype)
+    return f.view(np.uint16) if dtype == np.float16 else f
+
+
+def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
+        fill=None, dtype=None, channels=None, extra=()):
+    """Allocate the output and launch the op's kernel on ``backend``; return the result.
+
+    ``params``: (N, P) per-sample parameters (NumPy, or CuPy when they came from the
+    GPU). ``shapes``: per-sample output (h, w). ``fill``: per-sample fill values for
+    copy kernels (the CUDA C kernel reads its own fill from ``params``). ``extra``:
+    additional scalar kernel arguments (NumPy scalars) for the CUDA C kernel.
+    """
+    if batch.device:
+        cp = cupy_module()
+        from gpuaug._stream import on_stream
+
+        with cp.cuda.Device(batch.device_id()), on_stream(stream):
+            result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels)
+            if backend == "cuda":
+                _run_cuda(batch, dst, kernels, params, extra)
+            else:
+                _run_numba(batch, dst, kernels, params, fill, "cuda")
+        return result
+    result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels)
+    params = params if isinstance(params, np.ndarray) else cupy_module().asnumpy(params)
+    _run_numba(batch, dst, kernels, params, fill, "cuda" if backend == "numba" else "cpu")
+    return result
+
+
+def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra):
+    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
+    cp = cupy_module()
+
+    n = src.n
+    p = np.asarray(params.shape[1], np.int32)
+    tables = [descriptor_table(src), descriptor_table(dst)]
+    if isinstance(params, np.ndarray):
+        src_t, dst_t, par = upload(*tables, np.ascontiguousarray(params, np.float32).reshape(n, -1))
+    else:
+        src_t, dst_t = upload(*tables)
+        par = cp.ascontiguousarray(params, dtype=cp.float32)
+    fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], src.dtype.name, src.channels))
+    hmax = max(h for h, _ in dst.shapes)
+    wmax = max(w for _, w in dst.shapes)
+    grid, block = grid_2d(hmax, wmax, n)
+    fn(grid, block, (src_t, dst_t, par, np.int32(p), np.int32(n)) + tuple(extra))
+
+
+def numba_function(kernels: Kernels, target: str):
+    from gpuaug.kernels.numba._driver import copy_kernel, value_kernel
+
+    mod = importlib.import_module(f"gpuaug.kernels.numba.{kernels.numba[0]}")
+    fn = getattr(mod, kernels.numba[1])
+    return (copy_kernel if kernels.kind == "copy" else value_kernel)(fn, target)
+
+
+def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
+    kern = numba_function(kernels, target)
+    n = src.n
+    xp = src.xp
+    if target == "cuda":
+        params = xp.asarray(params, dtype=xp.float32)
+    else:
+        params = np.asarray(params, np.float64)
+    items = ([(src.nhwc, dst.nhwc, params, slice(None))] if not src.varshape else
+             [(src.views[i][None], dst.views[i][None], params[i:i + 1], slice(i, i + 1))
+              for i in range(n)])
+    if kernels.kind == "copy":
+        fills = _fills(fill if fill is not None else np.zeros(n), n, dst.channels, dst.dtype)
+        if target == "cuda" and src.device:
+            fills = xp.asarray(fills)
+        for s, d, p, sl in items:
+            if src.dtype == np.float16:
+                s, d = s.view(xp.uint16), d.view(xp.uint16)
+            _launch(kern, target, src, d.shape, (s, d, p, fills[sl]))
+        return
+    if dst.dtype == np.uint8:
+        lo, hi, rnd = 0.0, 255.0, True
+    else:
+        lo, hi, rnd = -np.inf, np.inf, False
+    for s, d, p, _ in items:
+        if s.dtype == np.float16:
+            s = s.astype(np.float32)
+        tmp = d if d.dtype != np.float16 else xp.empty(d.shape, np.float32)
+        _launch(kern, target, src, tmp.shape, (s, tmp, p, lo, hi, rnd))
+        if tmp is not d:
+            d[...] = tmp.astype(np.float16)
+
+
+def _launch(kern, target, src, shape, args):
+    if target == "cpu":
+        kern(*args)
+        return
+    n, h, w = shape[:3]
+    block = (32, 8, 1)
+    grid = ((w + 31) // 32, (h + 7) // 8, n)
+    if not src.device:  # the CUDA simulator, on NumPy arrays (it needs contiguous buffers)
+        cargs = [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        kern[grid, block](*cargs)
+        if cargs[1] is not args[1]:
+            args[1][...] = cargs[1]
+        return
+    from numba import cuda
+
+    from gpuaug._stream import stream_ptr
+
+    cp = cupy_module()
+    nb_args = [cuda.as_cuda_array(a, sync=False) if isinstance(a, cp.ndarray) else a for a in args]
+    kern[grid, block, cuda.external_stream(stream_ptr(None))](*nb_args)

@@ -1,0 +1,57 @@
+"""Stream handles: whatever a caller passes as ``stream=``, turned into a raw handle.
+
+Accepted: ``None`` (CuPy's current stream, which is also the stream DALI sets inside a
+python_function), an ``int`` (a ``cudaStream_t`` value; 0 is the legacy default stream),
+CuPy streams (``.ptr``), Numba streams (``.handle``), PyTorch streams
+(``.cuda_stream``), pycuda streams (``.handle``) and any object with
+``__cuda_stream__`` (the CUDA Python stream protocol, returning ``(version, handle)``).
+"""
+from __future__ import annotations
+
+import contextlib
+
+
+def stream_ptr(stream) -> int:
+    """Return the raw ``cudaStream_t`` of ``stream`` as an int (see module docstring)."""
+    if stream is None:
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    if isinstance(stream, bool):
+        raise TypeError(f"stream: got {stream!r}; expected None, an int handle or a stream object")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"stream: got {stream}; a stream handle is a non-negative int")
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        value = proto() if callable(proto) else proto
+        return int(value[1])
+    for attr in ("ptr", "cuda_stream"):  # CuPy, PyTorch
+        v = getattr(stream, attr, None)
+        if isinstance(v, int):
+            return v
+    handle = getattr(stream, "handle", None)  # pycuda (int), Numba (ctypes c_void_p)
+    if handle is not None:
+        handle = getattr(handle, "value", handle)
+        return int(handle or 0)
+    raise TypeError(
+        f"stream: got an object of type {type(stream).__name__}; expected None, an int handle, "
+        "a CuPy/Numba/PyTorch/pycuda stream or an object with __cuda_stream__")
+
+
+@contextlib.contextmanager
+def on_stream(stream):
+    """Make ``stream`` CuPy's current stream for the block (no synchronisation)."""
+    import cupy
+
+    if stream is None:
+        yield cupy.cuda.get_current_stream()
+        return
+    if isinstance(stream, cupy.cuda.Stream):  # also ExternalStream
+        with stream:
+            yield stream
+        return
+    ext = cupy.cuda.ExternalStream(stream_ptr(stream))
+    with ext:
+        yield ext

@@ -1,0 +1,57 @@
+"""flip: mirror images horizontally and/or vertically, per sample."""
+from __future__ import annotations
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+
+KERNELS = Kernels(cu=("flip.cu", "gpuaug_flip"), numba=("flip", "flip_map"))
+
+
+def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Flip each image left-right (``horizontal``) and/or top-bottom (``vertical``).
+
+    ``out[n, y, x] = x[n, V(y), H(x)]`` with ``H(x) = W-1-x`` where ``horizontal[n]`` is true
+    (else ``x``) and ``V(y) = H-1-y`` where ``vertical[n]`` is true.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        horizontal, vertical: bool, or a sequence/array of N bools (one per sample).
+        out: optional array (or list, for a varshape batch) to write into.
+        layout: "NHWC" (default) or "NCHW".
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        An array like ``x`` (CuPy for CUDA input, NumPy for NumPy input), or a list.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(6, dtype=np.uint8).reshape(1, 2, 3, 1)
+        >>> gpuaug.flip(x)[0, :, :, 0]
+        array([[2, 1, 0],
+               [5, 4, 3]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    h = per_sample(horizontal, b.n, "horizontal", device=b.device)
+    v = per_sample(vertical, b.n, "vertical", device=b.device)
+    params = column_stack([h, v], b.n)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+
+
+def _example(rng, n, h, w):
+    return {"horizontal": rng.random(n) < 0.5, "vertical": rng.random(n) < 0.5}
+
+
+SPECS = (
+    OpSpec("flip", flip, params=(
+        Param("horizontal", True, kind="bool", doc="flip left-right"),
+        Param("vertical", False, kind="bool", doc="flip top-bottom"),
+    ), example=_example, kernels=KERNELS, doc=flip.__doc__),
+)
+
+__all__ = ["flip"]

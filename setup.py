@@ -1,0 +1,30 @@
+"""gpuaug: GPU image augmentation kernels (CUDA C + Numba twins) for CuPy, DALI and PyTorch."""
+from setuptools import setup
+
+setup(
+    name="gpuaug",
+    version="0.1.0",
+    description="Hand-written CUDA kernels for batched image augmentation on the GPU",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=["gpuaug", "gpuaug.ops", "gpuaug.kernels", "gpuaug.kernels.numba", "gpuaug.dali"],
+    package_dir={"gpuaug": "gpuaug", "gpuaug.kernels": "kernels",
+                 "gpuaug.kernels.numba": "kernels/numba", "gpuaug.dali": "dali_plugins"},
+    package_data={"gpuaug.kernels": ["*.cu", "*.cuh"], "gpuaug": ["data/*.png"]},
+    install_requires=[
+        # numba-cuda 0.30 breaks on NumPy 2.5 (numpy.row_stack is gone)
+        "numpy>=1.24,<2.5",
+        "numba>=0.60",
+        "numba-cuda>=0.20",
+        "pillow>=9",
+    ],
+    extras_require={
+        "cuda12": ["cupy-cuda12x>=13", "nvidia-dali-cuda120>=2.0"],
+        "cuda13": ["cupy-cuda13x>=14", "nvidia-dali-cuda130>=2.0"],
+        "test": ["pytest>=7", "pytest-benchmark>=4", "hypothesis>=6"],
+        "pycuda": ["pycuda>=2024.1"],
+    },
+    entry_points={"console_scripts": ["gpuaug=gpuaug.cli:main"]},
+)
