@@ -70,32 +70,34 @@ def _fills(fill, n, channels, dtype):
 
 
 def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
-        fill=None, dtype=None, channels=None, extra=()):
+        fill=None, dtype=None, channels=None, layout=None, extra=(), template=None):
     """Allocate the output and launch the op's kernel on ``backend``; return the result.
 
     ``params``: (N, P) per-sample parameters (NumPy, or CuPy when they came from the
     GPU). ``shapes``: per-sample output (h, w). ``fill``: per-sample fill values for
     copy kernels (the CUDA C kernel reads its own fill from ``params``). ``extra``:
     additional scalar kernel arguments (NumPy scalars) for the CUDA C kernel.
+    ``dtype``/``channels``/``layout``: of the output, when they differ from the input's.
+    ``template``: the CUDA C template arguments (default: input dtype name, channels).
     """
     if batch.device:
         cp = cupy_module()
         from gpuaug._stream import on_stream
 
         with cp.cuda.Device(batch.device_id()), on_stream(stream):
-            result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels)
+            result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
             if backend == "cuda":
-                _run_cuda(batch, dst, kernels, params, extra)
+                _run_cuda(batch, dst, kernels, params, extra, template)
             else:
                 _run_numba(batch, dst, kernels, params, fill, "cuda")
         return result
-    result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels)
+    result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
     params = params if isinstance(params, np.ndarray) else cupy_module().asnumpy(params)
     _run_numba(batch, dst, kernels, params, fill, "cuda" if backend == "numba" else "cpu")
     return result
 
 
-def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra):
+def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=None):
     from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
     cp = cupy_module()
 
@@ -107,7 +109,8 @@ def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra):
     else:
         src_t, dst_t = upload(*tables)
         par = cp.ascontiguousarray(params, dtype=cp.float32)
-    fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], src.dtype.name, src.channels))
+    template = template or (src.dtype.name, src.channels)
+    fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
     hmax = max(h for h, _ in dst.shapes)
     wmax = max(w for _, w in dst.shapes)
     grid, block = grid_2d(hmax, wmax, n)
