@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# On the GPU machine: install the kit (NumPy 2.4 for numba-cuda, DALI, kornia) and gpuaug,
+# offline. Source it: `source tests/gpu/setup.sh`.
+[ -f .kit/install.sh ] && bash .kit/install.sh
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . 2>&1 | grep -v WARNING
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c "import numpy, numba, cupy; print('numpy', numpy.__version__, 'numba', numba.__version__, 'cupy', cupy.__version__)"
