@@ -57,6 +57,7 @@ class Kernels:
     cu: tuple
     numba: tuple
     kind: str = "copy"
+    variants: tuple = ()  # other kernel names in the same .cu file (fast paths), for compile checks
 
 
 def _fills(fill, n, channels, dtype):
@@ -70,7 +71,7 @@ def _fills(fill, n, channels, dtype):
 
 
 def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
-        fill=None, dtype=None, channels=None, layout=None, extra=(), template=None):
+        fill=None, dtype=None, channels=None, layout=None, extra=(), template=None, fast=None):
     """Allocate the output and launch the op's kernel on ``backend``; return the result.
 
     ``params``: (N, P) per-sample parameters (NumPy, or CuPy when they came from the
@@ -79,6 +80,8 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     additional scalar kernel arguments (NumPy scalars) for the CUDA C kernel.
     ``dtype``/``channels``/``layout``: of the output, when they differ from the input's.
     ``template``: the CUDA C template arguments (default: input dtype name, channels).
+    ``fast``: optional CUDA C fast path, ``fast(src, dst) -> launch(params_dev) or None``;
+    when it returns a launcher (the inputs suit it), that runs instead of the generic kernel.
     """
     if batch.device:
         cp = cupy_module()
@@ -87,7 +90,7 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
         with cp.cuda.Device(batch.device_id()), on_stream(stream):
             result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
             if backend == "cuda":
-                _run_cuda(batch, dst, kernels, params, extra, template)
+                _run_cuda(batch, dst, kernels, params, extra, template, fast)
             else:
                 _run_numba(batch, dst, kernels, params, fill, "cuda")
         return result
@@ -97,11 +100,19 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     return result
 
 
-def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=None):
+def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=None, fast=None):
     from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
     cp = cupy_module()
 
     n = src.n
+    launch = fast(src, dst) if fast is not None else None
+    if launch is not None:
+        if isinstance(params, np.ndarray):
+            (par,) = upload(np.ascontiguousarray(params, np.float32).reshape(n, -1))
+        else:
+            par = cp.ascontiguousarray(params, dtype=cp.float32)
+        launch(par)
+        return
     p = np.asarray(params.shape[1], np.int32)
     tables = [descriptor_table(src), descriptor_table(dst)]
     if isinstance(params, np.ndarray):
@@ -115,6 +126,24 @@ def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=
     wmax = max(w for _, w in dst.shapes)
     grid, block = grid_2d(hmax, wmax, n)
     fn(grid, block, (src_t, dst_t, par, np.int32(p), np.int32(n)) + tuple(extra))
+
+
+def contiguous_rows(src: Batch, dst: Batch):
+    """Row geometry shared by ``src`` and ``dst`` when both are dense batches in the same
+    layout: ``(planes, planes_per_sample, H, W, bytes_per_pixel)`` where a plane is an
+    HWC image (NHWC) or one channel of a CHW image (NCHW). None otherwise (varshape,
+    strided views, different layouts): the generic kernel handles those.
+    """
+    if src.varshape or dst.varshape or src.layout != dst.layout:
+        return None
+    a, b = src.arrays[0], dst.arrays[0]
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    n, h, w, c = src.nhwc.shape
+    es = a.itemsize
+    if src.layout == "NHWC":
+        return n, 1, h, w, es * c
+    return n * c, c, h, w, es
 
 
 def numba_function(kernels: Kernels, target: str):

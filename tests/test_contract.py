@@ -123,6 +123,7 @@ def test_cuda_c_compiles(name):
     spec = gpuaug.registry[name]
     k = spec.kernels
     names = [kernel_name(k.cu[1], d, c) for d in spec.dtypes for c in spec.channels]
+    names += list(getattr(k, "variants", ()))
     ptx = check_compile(k.cu[0], names)
     assert ".entry" in ptx
 

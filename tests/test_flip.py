@@ -69,10 +69,16 @@ def test_flip_simulator():
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_flip_gpu(backend, dtype, layout):
     rng = np.random.default_rng(6)
-    for c in (1, 3, 4):
-        x, hf, vf = _case(rng, 5, dtype, c)
+    # 37x53: rows not 16-byte multiples; 16x32: vectorised rows; 3x1200: one big row per block
+    for c, (h, w) in [(1, (37, 53)), (3, (37, 53)), (4, (37, 53)), (3, (16, 32)), (1, (16, 32)),
+                      (3, (3, 1200))]:
+        x, hf, vf = _case(rng, 5, dtype, c, h, w)
         check_op(gpuaug.flip, lambda s, i: R.flip(s, hf[i], vf[i]), x,
                  {"horizontal": hf, "vertical": vf}, layout=layout, backend=backend)
+        # non-contiguous input: the generic kernel
+        xs = x[:, ::-1]
+        check_op(gpuaug.flip, lambda s, i: R.flip(s, True, False), np.ascontiguousarray(xs), {},
+                 layout=layout, backend=backend)
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (1, 9)]]
     check_op(gpuaug.flip, lambda s, i: R.flip(s, True, i == 1), xs,
              {"vertical": [False, True, False]}, varshape=True, backend=backend)

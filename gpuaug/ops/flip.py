@@ -1,12 +1,15 @@
 """flip: mirror images horizontally and/or vertically, per sample."""
 from __future__ import annotations
 
+import numpy as np
+
 from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 
-KERNELS = Kernels(cu=("flip.cu", "gpuaug_flip"), numba=("flip", "flip_map"))
+KERNELS = Kernels(cu=("flip.cu", "gpuaug_flip"), numba=("flip", "flip_map"),
+                  variants=tuple(f"gpuaug_flip_rows<{pb}>" for pb in (1, 2, 3, 4, 6, 8, 12, 16)))
 
 
 def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -40,7 +43,33 @@ def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=
     h = per_sample(horizontal, b.n, "horizontal", device=b.device)
     v = per_sample(vertical, b.n, "vertical", device=b.device)
     params = column_stack([h, v], b.n)
-    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
+
+
+# Rows up to this many bytes are staged whole in shared memory (a few rows per block).
+_TILE_BYTES = 16384
+
+
+def _fast(src, dst):
+    """Dense batches: the row-staged kernel (16-byte loads and stores)."""
+    geo = contiguous_rows(src, dst)
+    if geo is None or geo[3] * geo[4] > _TILE_BYTES:
+        return None
+    from gpuaug.kernels._cuda import get_function
+
+    planes, pps, h, w, pb = geo
+    row = w * pb
+    ptr_ok = src.arrays[0].data.ptr % 16 == 0 and dst.arrays[0].data.ptr % 16 == 0
+    vec = int(row % 16 == 0 and ptr_ok)
+    rows_per_block = max(1, _TILE_BYTES // 2 // row)
+    fn = get_function("flip.cu", f"gpuaug_flip_rows<{pb}>")
+    blocks = (planes * h + rows_per_block - 1) // rows_per_block
+
+    def launch(par):
+        fn((blocks,), (256,), (src.arrays[0], dst.arrays[0], par, np.int32(par.shape[1]), np.int32(planes),
+                               np.int32(pps), np.int32(h), np.int32(w), np.int32(rows_per_block), np.int32(vec)),
+           shared_mem=rows_per_block * row)
+    return launch
 
 
 def _example(rng, n, h, w):
