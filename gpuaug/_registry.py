@@ -27,6 +27,10 @@ from typing import Any, Callable
 #: The op modules, one line per op module (a module may define several ops).
 OP_MODULES = (
     "flip",
+    "rot90",
+    "transpose",
+    "crop",
+    "pad",
 )
 
 DTYPES = ("uint8", "float16", "float32")

@@ -1,0 +1,162 @@
+"""crop and center_crop: cut a window out of each image (per-sample offsets)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import _fmt, column_stack, host_size, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import is_cuda_array
+
+KERNELS = Kernels(cu=("crop.cu", "gpuaug_crop"), numba=("crop", "crop_map"))
+
+
+def host_ints(value, n, name, *, low=None):
+    """Per-sample ints that decide output shapes: host values only, shape () or (n,)."""
+    if is_cuda_array(value):
+        raise TypeError(f"{name}: got a CUDA array; {name} decides the output shape, which must "
+                        "be known on the host: pass an int or a sequence/NumPy array of ints")
+    return per_sample(value, n, name, integer=True, low=low)
+
+
+def uniform_shapes(b, shapes, names):
+    """Refuse per-sample output sizes that differ in a uniform (4-D) batch."""
+    if not b.varshape and len(set(shapes)) > 1:
+        raise ValueError(f"{names}: give per-sample output sizes {sorted(set(shapes))[:4]} that "
+                         "differ; a uniform batch has one output size (every sample's must be "
+                         "equal); pass a list of images for outputs of different sizes")
+
+
+def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Cut the window ``[top, top + height) x [left, left + width)`` out of each image.
+
+    ``out[n, y, x] = x[n, top[n] + y, left[n] + x]`` for ``0 <= y < height[n]``,
+    ``0 <= x < width[n]``. The window must lie inside the image (else ValueError), as for
+    ``img[top:top + height, left:left + width]``. Offsets given as CUDA arrays are not
+    checked on the host (that would synchronise); there, pixels outside the image come
+    out as 0 and nothing outside the image is read.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        top, left: int >= 0, or a sequence/array of N ints (host or device), one per sample.
+        height, width: int >= 1, or N host ints; they decide the output shape, so in a
+            uniform batch every sample's must be equal (a list of images may differ).
+        out: optional array (or list, for a varshape batch) to write into.
+        layout: "NHWC" (default) or "NCHW"; the output has the same layout.
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        (N, height, width, C) / (N, C, height, width) like ``x`` (CuPy for CUDA input,
+        NumPy for NumPy input), or a list of (height[n], width[n], C) images.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(12, dtype=np.uint8).reshape(1, 3, 4, 1)
+        >>> gpuaug.crop(x, top=1, left=[2], height=2, width=2)[0, :, :, 0]
+        array([[ 6,  7],
+               [10, 11]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    hs = host_ints(height, b.n, "height", low=1).tolist()
+    ws = host_ints(width, b.n, "width", low=1).tolist()
+    shapes = list(zip(hs, ws))
+    uniform_shapes(b, shapes, "height, width")
+    t = per_sample(top, b.n, "top", integer=True, low=0, device=b.device)
+    l_ = per_sample(left, b.n, "left", integer=True, low=0, device=b.device)
+    for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):
+        if not isinstance(off, np.ndarray):
+            continue
+        lim = np.array([s[axis] for s in b.shapes])
+        bad = np.nonzero(off + np.array(size) > lim)[0]
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name}, {dim}: sample {i} has {name}={int(off[i])} and {dim}="
+                             f"{size[i]}, which ends at {int(off[i]) + size[i]}, outside its "
+                             f"{b.shapes[i][0]}x{b.shapes[i][1]} image; expected "
+                             f"0 <= {name} <= {lim[i]} - {dim}")
+    params = column_stack([t, l_], b.n)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream)
+
+
+def center_offset(size, crop_size):
+    """torchvision's center_crop offset along one axis (may be negative: zero padding).
+
+    A crop larger than the image pads ``(crop - size) // 2`` zeros before it (the rest
+    after); otherwise the offset is ``int(round((size - crop) / 2))`` with Python's round
+    (half to even), which is what torchvision computes.
+    """
+    if crop_size > size:
+        return -((crop_size - size) // 2)
+    return int(round((size - crop_size) / 2.0))
+
+
+def center_crop(x, size, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Cut a ``size`` window out of the centre of each image, as torchvision's center_crop.
+
+    For an ``H x W`` image and ``size = (h, w)``: ``out[y, x] = x[top + y, left + x]``
+    with ``top = int(round((H - h) / 2))`` (Python's round, half to even) when
+    ``h <= H``; when ``h > H`` the image is zero-padded by ``(h - H) // 2`` rows above
+    and the rest below (``top = -((h - H) // 2)``, pixels outside the image are 0).
+    The same for ``left`` with ``W`` and ``w``.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        size: int (square) or (height, width), host ints >= 1; one size for the batch.
+        out: optional array (or list, for a varshape batch) to write into.
+        layout: "NHWC" (default) or "NCHW"; the output has the same layout.
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        (N, h, w, C) / (N, C, h, w) like ``x`` (CuPy for CUDA input, NumPy for NumPy
+        input), or a list of (h, w, C) images for a list input.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(16, dtype=np.uint8).reshape(1, 4, 4, 1)
+        >>> gpuaug.center_crop(x, 2)[0, :, :, 0]
+        array([[ 5,  6],
+               [ 9, 10]], dtype=uint8)
+        >>> gpuaug.center_crop(x[:, :2, :2], (2, 4))[0, :, :, 0]
+        array([[0, 0, 1, 0],
+               [0, 4, 5, 0]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    h, w = host_size(size, "size")
+    params = np.array([(center_offset(sh, h), center_offset(sw, w)) for sh, sw in b.shapes],
+                      np.float64)
+    return run(b, KERNELS, params, shapes=[(h, w)] * b.n, out=out, backend=be, stream=stream)
+
+
+def _crop_example(rng, n, h, w):
+    ch, cw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+    return {"top": rng.integers(0, h - ch + 1, n), "left": rng.integers(0, w - cw + 1, n),
+            "height": ch, "width": cw}
+
+
+def _center_crop_example(rng, n, h, w):
+    return {"size": (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))}
+
+
+SPECS = (
+    OpSpec("crop", crop, params=(
+        Param("top", 0, kind="int", doc="first row of the window"),
+        Param("left", 0, kind="int", doc="first column of the window"),
+        Param("height", None, kind="size", doc="window height (host ints; equal in a uniform batch)"),
+        Param("width", None, kind="size", doc="window width (host ints; equal in a uniform batch)"),
+    ), changes_shape=True, example=_crop_example, kernels=KERNELS, doc=crop.__doc__),
+    OpSpec("center_crop", center_crop, params=(
+        Param("size", None, per_sample=False, shape=(2,), kind="size",
+              doc="(height, width) or int; zero padding where larger than the image"),
+    ), changes_shape=True, example=_center_crop_example, kernels=KERNELS, doc=center_crop.__doc__),
+)
+
+__all__ = ["crop", "center_crop"]

@@ -1,0 +1,97 @@
+"""pad: add borders to each image (constant, edge or reflect, as numpy.pad)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import check_choice, cupy_module, is_cuda_array
+from gpuaug.ops.crop import host_ints, uniform_shapes
+
+KERNELS = Kernels(cu=("pad.cu", "gpuaug_pad"), numba=("pad", "pad_map"))
+
+#: numpy.pad mode -> border code of kernels/common.cuh (border_index).
+MODES = {"constant": 0, "edge": 1, "reflect": 3}
+
+
+def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream=None,
+        backend=None):
+    """Pad each image by ``padding = (top, bottom, left, right)`` pixels, as ``numpy.pad``.
+
+    Output ``(H + top + bottom) x (W + left + right)``; ``out[y, x] = x[r(y - top, H),
+    r(x - left, W)]`` where ``r(i, n) = i`` inside the image and outside it:
+    ``"constant"``: the pixel is ``value``; ``"edge"``: ``r = clamp(i, 0, n - 1)``;
+    ``"reflect"``: mirror about the edge pixel without repeating it
+    (``dcb|abcd|cba``, numpy.pad's "reflect", OpenCV's BORDER_REFLECT_101), repeated
+    periodically (period ``2(n - 1)``) when the padding exceeds the image, which is what
+    numpy.pad does. ``value`` is stored like any output: rounded half up and saturated
+    for uint8, rounded to nearest for float16.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        padding: host ints >= 0: one int (all four sides), ``(top, bottom, left, right)``,
+            or an (N, 4) array, one row per sample. They decide the output shape, so in a
+            uniform batch every sample's output size must agree (a list of images may
+            differ). A (4,) sequence always means one padding for every sample.
+        mode: "constant" (default), "edge" or "reflect".
+        value: fill for "constant": a number, or a sequence/array of N (host or device).
+        out: optional array (or list, for a varshape batch) to write into.
+        layout: "NHWC" (default) or "NCHW"; the output has the same layout.
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        (N, H', W', C) / (N, C, H', W') like ``x`` (CuPy for CUDA input, NumPy for NumPy
+        input), or a list.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(1, 4, dtype=np.uint8).reshape(1, 1, 3, 1)
+        >>> gpuaug.pad(x, (0, 0, 2, 3), mode="reflect")[0, :, :, 0]
+        array([[3, 2, 1, 2, 3, 2, 1, 2]], dtype=uint8)
+        >>> gpuaug.pad(x, (1, 0, 1, 0), value=9)[0, :, :, 0]
+        array([[9, 9, 9, 9],
+               [9, 1, 2, 3]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    check_choice("mode", mode, tuple(MODES))
+    if not is_cuda_array(padding) and np.ndim(padding) == 0 and isinstance(
+            padding, (int, float, np.integer, np.floating)):
+        padding = (padding,) * 4
+    if is_cuda_array(padding):
+        raise TypeError("padding: got a CUDA array; padding decides the output shape, which must "
+                        "be known on the host: pass host ints (top, bottom, left, right)")
+    p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, low=0)
+    shapes = [(h + int(t) + int(bo), w + int(le) + int(r))
+              for (h, w), (t, bo, le, r) in zip(b.shapes, p.tolist())]
+    uniform_shapes(b, shapes, "padding")
+    v = per_sample(value, b.n, "value", device=b.device)
+    mcol = np.full(b.n, float(MODES[mode]))
+    params = column_stack([p[:, 0], p[:, 2], mcol, v], b.n)
+    fill = v if isinstance(v, np.ndarray) or be != "numba" else cupy_module().asnumpy(v)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fill=fill)
+
+
+def _example(rng, n, h, w):
+    t, le = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    # Per-sample sides that add up to one output size.
+    return {"padding": np.stack([t, 3 - t, le, 3 - le], axis=1), "mode": "constant",
+            "value": rng.integers(0, 256, n)}
+
+
+SPECS = (
+    OpSpec("pad", pad, params=(
+        Param("padding", 0, shape=(4,), kind="int",
+              doc="(top, bottom, left, right), host ints >= 0; output sizes must agree in a batch"),
+        Param("mode", "constant", per_sample=False, kind="choice", choices=tuple(MODES),
+              doc="border rule, as numpy.pad"),
+        Param("value", 0.0, doc="fill value for mode 'constant'"),
+    ), changes_shape=True, example=_example, kernels=KERNELS, doc=pad.__doc__),
+)
+
+__all__ = ["pad"]

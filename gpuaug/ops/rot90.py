@@ -1,0 +1,85 @@
+"""rot90: rotate images by quarter turns counter-clockwise, per sample (as numpy.rot90)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import _fmt, column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import is_cuda_array
+
+KERNELS = Kernels(cu=("rot90.cu", "gpuaug_rot90"), numba=("rot90", "rot90_map"))
+
+
+def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Rotate each image by ``k[n]`` quarter turns counter-clockwise, as ``numpy.rot90``.
+
+    For an ``H x W`` image, with ``q = k[n] % 4``:
+    ``q = 1``: ``out[y, x] = x[x, W-1-y]`` (output ``W x H``);
+    ``q = 2``: ``out[y, x] = x[H-1-y, W-1-x]`` (``H x W``);
+    ``q = 3``: ``out[y, x] = x[H-1-x, y]`` (``W x H``); ``q = 0``: a copy.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        k: int in -3..3 (negative turns clockwise), or a sequence/array of N such ints.
+            An odd ``k`` swaps H and W, so in a uniform batch of non-square images every
+            ``k`` must have the same parity (a list of images may mix them). ``k`` may be
+            a CUDA array only when every image is square (the output shape must be known
+            on the host without reading the GPU); it is then not range-checked.
+        out: optional array (or list, for a varshape batch) to write into.
+        layout: "NHWC" (default) or "NCHW"; the output has the same layout.
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        An array like ``x`` with H and W swapped where ``k`` is odd (CuPy for CUDA input,
+        NumPy for NumPy input), or a list.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(6, dtype=np.uint8).reshape(1, 2, 3, 1)
+        >>> gpuaug.rot90(x)[0, :, :, 0]
+        array([[2, 5],
+               [1, 4],
+               [0, 3]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    if is_cuda_array(k) and b.device:
+        if any(h != w for h, w in b.shapes):
+            raise TypeError("k: got a CUDA array, but the images are not square, so k decides the "
+                            "output shape, which must be known on the host; pass k as host ints "
+                            "(a number, sequence or NumPy array)")
+        kk = per_sample(k, b.n, "k", integer=True, device=True)
+        shapes = b.shapes
+    else:
+        kk = per_sample(k, b.n, "k", integer=True)
+        if np.any(kk < -3) or np.any(kk > 3):
+            raise ValueError(f"k: got {_fmt(k)}; expected integers in -3..3 (quarter turns "
+                             "counter-clockwise, negative for clockwise)")
+        kk = kk % 4
+        shapes = [(w, h) if q % 2 else (h, w) for (h, w), q in zip(b.shapes, kk.tolist())]
+        if not b.varshape and len(set(shapes)) > 1:
+            h, w = b.shapes[0]
+            raise ValueError(f"k: got {_fmt(k)}; the images are {h}x{w} (not square) and odd k "
+                             "swaps height and width, so a uniform batch needs every k of one "
+                             "parity (all odd or all even); pass a list of images to mix them")
+    params = column_stack([kk], b.n)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream)
+
+
+def _example(rng, n, h, w):
+    # One parity for the batch, so non-square images keep one output size.
+    return {"k": int(rng.integers(0, 2)) + 2 * rng.integers(0, 2, n)}
+
+
+SPECS = (
+    OpSpec("rot90", rot90, params=(
+        Param("k", 1, kind="int", doc="quarter turns counter-clockwise (-3..3)"),
+    ), changes_shape=True, example=_example, kernels=KERNELS, doc=rot90.__doc__),
+)
+
+__all__ = ["rot90"]
