@@ -24,6 +24,36 @@ import numpy as np
 from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module, is_cuda_array
 
 LAYOUTS = ("NHWC", "NCHW")
+
+
+class Same(tuple):
+    """``n`` copies of one ``(h, w)``: the per-sample sizes of a uniform batch, without a
+    Python loop over samples (ops are called with N in the hundreds, per batch)."""
+
+    def __new__(cls, hw, n):
+        return super().__new__(cls, (tuple(hw),) * n)
+
+    def __init__(self, hw, n):
+        self.hw = tuple(hw)
+
+
+def same_size(shapes):
+    """The common (h, w) of ``shapes``, or None when they differ."""
+    hw = getattr(shapes, "hw", None)
+    if hw is not None:
+        return hw
+    first = tuple(shapes[0])
+    return first if all(tuple(s) == first for s in shapes) else None
+
+
+def max_size(shapes):
+    """(max h, max w) over ``shapes``."""
+    hw = getattr(shapes, "hw", None)
+    if hw is not None:
+        return hw
+    return max(s[0] for s in shapes), max(s[1] for s in shapes)
+
+
 TABLE_COLS = 6  # address, height, width, stride_y, stride_x, stride_c
 
 
@@ -112,11 +142,12 @@ class Batch:
             dst = Batch(self.device, True, False, "NHWC", dtype, channels, views,
                         [tuple(s) for s in shapes], list(result))
             return result, dst
-        hs = {tuple(s) for s in shapes}
-        if len(hs) != 1:
-            raise ValueError(f"per-sample output sizes differ ({sorted(hs)[:4]}...); a uniform "
+        hw = same_size(shapes)
+        if hw is None:
+            hs = sorted({tuple(s) for s in shapes})
+            raise ValueError(f"per-sample output sizes differ ({hs[:4]}...); a uniform "
                              "batch needs one output size (pass a list of images for varshape output)")
-        h, w = shapes[0]
+        h, w = hw
         full = (self.n, h, w, channels) if layout == "NHWC" else (self.n, channels, h, w)
         want = full[1:] if self.single else full
         if out is None:
@@ -128,7 +159,7 @@ class Batch:
         arr4 = arr[None] if self.single else arr
         nhwc = arr4 if layout == "NHWC" else arr4.transpose(0, 2, 3, 1)
         dst = Batch(self.device, False, False, layout, dtype, channels, [nhwc],
-                    [(h, w)] * self.n, [arr])
+                    Same((h, w), self.n), [arr])
         return result, dst
 
     def _check_out(self, out, shape, dtype, name):
@@ -176,11 +207,15 @@ def _overlap(a, b, dev):
     return np.may_share_memory(a, b)
 
 
+_ALLOWED: dict = {}
+
+
 def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=(1, 3, 4)) -> Batch:
     """Parse ``x`` into a :class:`Batch`; raise a ValueError/TypeError naming what is wrong."""
     check_choice("layout", layout, LAYOUTS)
-    allowed = {np.dtype(d) for d in dtypes}
-    allowed_txt = ", ".join(str(np.dtype(d)) for d in dtypes)
+    allowed = _ALLOWED.get(dtypes)
+    if allowed is None:
+        allowed = _ALLOWED.setdefault(tuple(dtypes), frozenset(np.dtype(d) for d in dtypes))
     if isinstance(x, (list, tuple)):
         if len(x) == 0:
             raise ValueError(f"{name}: got an empty list; a varshape batch needs at least one image")
@@ -219,13 +254,14 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
         n, h, w, c = (int(s) for s in nhwc.shape)
         if n == 0:
             raise ValueError(f"{name}: got an empty batch (shape {tuple(a.shape)}); expected at least one sample")
-        b = Batch(dev, False, single, layout, a.dtype, c, [nhwc], [(h, w)] * n, [a])
+        b = Batch(dev, False, single, layout, a.dtype, c, [nhwc], Same((h, w), n), [a])
     if b.dtype not in allowed:
+        allowed_txt = ", ".join(str(np.dtype(d)) for d in dtypes)
         raise TypeError(f"{name}: got dtype {b.dtype}; expected one of {allowed_txt}")
     if b.channels not in channels:
         raise ValueError(f"{name}: got {b.channels} channels (layout {b.layout}); expected one of "
                          f"{', '.join(map(str, channels))}")
-    if any(h == 0 or w == 0 for h, w in b.shapes):
+    if (min(b.nhwc.shape[1:3]) == 0 if not b.varshape else any(h == 0 or w == 0 for h, w in b.shapes)):
         raise ValueError(f"{name}: has an image of zero height or width; expected non-empty images")
     return b
 

@@ -38,7 +38,7 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
             arr = cp.asnumpy(arr)
     else:
         arr = np.asarray(value)
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        if arr.dtype.kind not in "biuf":
             raise TypeError(f"{name}: got {value!r}; expected {accepted}")
     if tuple(arr.shape) == shape:
         arr = arr.reshape((1,) + shape)

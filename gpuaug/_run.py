@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table
+from gpuaug._batch import Batch, descriptor_table, max_size
 from gpuaug._util import check_choice, cupy_module, simulator
 
 BACKENDS = ("cuda", "numba", "cpu")
@@ -122,8 +122,7 @@ def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=
         par = cp.ascontiguousarray(params, dtype=cp.float32)
     template = template or (src.dtype.name, src.channels)
     fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
-    hmax = max(h for h, _ in dst.shapes)
-    wmax = max(w for _, w in dst.shapes)
+    hmax, wmax = max_size(dst.shapes)
     grid, block = grid_2d(hmax, wmax, n)
     fn(grid, block, (src_t, dst_t, par, np.int32(p), np.int32(n)) + tuple(extra))
 
