@@ -13,15 +13,32 @@ import numpy as np
 import gpuaug
 
 
-def timeit(fn, bufs, reps=15, inner=8):
-    """Median over reps of (events around `inner` back-to-back calls) / inner, so the host
-    cost of a call hides behind the queue as it does in a pipeline; also host us per call."""
+_SPIN = None
+
+
+def spin(us):
+    """Keep the GPU busy for ~us microseconds (a clock64 loop), so the calls queued behind it
+    are timed back to back on the device, free of the host's per-call cost."""
+    global _SPIN
+    if _SPIN is None:
+        _SPIN = cp.RawKernel(r"""
+        extern "C" __global__ void spin(long long cycles) {
+            long long t0 = clock64();
+            while (clock64() - t0 < cycles) { }
+        }""", "spin")
+    _SPIN((1,), (1,), (np.int64(int(us * 1980)),))
+
+
+def timeit(fn, bufs, reps=15, inner=20):
+    """Median over reps of (events around `inner` calls queued behind a spin kernel) / inner:
+    device time per call. Also the host's own cost per call (timeit.host_us)."""
     for b in bufs:
         fn(b)
     cp.cuda.runtime.deviceSynchronize()
     ts, hs = [], []
     for i in range(reps):
         s, e = cp.cuda.Event(), cp.cuda.Event()
+        spin(20000)
         s.record()
         h0 = time.perf_counter()
         for j in range(inner):
