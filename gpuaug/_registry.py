@@ -31,6 +31,9 @@ OP_MODULES = (
     "transpose",
     "crop",
     "pad",
+    "warp_affine",
+    "warp_perspective",
+    "rotate",
 )
 
 DTYPES = ("uint8", "float16", "float32")

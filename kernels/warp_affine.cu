@@ -1,0 +1,11 @@
+// gpuaug_warp_affine<T, C, INTERP, BORDER>: per-sample affine warp (OpenCV warpAffine).
+// params row: [interp, border, a00 a01 a02 a10 a11 a12, fill_0 .. fill_{C-1}], a = the
+// destination -> source map. INTERP: 0 nearest, 1 bilinear; BORDER: common.cuh's Border.
+// The defaults (bilinear, constant) let the generic <T, C> name resolve.
+#include "warp_common.cuh"
+
+template <typename T, int C, int INTERP = 1, int BORDER = 0>
+__global__ void __launch_bounds__(256) gpuaug_warp_affine(const gpuaug::i64* src, const gpuaug::i64* dst,
+                                                          const float* params, int P, int n) {
+  gpuaug::warp::warp_driver<T, C, INTERP, BORDER, false>(src, dst, params, P, n);
+}
