@@ -23,13 +23,17 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module("gpuaug.geometry")
+    if name == "Scheduler":  # imported on first use: it pulls in threads, not CUDA
+        from gpuaug.scheduler import Scheduler
+
+        return Scheduler
     if name in registry:
         return registry[name].func
     raise AttributeError(f"module 'gpuaug' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(registry) | {"geometry"})
+    return sorted(set(globals()) | set(registry) | {"geometry", "Scheduler"})
 
 
 __all__ = ["registry", "__version__"]

@@ -1,0 +1,956 @@
+"""The scheduler: host batches in, augmented device batches out, copies overlapping kernels.
+
+Pipeline of one epoch (a *run*), batch ``k`` flowing left to right::
+
+    workers (threads)        copier thread            compute thread           consumer
+    fill pinned slot k%D --> H2D on the copy stream --> augment on the compute --> next()
+    (NumPy memcpy, GIL        into device slot k%D,     stream after waiting     waits on its own
+     released; a batch is     events copy0/copy1        copy1; events            stream for comp1
+     split into chunks)                                 comp0/comp1
+
+Resources and the event each waits for before it is reused (D = ``depth``):
+
+- pinned slot ``s``: refilled for batch k only after the copy of its last user (k - D)
+  has *completed* (host waits on that batch's copy1 event);
+- device slot ``s``: rewritten by the copy of batch k only after the augment of its last
+  user has completed (the copy stream waits on that batch's comp1 event) - or, when the
+  augment returned a view of its input, after the consumer released that batch;
+- output of batch k - D (and ``out[k % L]``): dropped/rewritten only after the consumer
+  released it; the compute stream waits on the release event recorded on the
+  consumer's stream, so the memory pool cannot hand it to a new kernel too early.
+
+Every device call goes through a :class:`~gpuaug.scheduler._device.Device`, so all of
+this is tested on the CPU with a FakeDevice.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import sys
+import threading
+import time
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from gpuaug.scheduler import telemetry as T
+from gpuaug.scheduler._device import Device, FakeDevice
+from gpuaug.scheduler.sources import ArraySource, IterableSource, Layout, Source, as_source, layout_of
+
+OUTPUTS = ("cupy", "torch")
+RECYCLE = ("next", "manual")
+_CHUNK_BYTES = 1 << 20  # a worker copies at least ~1 MiB at a time (fewer lock round trips)
+
+
+def _copy_batch(x):
+    """The default augment: a copy, so delivered batches own their memory."""
+    if isinstance(x, list):
+        return [a.copy() for a in x]
+    return x.copy()
+
+
+def _copy_into(dst, y):
+    if isinstance(y, list):
+        raise ValueError("out: a varshape (list) batch cannot be written into a fixed output buffer")
+    if tuple(dst.shape) != tuple(y.shape) or dst.dtype != y.dtype:
+        raise ValueError(f"out: an out buffer has shape {tuple(dst.shape)} and dtype {dst.dtype}, but the "
+                         f"augmented batch has shape {tuple(y.shape)} and dtype {y.dtype}")
+    dst[...] = y
+    return dst
+
+
+def _takes_out(fn):
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _split_item(item):
+    if isinstance(item, tuple):
+        if len(item) != 2:
+            raise ValueError(f"source: a tuple item must be (images, labels); got a tuple of {len(item)}")
+        return item
+    return item, None
+
+
+def _host_batch(x):
+    """A host batch as a NumPy array or a list of NumPy arrays (no copy when possible)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, list):
+        if not x:
+            raise ValueError("source: got an empty list; a varshape batch needs at least one image")
+        return [_host_batch(a) for a in x]
+    try:
+        return np.asarray(x)  # PyTorch CPU tensors, array-likes
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(f"source: got a batch of type {type(x).__name__}; expected a NumPy array, "
+                        "a list of arrays, a CPU tensor or a CUDA array") from e
+
+
+def _shard_iter(it, shard_id, num_shards):
+    for i, item in enumerate(it):
+        if i % num_shards == shard_id:
+            yield item
+
+
+def _n_of(item):
+    x = item[0] if isinstance(item, tuple) else item
+    return len(x)
+
+
+def _drop_last_iter(it):
+    """Yield items, except a last one with fewer samples than the largest before it."""
+    prev, most = None, 0
+    for item in it:
+        if prev is not None:
+            most = max(most, _n_of(prev))
+            yield prev
+        prev = item
+    if prev is not None and _n_of(prev) >= most:
+        yield prev
+
+
+def epoch_batches(n, batch_size, *, epoch=0, shuffle=False, seed=None, shard_id=0, num_shards=1,
+                  drop_last=False):
+    """Sample indices of every batch of one shard and epoch.
+
+    Shuffling permutes all ``n`` samples with ``default_rng([seed, epoch])`` (the same on
+    every shard); shard ``i`` takes every ``num_shards``-th sample from position ``i``, so
+    the shards partition the data set. With ``drop_last``, the order is first cut to a
+    multiple of ``num_shards`` (every shard gets the same count) and each shard drops its
+    last partial batch; otherwise each shard's last batch may be short.
+
+    >>> [b.tolist() for b in epoch_batches(10, 3, shard_id=1, num_shards=2)]
+    [[1, 3, 5], [7, 9]]
+    """
+    order = np.random.default_rng([seed, epoch]).permutation(n) if shuffle else np.arange(n)
+    if drop_last:
+        order = order[:n // num_shards * num_shards]
+    mine = order[shard_id::num_shards]
+    nb = len(mine) // batch_size if drop_last else -(-len(mine) // batch_size)
+    return [mine[i * batch_size:(i + 1) * batch_size] for i in range(nb)]
+
+
+class DeviceBatch(tuple):
+    """One delivered batch: the tuple ``(images, labels)``, plus ``index`` and ``release()``.
+
+    ``images``: a CuPy array (or a list of them for a varshape batch), a PyTorch tensor
+    with ``output="torch"``, or the caller's own ``out[i]`` buffer. ``labels``: what the
+    source gave, untouched (None without labels).
+    """
+
+    def __new__(cls, images, labels, index, run):
+        self = tuple.__new__(cls, (images, labels))
+        self.index = index
+        self._run = run
+        return self
+
+    @property
+    def images(self):
+        return self[0]
+
+    @property
+    def labels(self):
+        return self[1]
+
+    def release(self, stream=None):
+        """Give the batch's memory back once the work queued so far on ``stream`` is done.
+
+        ``stream``: the consumer's stream (None: the scheduler's ``stream`` setting, else
+        the current PyTorch/CuPy stream). Needed with ``recycle="manual"``; harmless twice.
+        """
+        self._run.release(self.index, stream)
+
+
+class _Rec:
+    """Book-keeping of one batch inside a run."""
+
+    def __init__(self, k, layout, labels, kind):
+        self.k, self.layout, self.labels, self.kind = k, layout, labels, kind
+        self.idx = self.x = self.host = self.flat = self.rows = None
+        self.dev_in = self.dbuf = self.output = self.export = None
+        self.chunks, self.next_chunk, self.left = [], 0, 0
+        self.filled = False
+        self.ev = {}            # copy0, copy1, comp0, comp1, release
+        self.released = self.delivered = self.harvested = self.aliased = False
+        self.fill, self.wait = [], None
+        self.nbytes = 0
+        self.n = layout.n if layout is not None else 0
+
+
+class _Resources:
+    """Streams and buffers of a scheduler; kept across epochs with ``keep_buffers``."""
+
+    def __init__(self, dev: Device, depth, copy_stream, compute_stream):
+        self.dev, self.depth = dev, depth
+        self.pinned = [None] * depth
+        self.dbufs = [None] * depth
+        self.pinned_reallocs = self.device_reallocs = 0
+        self._given = (copy_stream, compute_stream)
+        self.copy = self.compute = None
+        self.registered = None
+
+    def streams(self):
+        if self.copy is None:
+            c, k = self._given
+            self.copy = self.dev.external_stream(c) if c is not None else self.dev.new_stream("copy")
+            self.compute = self.dev.external_stream(k) if k is not None else self.dev.new_stream("compute")
+        return self.copy, self.compute
+
+    def pinned_slot(self, s, nbytes):
+        buf = self.pinned[s]
+        if buf is not None and buf.nbytes >= nbytes:
+            return buf
+        if buf is not None:
+            self.pinned_reallocs += 1
+            self.dev.free_pinned(buf)
+            self.pinned[s] = None
+        self.pinned[s] = self.dev.alloc_pinned(nbytes)
+        return self.pinned[s]
+
+    def device_slot(self, s, nbytes, before_free=None):
+        buf = self.dbufs[s]
+        if buf is not None and buf.nbytes >= nbytes:
+            return buf
+        if buf is not None:
+            self.device_reallocs += 1
+            if before_free is not None:
+                before_free()
+            self.dev.free_device(buf)
+            self.dbufs[s] = None
+        self.dbufs[s] = self.dev.alloc_device(nbytes)
+        return self.dbufs[s]
+
+    def register(self, array):
+        if self.registered is None:
+            self.registered = (self.dev.register_host(array), array)
+
+    def free(self):
+        dev = self.dev
+        for i, b in enumerate(self.pinned):
+            if b is not None:
+                dev.free_pinned(b)
+                self.pinned[i] = None
+        for i, b in enumerate(self.dbufs):
+            if b is not None:
+                dev.free_device(b)
+                self.dbufs[i] = None
+        if self.registered is not None:
+            dev.unregister_host(self.registered[0])
+            self.registered = None
+        if self.copy is not None:
+            for s, given in zip((self.copy, self.compute), self._given):
+                if given is None:
+                    dev.free_stream(s)
+            self.copy = self.compute = None
+
+
+class _Progress:
+    """tqdm when importable, else a line on stderr at most twice a second."""
+
+    def __init__(self, total, desc):
+        try:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, unit="batch")
+        except Exception:  # noqa: BLE001 - tqdm is optional
+            self._bar = None
+        self.total, self.desc, self.n, self._t = total, desc, 0, 0.0
+
+    def update(self, images):
+        self.n += 1
+        if self._bar is not None:
+            self._bar.update(1)
+            return
+        now = time.perf_counter()
+        if now - self._t > 0.5 or self.n == self.total:
+            self._t = now
+            of = f"/{self.total}" if self.total else ""
+            print(f"\r{self.desc}: {self.n}{of} batches", end="", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+        elif self.n:
+            print(file=sys.stderr)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Run:
+    """One pass over the source (an epoch): threads, batch records, telemetry."""
+
+    def __init__(self, sched: "Scheduler", epoch):
+        self.s, self.dev, self.res = sched, sched.device, sched._res
+        self.depth = sched.depth
+        self.cv = threading.Condition()
+        self.stopping = self.closed = False
+        self.failure = None            # (k, exception) of the first batch that failed
+        self.recs = OrderedDict()
+        self.filling = OrderedDict()   # k -> rec with chunks left to fill
+        self.pslot_user = [None] * self.depth
+        self.dslot_user = [None] * self.depth
+        self.prep_next, self.preparing, self.prep_done = 0, False, False
+        self.copy_enq = self.compute_enq = self.delivered = -1
+        self.timings = []
+        src = sched.source
+        if isinstance(src, Source):
+            self.batches = epoch_batches(len(src), sched.batch_size, epoch=epoch, shuffle=sched.shuffle,
+                                         seed=sched._seed, shard_id=sched.shard_id,
+                                         num_shards=sched.num_shards, drop_last=sched.drop_last)
+            self.total = len(self.batches)
+            self.it = None
+        else:
+            self.batches, self.total = None, None
+            it = iter(src)
+            if sched.num_shards > 1:
+                it = _shard_iter(it, sched.shard_id, sched.num_shards)
+            self.it = _drop_last_iter(it) if sched.drop_last else it
+        with self.dev.context():
+            copy_s, _ = self.res.streams()
+            if sched.pin_source:
+                self.res.register(src.images)
+            self.origin = self.dev.new_event()
+            self.dev.record(self.origin, copy_s)
+            self.dev.synchronize(self.origin)
+        self.host0 = time.perf_counter()  # host clock aligned with the origin event
+        self.progress = _Progress(self.total, "gpuaug") if sched.progress else None
+        self.threads = [threading.Thread(target=self._worker, args=(i,), name=f"gpuaug-worker-{i}",
+                                         daemon=True) for i in range(sched.workers)]
+        self.threads += [threading.Thread(target=self._copier, name="gpuaug-copy", daemon=True),
+                         threading.Thread(target=self._computer, name="gpuaug-compute", daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _limit(self):
+        return self.failure[0] if self.failure is not None else float("inf")
+
+    def _fail(self, k, exc, where):
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"(raised in gpuaug.Scheduler's {where} while processing batch {k})")
+        with self.cv:
+            if self.failure is None or k < self.failure[0]:
+                self.failure = (k, exc)
+            self.cv.notify_all()
+
+    def _wait(self, pred, k):
+        """Wait under the lock until ``pred()``; raise _Stop when stopping or batch k failed."""
+        while not pred():
+            if self.stopping or k >= self._limit():
+                raise _Stop
+            self.cv.wait()
+        if self.stopping or k >= self._limit():
+            raise _Stop
+
+    # ---- workers: prepare batches in order, fill their chunks in parallel ----------------
+    def _worker(self, wid):
+        self.dev.activate()
+        while True:
+            with self.cv:
+                job = None
+                while job is None:
+                    if self.stopping:
+                        return
+                    lim = self._limit()
+                    for rec in self.filling.values():
+                        if rec.k < lim and rec.next_chunk < len(rec.chunks):
+                            job = ("fill", rec, rec.next_chunk)
+                            rec.next_chunk += 1
+                            break
+                    if job is not None:
+                        break
+                    if not self.preparing and not self.prep_done and self.prep_next < lim:
+                        self.preparing = True
+                        job = ("prepare", self.prep_next)
+                        break
+                    if (self.prep_done or self.prep_next >= lim) and not any(
+                            r.k < lim and r.next_chunk < len(r.chunks) for r in self.filling.values()):
+                        return
+                    self.cv.wait()
+            if job[0] == "prepare":
+                k = job[1]
+                try:
+                    self._prepare(k)
+                except _Stop:
+                    with self.cv:
+                        self.preparing = False
+                        self.cv.notify_all()
+                    return
+                except BaseException as e:  # noqa: BLE001 - handed to the consumer
+                    with self.cv:
+                        self.preparing = False
+                        self.prep_done = True
+                    self._fail(k, e, "source reader (worker thread)")
+            else:
+                _, rec, ci = job
+                try:
+                    self._fill(wid, rec, ci)
+                except BaseException as e:  # noqa: BLE001
+                    self._fail(rec.k, e, "source reader (worker thread)")
+
+    def _prepare(self, k):
+        s = self.s
+        if self.batches is not None:
+            if k >= self.total:
+                with self.cv:
+                    self.prep_done, self.preparing = True, False
+                    self.cv.notify_all()
+                return
+            idx = self.batches[k]
+            layout, labels, x = s.source.describe(idx), s.source.labels(idx), None
+            rows = s.source.rows(idx) if s.pin_source else None
+            kind = "direct" if rows is not None else "pinned"
+        else:
+            try:
+                item = next(self.it)
+            except StopIteration:
+                with self.cv:
+                    self.prep_done, self.preparing, self.total = True, False, k
+                    self.cv.notify_all()
+                return
+            x, labels = _split_item(item)
+            idx = rows = None
+            if self.dev.is_device_array(x):
+                kind, layout = "device", None
+                n_dev = len(x)
+            else:
+                x = _host_batch(x)
+                layout, kind = layout_of(x), "pinned"
+        rec = _Rec(k, layout, labels, kind)
+        rec.idx, rec.x, rec.rows = idx, x, rows
+        if kind == "device":
+            rec.n = n_dev
+        if kind == "pinned":
+            slot = k % self.depth
+            with self.cv:
+                prev = self.pslot_user[slot]
+                if prev is not None:
+                    self._wait(lambda: self.copy_enq >= prev.k, k)
+            if prev is not None:
+                self.dev.synchronize(prev.ev["copy1"])  # the slot's last copy has finished
+            buf = self.res.pinned_slot(slot, layout.nbytes)
+            self.pslot_user[slot] = rec
+            rec.flat = buf.array[:layout.nbytes]
+            rec.host = layout.host_views(buf.array)
+            rec.nbytes = layout.nbytes
+            n = layout.n
+            if s.source_heavy:
+                per = 1
+            else:
+                per = max(1, -(-n // max(1, min(s.workers * 2, layout.nbytes // _CHUNK_BYTES))))
+            rec.chunks = [(a, min(a + per, n)) for a in range(0, n, per)]
+            rec.left = len(rec.chunks)
+        elif kind == "direct":
+            rec.nbytes = layout.nbytes
+        with self.cv:
+            self.recs[k] = rec
+            self.prep_next, self.preparing = k + 1, False
+            if rec.chunks:
+                self.filling[k] = rec
+            else:
+                rec.filled = True
+            self.cv.notify_all()
+
+    def _fill(self, wid, rec, ci):
+        a, b = rec.chunks[ci]
+        t0 = time.perf_counter()
+        if rec.idx is not None:
+            self.s.source.read(rec.idx[a:b], rec.host[a:b])
+        elif isinstance(rec.x, list):
+            for i in range(a, b):
+                np.copyto(rec.host[i], rec.x[i])
+        else:
+            np.copyto(rec.host[a:b], rec.x[a:b])
+        t1 = time.perf_counter()
+        with self.cv:
+            rec.fill.append((wid, t0 - self.host0, t1 - self.host0))
+            rec.left -= 1
+            if rec.left == 0:
+                rec.filled, rec.x = True, None
+                self.filling.pop(rec.k, None)
+                self.cv.notify_all()
+
+    # ---- copier: H2D on the copy stream -------------------------------------------------
+    def _copier(self):
+        dev = self.dev
+        dev.activate()
+        copy_s = self.res.copy
+        k = 0
+        try:
+            while True:
+                with self.cv:
+                    try:
+                        self._wait(lambda: (k in self.recs and self.recs[k].filled)
+                                   or (self.total is not None and k >= self.total), k)
+                    except _Stop:
+                        return
+                    if self.total is not None and k >= self.total:
+                        return
+                    rec = self.recs[k]
+                    slot = k % self.depth
+                    prev = self.dslot_user[slot] if rec.kind != "device" else None
+                    try:
+                        if prev is not None:
+                            self._wait(lambda: self.compute_enq >= prev.k, k)
+                            if prev.aliased:  # the consumer reads the slot itself
+                                self._wait(lambda: prev.released, k)
+                    except _Stop:
+                        return
+                try:
+                    ev = {n: dev.new_event() for n in ("copy0", "copy1")}
+                    if rec.kind == "device":
+                        dev.record(ev["copy0"], copy_s)
+                        rec.dev_in = dev.launch(copy_s, dev.as_device_array, rec.x)
+                        rec.x = None
+                    else:
+                        free_ev = None
+                        if prev is not None:
+                            free_ev = prev.ev["release"] if prev.aliased else prev.ev["comp1"]
+                            dev.wait(copy_s, free_ev)
+                        dbuf = self.res.device_slot(
+                            slot, rec.nbytes,
+                            before_free=(lambda: dev.synchronize(free_ev)) if free_ev is not None else None)
+                        self.dslot_user[slot] = rec
+                        rec.dbuf = dbuf
+                        dev.record(ev["copy0"], copy_s)
+                        if rec.kind == "pinned":
+                            dev.copy_h2d(dbuf, 0, rec.flat, copy_s)
+                        else:
+                            off = 0
+                            for r in rec.rows:
+                                dev.copy_h2d(dbuf, off, r, copy_s)
+                                off += r.nbytes
+                            rec.rows = None
+                        rec.dev_in = rec.layout.device_views(dev, dbuf)
+                    dev.record(ev["copy1"], copy_s)
+                except BaseException as e:  # noqa: BLE001
+                    self._fail(k, e, "copy thread")
+                    return
+                with self.cv:
+                    rec.ev.update(ev)
+                    self.copy_enq = k
+                    self.cv.notify_all()
+                k += 1
+        except BaseException as e:  # noqa: BLE001 - never leave the consumer waiting
+            self._fail(k, e, "copy thread")
+
+    # ---- compute: augment on the compute stream -----------------------------------------
+    def _computer(self):
+        dev, s = self.dev, self.s
+        dev.activate()
+        comp_s = self.res.compute
+        fn = s.augment if s.augment is not None else _copy_batch
+        outs = s._out_views
+        k = 0
+        try:
+            while True:
+                with self.cv:
+                    try:
+                        self._wait(lambda: self.copy_enq >= k
+                                   or (self.total is not None and k >= self.total), k)
+                        if self.copy_enq < k:
+                            return
+                        rec = self.recs[k]
+                        held = [self.recs[j] for j in {k - self.depth, k - len(outs) if outs else -1}
+                                if j >= 0 and j in self.recs]
+                        self._wait(lambda: all(h.released for h in held), k)
+                    except _Stop:
+                        return
+                try:
+                    for h in held:
+                        dev.wait(comp_s, h.ev["release"])
+                    old = self.recs.get(k - self.depth)
+                    if old is not None:
+                        old.output = old.export = None  # after the wait: pool reuse is ordered
+                    ev = {n: dev.new_event() for n in ("comp0", "comp1")}
+                    dev.wait(comp_s, rec.ev["copy1"])
+                    dev.record(ev["comp0"], comp_s)
+                    x = rec.dev_in
+                    if outs:
+                        target = outs[k % len(outs)]
+                        if s.augment is not None and s._augment_takes_out:
+                            y = dev.launch(comp_s, lambda v: fn(v, out=target), x)
+                        else:
+                            y = dev.launch(comp_s, lambda v: _copy_into(target, fn(v) if s.augment else v), x)
+                        rec.export = s.out[k % len(outs)]
+                    else:
+                        y = dev.launch(comp_s, fn, x)
+                    dev.record(ev["comp1"], comp_s)
+                    rec.output = y
+                    rec.aliased = rec.dbuf is not None and self._overlaps(y, rec.dbuf)
+                    rec.dev_in = None
+                except BaseException as e:  # noqa: BLE001
+                    self._fail(k, e, "augment (compute thread)")
+                    return
+                with self.cv:
+                    rec.ev.update(ev)
+                    self.compute_enq = k
+                    self.cv.notify_all()
+                k += 1
+        except BaseException as e:  # noqa: BLE001
+            self._fail(k, e, "compute thread")
+
+    def _overlaps(self, y, dbuf):
+        lo, hi = dbuf.ptr, dbuf.ptr + dbuf.nbytes
+        for a in (y if isinstance(y, (list, tuple)) else [y]):
+            try:
+                a0, a1 = self.dev.extent(a)
+            except Exception:  # noqa: BLE001 - unknown array type: assume it aliases (safe)
+                return True
+            if a0 < hi and lo < a1:
+                return True
+        return False
+
+    # ---- consumer ----------------------------------------------------------------------
+    def next(self):
+        s, dev = self.s, self.dev
+        k = self.delivered + 1
+        if s.recycle == "next" and k > 0:
+            self.release(k - 1, None)
+        t0 = time.perf_counter()
+        with self.cv:
+            while True:
+                if self.failure is not None and self.failure[0] <= k:
+                    raise self.failure[1]
+                if self.stopping:
+                    raise RuntimeError("this epoch's iterator was closed (close() was called or a new "
+                                       "iteration over the scheduler started)")
+                if self.compute_enq >= k:
+                    rec = self.recs[k]
+                    break
+                if self.total is not None and k >= self.total:
+                    raise StopIteration
+                for j in {k - self.depth, k - len(s._out_views) if s._out_views else -1}:
+                    r = self.recs.get(j) if j >= 0 else None
+                    if r is not None and r.delivered and not r.released:
+                        raise RuntimeError(
+                            f"batch {j} is still held, so batch {k} cannot be made: with "
+                            f"recycle='manual' call batch.release() when done with a batch, keep "
+                            f"fewer than depth={self.depth} batches (or len(out)) unreleased, or "
+                            "use recycle='next'")
+                self.cv.wait()
+        t1 = time.perf_counter()
+        with dev.context():
+            cs = dev.consumer_stream(s.stream, s.output)
+            dev.wait(cs, rec.ev["comp1"])
+            images = rec.export if rec.export is not None else dev.export(rec.output, s.output, cs)
+        rec.wait = (t0 - self.host0, t1 - self.host0)
+        rec.delivered = True
+        self.delivered = k
+        if self.progress is not None:
+            self.progress.update(rec.n)
+        return DeviceBatch(images, rec.labels, k, self)
+
+    def release(self, k, stream):
+        rec = self.recs.get(k)
+        if rec is None or rec.released or self.closed and not rec.delivered:
+            return
+        with self.dev.context():
+            ev = self.dev.new_event()
+            self.dev.record(ev, self.dev.consumer_stream(stream if stream is not None else self.s.stream,
+                                                         self.s.output))
+        with self.cv:
+            if rec.released:
+                return
+            rec.ev["release"] = ev
+            rec.released = True
+            self.cv.notify_all()
+        self.harvest()
+
+    # ---- telemetry -----------------------------------------------------------------------
+    def harvest(self):
+        dev = self.dev
+        with self.cv:
+            recs = [r for r in self.recs.values() if r.delivered and not r.harvested]
+        for r in recs:
+            if "comp1" not in r.ev or not dev.done(r.ev["comp1"]):
+                continue
+            o = self.origin
+            t = [dev.elapsed_ms(o, r.ev[n]) / 1e3 for n in ("copy0", "copy1", "comp0", "comp1")]
+            self.timings.append(T.BatchTiming(r.k, r.n, r.nbytes, (t[0], t[1]), (t[2], t[3]),
+                                              list(r.fill), r.wait))
+            r.harvested = True
+        with self.cv:  # forget batches nobody can still need
+            keep_from = self.delivered - 2 * self.depth - len(self.s._out_views) - 2
+            for j in [j for j, r in self.recs.items() if j < keep_from and r.harvested and r.released]:
+                del self.recs[j]
+
+    # ---- shutdown --------------------------------------------------------------------------
+    def close(self):
+        if self.closed:
+            return
+        with self.cv:
+            self.stopping = True
+            self.cv.notify_all()
+        for t in self.threads:
+            t.join(timeout=30)
+        alive = [t.name for t in self.threads if t.is_alive()]
+        for r in list(self.recs.values()):
+            if r.delivered and not r.released:
+                self.release(r.k, None)
+        self.closed = True
+        dev = self.dev
+        with dev.context():
+            if self.res.copy is not None:
+                dev.sync_stream(self.res.copy)
+                dev.sync_stream(self.res.compute)
+            self.harvest()
+            for r in self.recs.values():
+                if "release" in r.ev and self.res.compute is not None:
+                    dev.wait(self.res.compute, r.ev["release"])
+                r.output = r.export = r.dev_in = r.host = r.flat = r.x = None
+        self.recs.clear()
+        self.filling.clear()
+        self.pslot_user = self.dslot_user = None
+        if self.progress is not None:
+            self.progress.close()
+        if alive:
+            warnings.warn(f"gpuaug.Scheduler: threads {alive} did not stop within 30 s (a source "
+                          "blocked?); their staging buffers are left allocated", RuntimeWarning,
+                          stacklevel=3)
+            return
+        if not self.s.keep_buffers:
+            with dev.context():
+                self.res.free()
+
+
+class Scheduler:
+    """Host batches in, augmented device batches out, H2D copies overlapping the kernels.
+
+    Iterating yields one :class:`DeviceBatch` ``(images, labels)`` per batch, in order:
+    ``images`` on the GPU (CuPy, or a zero-copy PyTorch tensor with ``output="torch"``),
+    ready for work queued on the consumer's stream (which is made to wait on the batch's
+    event - no host synchronisation); ``labels`` exactly as the source gave them.
+
+    Args:
+        source: a NumPy array / ``np.memmap`` (N, ...) of samples (e.g. uint8 N×H×W×C);
+            an ``(images, labels)`` tuple of arrays; a directory of class folders or a list
+            of image files (decoded on the workers, varshape; use
+            ``sources.ImageFolder(root, size=(h, w))`` for uniform batches); any iterable of
+            host batches (array, list of HWC arrays, or ``(images, labels)``) or a
+            zero-argument callable returning one; or a :mod:`~gpuaug.scheduler.sources` object.
+        augment: a function of one device batch returning a device batch (a gpuaug op,
+            a Compose, any CuPy/PyTorch code; it runs with the compute stream as CuPy's
+            current stream, so gpuaug ops launch there), or the name of a gpuaug op.
+            None: the batch is copied to fresh memory (delivered batches own their memory).
+        batch_size: samples per batch, required for indexable sources (arrays, files).
+        labels: labels of an array source or file list (one per sample).
+        depth: staging slots: pinned host buffers, device input buffers and undelivered
+            outputs in flight (>= 2 to overlap; 3 is enough when one batch's copy is
+            shorter than two augments).
+        workers: threads filling the pinned slots (decode, gather, NumPy copy with the
+            GIL released). Default min(8, CPUs).
+        device: the CUDA device ordinal, or a :class:`~gpuaug.scheduler._device.Device`
+            (``FakeDevice()`` runs everything on the CPU).
+        output: "cupy" or "torch" (a zero-copy DLPack view; PyTorch's current stream waits).
+        stream: the consumer's stream (any handle: PyTorch, CuPy, pycuda, Numba, int, or
+            ``__cuda_stream__``). None: PyTorch's (output="torch") or CuPy's current stream
+            at each ``next()``.
+        shuffle, seed: reshuffle indexable sources every epoch with ``default_rng([seed, epoch])``.
+        shard_id, num_shards: this process's share of the samples (shards partition them).
+        drop_last: drop each shard's last short batch (and even out shard sizes).
+        recycle: "next" - a batch's memory may be reused once the consumer asks for the
+            next one (after the work it queued on its stream by then); "manual" - only
+            after ``batch.release()``.
+        out: optional list of the caller's device arrays (any ``__cuda_array_interface__``
+            / DLPack object: CuPy, PyTorch, Numba, pycuda GPUArray) written in turn; each
+            delivered ``images`` is then that object itself (a TensorRT-style input binding).
+        pin_source: page-lock an in-memory array source in place (``cudaHostRegister``) and
+            copy batches straight from it: no staging copy on the host.
+        copy_stream, compute_stream: run the copies / augments on these streams instead
+            of two new non-blocking ones.
+        keep_buffers: keep streams and buffers between epochs (default: freed at the end
+            of each epoch, when the loop is left, and by ``close()``).
+        progress: show a progress bar (tqdm if importable).
+
+    Example::
+
+        >>> import numpy as np, gpuaug                                 # doctest: +SKIP
+        >>> data = np.load("train_u8.npy", mmap_mode="r")             # (N, 224, 224, 3) uint8
+        >>> sched = gpuaug.Scheduler(data, gpuaug.flip, batch_size=256, labels=targets,
+        ...                          shuffle=True, seed=0, output="torch")
+        >>> for images, labels in sched:                              # images: cuda uint8 NHWC
+        ...     loss = model(images.permute(0, 3, 1, 2).float(), labels)
+        >>> print(sched.stats()); sched.print_timeline()
+    """
+
+    def __init__(self, source, augment=None, *, batch_size=None, labels=None, depth=3, workers=None,
+                 device=0, output="cupy", stream=None, shuffle=False, seed=None, shard_id=0,
+                 num_shards=1, drop_last=False, recycle="next", out=None, pin_source=False,
+                 copy_stream=None, compute_stream=None, keep_buffers=False, progress=False):
+        self.source = as_source(source, labels)
+        if isinstance(augment, str):
+            import gpuaug
+
+            augment = getattr(gpuaug, augment)
+        if augment is not None and not callable(augment):
+            raise TypeError(f"augment: got {type(augment).__name__}; expected a callable, an op name or None")
+        self.augment = augment
+        self._augment_takes_out = augment is not None and _takes_out(augment)
+        for name, v, lo in (("depth", depth, 1), ("num_shards", num_shards, 1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise ValueError(f"{name}: got {v!r}; expected an int >= {lo}")
+        self.depth = int(depth)
+        if workers is None:
+            workers = min(8, os.cpu_count() or 1)
+        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+            raise ValueError(f"workers: got {workers!r}; expected an int >= 1")
+        self.workers = int(workers)
+        if isinstance(shard_id, bool) or not isinstance(shard_id, (int, np.integer)) or not 0 <= shard_id < num_shards:
+            raise ValueError(f"shard_id: got {shard_id!r}; expected an int in [0, num_shards={num_shards})")
+        self.shard_id, self.num_shards = int(shard_id), int(num_shards)
+        if output not in OUTPUTS:
+            raise ValueError(f"output: got {output!r}; expected one of {', '.join(map(repr, OUTPUTS))}")
+        if recycle not in RECYCLE:
+            raise ValueError(f"recycle: got {recycle!r}; expected one of {', '.join(map(repr, RECYCLE))}")
+        self.output, self.recycle, self.stream = output, recycle, stream
+        indexable = isinstance(self.source, Source)
+        if indexable:
+            if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+                raise ValueError(f"batch_size: got {batch_size!r}; an indexable source (array, files) "
+                                 "needs an int >= 1")
+        elif batch_size is not None:
+            raise ValueError(f"batch_size: got {batch_size!r}; an iterable source yields whole batches, "
+                             "so leave batch_size None")
+        self.batch_size = None if batch_size is None else int(batch_size)
+        if shuffle and not indexable:
+            raise ValueError("shuffle: an iterable source has no random access; pass an array, "
+                             "ImageFolder or ImageFiles source, or shuffle the iterable yourself")
+        if shuffle and num_shards > 1 and seed is None:
+            raise ValueError("seed: shuffling with num_shards > 1 needs a seed shared by all shards "
+                             "(otherwise the shards would not partition the data)")
+        self.shuffle, self.seed, self.drop_last = bool(shuffle), seed, bool(drop_last)
+        self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
+        if pin_source and not isinstance(self.source, ArraySource):
+            raise ValueError(f"pin_source: got True with a {type(self.source).__name__}; only an "
+                             "in-memory array source can be page-locked in place")
+        self.pin_source = bool(pin_source)
+        self.source_heavy = bool(getattr(self.source, "heavy", False))
+        self.keep_buffers, self.progress = bool(keep_buffers), bool(progress)
+        self.device = device if isinstance(device, Device) else _cuda_device(device)
+        self.out = list(out) if out is not None else None
+        if self.out is not None and not self.out:
+            raise ValueError("out: got an empty list; expected one or more device arrays")
+        self._out_views = [self.device.as_device_array(o) for o in self.out] if self.out else []
+        self._res = _Resources(self.device, self.depth, copy_stream, compute_stream)
+        self._run = None
+        self._timings = []
+        self.epoch = 0
+
+    # ---- iteration ---------------------------------------------------------------------
+    def __iter__(self):
+        if self._run is not None:
+            self._run.close()
+        run = self._run = _Run(self, self.epoch)
+        self.epoch += 1
+        try:
+            while True:
+                try:
+                    b = run.next()
+                except StopIteration:
+                    return
+                yield b
+        finally:
+            run.close()
+            self._timings = run.timings
+
+    def __len__(self):
+        """Batches per epoch for this shard."""
+        if isinstance(self.source, Source):
+            return len(epoch_batches(len(self.source), self.batch_size, shard_id=self.shard_id,
+                                     num_shards=self.num_shards, drop_last=self.drop_last))
+        n = len(self.source)  # TypeError when the iterable has no length
+        mine = len(range(self.shard_id, n, self.num_shards))
+        return mine
+
+    def set_epoch(self, epoch):
+        """Set the epoch number that seeds the next shuffle (it also advances by itself)."""
+        self.epoch = int(epoch)
+
+    def release(self, batch, stream=None):
+        """Same as ``batch.release(stream)``."""
+        batch.release(stream)
+
+    def close(self):
+        """Stop the threads, wait for queued copies and kernels, free every buffer and stream."""
+        if self._run is not None:
+            self._run.close()
+            self._timings = self._run.timings
+            self._run = None
+        with self.device.context():
+            self._res.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # ---- telemetry ------------------------------------------------------------------------
+    def timings(self):
+        """Per-batch :class:`~gpuaug.scheduler.telemetry.BatchTiming` of the current or last epoch."""
+        if self._run is not None and not self._run.closed:
+            self._run.harvest()
+            return list(self._run.timings)
+        return list(self._timings)
+
+    def stats(self, warmup=0):
+        """:class:`~gpuaug.scheduler.telemetry.Stats` of the current or last epoch.
+
+        ``warmup``: leave out the first batches (allocations, kernel compilation).
+
+        >>> print(sched.stats())                                    # doctest: +SKIP
+        64 batches, 16384 images, 2.466 GB in 47.1 ms: ...
+        """
+        return T.summarize(self.timings(), warmup=warmup, pinned_reallocs=self._res.pinned_reallocs,
+                           device_reallocs=self._res.device_reallocs)
+
+    def timeline(self, path):
+        """Write a Chrome trace JSON of the current or last epoch to ``path`` (open in Perfetto)."""
+        import json
+
+        st = self.stats()
+        trace = T.chrome_trace(self.timings(), device=getattr(self.device, "name", "gpu"),
+                               meta={"stats": dataclasses.asdict(st), "depth": self.depth, "workers": self.workers})
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(trace, f)
+        return path
+
+    def print_timeline(self, width=100, first=0, count=12, file=None):
+        """Print (and return) an ASCII timeline of copy and compute lanes, ``count`` batches."""
+        text = T.ascii_timeline(self.timings(), width=width, first=first, count=count)
+        print(text, file=file if file is not None else sys.stdout)
+        return text
+
+
+def _cuda_device(device):
+    if isinstance(device, bool) or not isinstance(device, (int, np.integer)):
+        raise TypeError(f"device: got {device!r}; expected a CUDA device ordinal (int) or a Device")
+    from gpuaug.scheduler._device import CudaDevice
+
+    try:
+        return CudaDevice(int(device))
+    except ImportError as e:
+        raise RuntimeError("device: the scheduler needs CuPy on a CUDA machine (install gpuaug[cuda12] "
+                           "or gpuaug[cuda13]); device=FakeDevice() runs it on the CPU") from e
+    except ValueError:
+        raise
+    except Exception as e:  # noqa: BLE001 - CUDA runtime errors: no driver, no device
+        raise RuntimeError(f"device: no usable CUDA device {device} ({type(e).__name__}: {e}); "
+                           "device=FakeDevice() runs the scheduler on the CPU") from e
+
+
+__all__ = ["Scheduler", "DeviceBatch", "epoch_batches", "FakeDevice", "IterableSource", "Layout"]
