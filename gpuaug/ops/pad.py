@@ -60,13 +60,13 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     check_choice("mode", mode, tuple(MODES))
-    if not is_cuda_array(padding) and np.ndim(padding) == 0 and isinstance(
-            padding, (int, float, np.integer, np.floating)):
-        padding = (padding,) * 4
     if is_cuda_array(padding):
         raise TypeError("padding: got a CUDA array; padding decides the output shape, which must "
                         "be known on the host: pass host ints (top, bottom, left, right)")
-    p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, low=0)
+    if isinstance(padding, (int, float, np.integer, np.floating)):  # all four sides
+        p = np.repeat(per_sample(padding, b.n, "padding", integer=True, low=0)[:, None], 4, axis=1)
+    else:
+        p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, low=0)
     shapes = [(h + int(t) + int(bo), w + int(le) + int(r))
               for (h, w), (t, bo, le, r) in zip(b.shapes, p.tolist())]
     uniform_shapes(b, shapes, "padding")
