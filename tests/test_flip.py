@@ -69,9 +69,10 @@ def test_flip_simulator():
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_flip_gpu(backend, dtype, layout):
     rng = np.random.default_rng(6)
-    # 37x53: rows not 16-byte multiples; 16x32: vectorised rows; 3x1200: one big row per block
-    for c, (h, w) in [(1, (37, 53)), (3, (37, 53)), (4, (37, 53)), (3, (16, 32)), (1, (16, 32)),
-                      (3, (3, 1200))]:
+    # 37x53: rows not 16-byte multiples; 16x40: vectorised staged rows; 16x32 and 5x224:
+    # 16-pixel groups in registers; 3x1208: one big staged row per block
+    for c, (h, w) in [(1, (37, 53)), (3, (37, 53)), (4, (37, 53)), (3, (16, 40)), (1, (16, 32)),
+                      (3, (16, 32)), (4, (5, 224)), (3, (3, 1208))]:
         x, hf, vf = _case(rng, 5, dtype, c, h, w)
         check_op(gpuaug.flip, lambda s, i: R.flip(s, hf[i], vf[i]), x,
                  {"horizontal": hf, "vertical": vf}, layout=layout, backend=backend)

@@ -9,7 +9,8 @@ from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 
 KERNELS = Kernels(cu=("flip.cu", "gpuaug_flip"), numba=("flip", "flip_map"),
-                  variants=tuple(f"gpuaug_flip_rows<{pb}>" for pb in (1, 2, 3, 4, 6, 8, 12, 16)))
+                  variants=tuple(f"gpuaug_flip_{k}<{pb}>" for k in ("rows", "groups")
+                                 for pb in (1, 2, 3, 4, 6, 8, 12, 16)))
 
 
 def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -51,23 +52,35 @@ _TILE_BYTES = 16384
 
 
 def _fast(src, dst):
-    """Dense batches: the row-staged kernel (16-byte loads and stores)."""
+    """Dense batches: 16-pixel groups in registers (width % 16 == 0), else staged rows."""
     geo = contiguous_rows(src, dst)
-    if geo is None or geo[3] * geo[4] > _TILE_BYTES:
+    if geo is None:
         return None
     from gpuaug.kernels._cuda import get_function
 
     planes, pps, h, w, pb = geo
     row = w * pb
-    ptr_ok = src.arrays[0].data.ptr % 16 == 0 and dst.arrays[0].data.ptr % 16 == 0
-    vec = int(row % 16 == 0 and ptr_ok)
+    aligned = src.arrays[0].data.ptr % 16 == 0 and dst.arrays[0].data.ptr % 16 == 0
+    a, b = src.arrays[0], dst.arrays[0]
+    groups = planes * h * (w // 16)
+    if aligned and w % 16 == 0 and groups < 2**32:
+        fn = get_function("flip.cu", f"gpuaug_flip_groups<{pb}>")
+        blocks = (groups + 255) // 256
+
+        def launch(par):
+            fn((blocks,), (256,), (a, b, par, np.int32(par.shape[1]), np.int32(pps), np.uint32(h),
+                                   np.uint32(w), np.uint32(groups)))
+        return launch
+    if row > _TILE_BYTES:
+        return None
+    vec = int(row % 16 == 0 and aligned)
     rows_per_block = max(1, _TILE_BYTES // 2 // row)
     fn = get_function("flip.cu", f"gpuaug_flip_rows<{pb}>")
     blocks = (planes * h + rows_per_block - 1) // rows_per_block
 
     def launch(par):
-        fn((blocks,), (256,), (src.arrays[0], dst.arrays[0], par, np.int32(par.shape[1]), np.int32(planes),
-                               np.int32(pps), np.int32(h), np.int32(w), np.int32(rows_per_block), np.int32(vec)),
+        fn((blocks,), (256,), (a, b, par, np.int32(par.shape[1]), np.int32(planes), np.int32(pps),
+                               np.int32(h), np.int32(w), np.int32(rows_per_block), np.int32(vec)),
            shared_mem=rows_per_block * row)
     return launch
 
