@@ -34,6 +34,13 @@ OP_MODULES = (
     "warp_affine",
     "warp_perspective",
     "rotate",
+    "gamma",
+    "invert",
+    "solarize",
+    "posterize",
+    "equalize",
+    "normalize",
+    "crop_mirror_normalize",
 )
 
 DTYPES = ("uint8", "float16", "float32")

@@ -1,0 +1,176 @@
+"""Shared pieces of the intensity ops (gamma, invert, solarize, posterize, equalize,
+normalize, crop_mirror_normalize): value ranges, per-channel parameters, output
+allocation for varshape batches, and the CUDA C fast-path launchers.
+
+Value ranges follow torchvision: uint8 images hold 0..255, float images 0..1, so an op's
+"maximum" M is 255 or 1 and thresholds are given in the input's own units.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from gpuaug._batch import _to_array
+from gpuaug._params import per_sample
+from gpuaug._util import is_cuda_array
+
+
+def top(dtype) -> float:
+    """The maximum M of the value range: 255 for uint8, 1 for floats."""
+    return 255.0 if np.dtype(dtype) == np.uint8 else 1.0
+
+
+def channel_param(value, n, channels, name, device):
+    """A per-channel parameter (mean, std): a number (every channel), ``C`` numbers (per
+    channel, every sample), an ``(N, C)`` array (per sample and channel) or an ``(N, 1)``
+    array (per sample, every channel) -> ``(N, C)``."""
+    if value is not None and not is_cuda_array(value):
+        a = np.asarray(value)
+        if a.ndim == 0 and (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+            value = np.broadcast_to(a, (channels,))
+        elif a.shape == (n, 1) and a.dtype != object:
+            value = np.broadcast_to(a, (n, channels))
+    elif value is not None and tuple(value.shape) == (n, 1):
+        from gpuaug._util import cupy_module
+
+        cp = cupy_module()
+        value = cp.broadcast_to(cp.asarray(value), (n, channels))
+    return per_sample(value, n, name, shape=(channels,), device=device)
+
+
+def nonzero(arr, name, value):
+    """Refuse zeros in a host parameter (values on the GPU are not read back)."""
+    if isinstance(arr, np.ndarray) and np.any(arr == 0):
+        a = np.asarray(value)
+        shown = repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
+        raise ValueError(f"{name}: got {shown}; expected non-zero values")
+    return arr
+
+
+def float_dtype(dtype, name="dtype"):
+    """The output dtype of normalize-like ops: float16 or float32."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        d = None
+    if d not in (np.dtype(np.float16), np.dtype(np.float32)):
+        raise ValueError(f"{name}: got {dtype!r}; expected 'float16' or 'float32'")
+    return d
+
+
+# -- outputs of varshape batches -------------------------------------------------------
+def uniform_out(b, out, hw, dtype, channels, layout):
+    """A varshape input whose output has one size (a crop): allocate, or check the
+    caller's ``out=``, as one 4-D batch in ``layout``. Returns ``(result, views)``: pass
+    ``views`` (one HWC view per sample) to run() as ``out=`` and return ``result``."""
+    proxy = dataclasses.replace(b, varshape=False, single=False)
+    result, dst = proxy.alloc(out, [tuple(hw)] * b.n, dtype=dtype, channels=channels, layout=layout)
+    return result, [dst.nhwc[i] for i in range(b.n)]
+
+
+def chw_list_out(b, out, shapes, dtype, channels):
+    """A varshape input with CHW output images: ``(result list, HWC views for run())``."""
+    xp = b.xp
+    if out is None:
+        result = [xp.empty((channels, h, w), dtype) for h, w in shapes]
+    else:
+        if not isinstance(out, (list, tuple)) or len(out) != len(shapes):
+            raise ValueError(f"out: a varshape batch needs a list of {len(shapes)} arrays; got {type(out).__name__}")
+        result = []
+        for i, (o, (h, w)) in enumerate(zip(out, shapes)):
+            a, _ = _to_array(o, f"out[{i}]")
+            if tuple(a.shape) != (channels, h, w) or a.dtype != dtype:
+                raise ValueError(f"out[{i}]: got shape {tuple(a.shape)} and dtype {a.dtype}; expected "
+                                 f"shape {(channels, h, w)} and dtype {np.dtype(dtype)}")
+            result.append(a)
+    return result, [r.transpose(1, 2, 0) for r in result]
+
+
+# -- CUDA C fast paths -----------------------------------------------------------------
+def _dense_u8_vectors(batch, nhwc_only):
+    """16-byte vectors per sample when ``batch`` is a dense uint8 batch (C-contiguous,
+    16-byte aligned, each sample a whole number of vectors); else None."""
+    if batch.dtype != np.uint8 or batch.varshape or (nhwc_only and batch.layout != "NHWC"):
+        return None
+    a = batch.arrays[0]
+    if not a.flags.c_contiguous or a.data.ptr % 16:
+        return None
+    per_sample_bytes = a.size // batch.n
+    if per_sample_bytes % 16 or per_sample_bytes // 16 >= 2 ** 31:
+        return None
+    return per_sample_bytes // 16
+
+
+def dense_u8(src, dst, nhwc_only=False):
+    """Vectors per sample when ``src`` and ``dst`` are dense uint8 batches of one layout."""
+    if src.layout != dst.layout:
+        return None
+    nv = _dense_u8_vectors(src, nhwc_only)
+    return nv if nv is not None and _dense_u8_vectors(dst, nhwc_only) == nv else None
+
+
+VEC_THREADS = 256
+VEC_PER_THREAD = 4  # 16-byte vectors per thread (kernels/intensity.cuh VEC_UNROLL)
+
+
+def vec_grid(n, nvec):
+    """Grid for u8_vec_driver kernels: x slices one sample, y walks the samples."""
+    bx = max(1, -(-nvec // (VEC_THREADS * VEC_PER_THREAD)))
+    return (min(bx, 65535), min(n, 65535))
+
+
+def u8_vec_fast(filename, name, nhwc_only=False):
+    """A run() ``fast=`` hook for an elementwise kernel ``name(src, dst, nvec, params, P, n)``
+    driven by u8_vec_driver: dense uint8 batches only."""
+
+    def fast(src, dst):
+        nvec = dense_u8(src, dst, nhwc_only)
+        if nvec is None:
+            return None
+        from gpuaug.kernels._cuda import get_function
+
+        fn = get_function(filename, name)
+        grid = vec_grid(src.n, nvec)
+
+        def launch(par):
+            fn(grid, (VEC_THREADS,), (src.arrays[0], dst.arrays[0], np.int32(nvec), par,
+                                      np.int32(par.shape[1]), np.int32(src.n)))
+        return launch
+
+    return fast
+
+
+def cmn_vec_fast(filename, base, out_channels):
+    """A run() ``fast=`` hook for crop/mirror/normalize: four output pixels per thread with
+    aligned vector stores, when every output row is a whole number of 4-value vectors
+    and every output address and stride is aligned to one (loads take any strides)."""
+
+    def fast(src, dst):
+        from gpuaug._batch import descriptor_table
+
+        t = descriptor_table(dst)
+        isz = dst.dtype.itemsize
+        unit = 4 * isz
+        planar = bool(np.all(t[:, 4] == 1))
+        inter = bool(np.all(t[:, 4] == out_channels) and np.all(t[:, 5] == 1))
+        if not (planar or inter) or np.any(t[:, 2] % 4) or np.any(t[:, 0] % unit) or np.any((t[:, 3] * isz) % unit):
+            return None
+        if planar and out_channels > 1 and np.any((t[:, 5] * isz) % unit):
+            return None
+        from gpuaug.kernels._cuda import get_function, kernel_name, upload
+
+        name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
+                           *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
+        fn = get_function(filename, name)
+        hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
+        n = src.n
+        grid = (-(-wmax // (4 * 32)), -(-hmax // 32), min(n, 65535))
+        st = descriptor_table(src)
+
+        def launch(par):
+            src_t, dst_t = upload(st, t)
+            fn(grid, (32, 8, 1), (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)))
+        return launch
+
+    return fast

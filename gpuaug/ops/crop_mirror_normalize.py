@@ -1,0 +1,141 @@
+"""crop_mirror_normalize: DALI's fused crop + horizontal mirror + normalise + layout change."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, host_size, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import check_choice
+from gpuaug.ops._intensity import (channel_param, chw_list_out, cmn_vec_fast, float_dtype, nonzero,
+                                   uniform_out)
+
+_TYPES = ("unsigned char", "gpuaug::half", "float")
+_OUT = ("gpuaug::half", "float")
+KERNELS = Kernels(
+    cu=("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize"),
+    numba=("crop_mirror_normalize", "cmn_value"), kind="value",
+    variants=tuple(f"gpuaug_crop_mirror_normalize<{t}, {c}, {o}, {co}>"
+                   for t in _TYPES for c in (1, 3, 4) for o in _OUT for co in {c, 4 if c == 3 else c})
+    + tuple(f"gpuaug_crop_mirror_normalize_vec<{t}, {c}, {o}, {co}, {pl}>"
+            for t in _TYPES for c in (1, 3, 4) for o in _OUT for co in {c, 4 if c == 3 else c}
+            for pl in ("true", "false")))
+LAYOUTS = ("NHWC", "NCHW")
+
+
+def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=0, std=1,
+                          dtype="float32", output_layout="NCHW", pad_output=False, *, out=None,
+                          layout="NHWC", stream=None, backend=None):
+    """Crop, mirror and normalise in one pass, as DALI's ``fn.crop_mirror_normalize``.
+
+    For sample ``n`` with an input of ``H x W`` and a window of ``h x w`` (``crop``):
+
+    - window corner (DALI's rule, float32, ``rounding="round"``):
+      ``top = roundf(pos_y * (H - h))``, ``left = roundf(pos_x * (W - w))``,
+      half away from zero;
+    - ``out[y, x, c] = (x_in[top + y, left + X, c] - mean[c]) / std[c]`` with
+      ``X = w - 1 - x`` where ``mirror[n]`` is true, else ``x``;
+    - with ``pad_output`` a 3-channel output gets a 4th channel of zeros (DALI pads to a
+      power of two channels with its fill value, 0 by default); 1 and 4 channels are
+      unchanged.
+
+    Values are used in the input's own units, not rescaled: for uint8 input give mean and
+    std in 0..255 (ImageNet: mean 123.675, 116.28, 103.53; std 58.395, 57.12, 57.375), as
+    DALI does; for float input, in its units (usually 0..1). DALI's ``scale``/``shift``
+    are not offered (fold them into mean and std).
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images of
+            different sizes; uint8 (the usual case), float16 or float32; 1, 3 or 4
+            channels; NumPy or any CUDA array.
+        crop: window (h, w) (or one int for a square), the same for every sample and no
+            larger than any image; None: the whole image (no crop).
+        crop_pos: (pos_y, pos_x) in [0, 1], or N such pairs (one per sample).
+        mirror: bool, or N bools: flip the window left-right.
+        mean, std: a number, C numbers (per channel), an (N, C) array (per sample and
+            channel) or an (N, 1) array (per sample); std must not be 0.
+        dtype: output dtype, "float32" (default) or "float16".
+        output_layout: "NCHW" (default, as DALI's "CHW") or "NHWC".
+        pad_output: pad a 3-channel output to 4 channels (the 4th is 0).
+        out: optional output array (a list of CHW/HWC arrays for a varshape batch without
+            crop); with ``crop`` a varshape batch gives one 4-D batch.
+        layout: the input's layout, "NHWC" (default) or "NCHW".
+        stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        (N, C', h, w) for "NCHW" or (N, h, w, C') for "NHWC", in ``dtype`` (C' = 4 when
+        padded); one image (C', h, w) for one input image; a list for a varshape batch
+        without ``crop``.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(16, dtype=np.uint8).reshape(1, 4, 4, 1)
+        >>> gpuaug.crop_mirror_normalize(x, crop=(2, 2), crop_pos=(0, 1), mirror=True,
+        ...                              mean=1, std=2)[0, 0]
+        array([[1. , 0.5],
+               [3. , 2.5]], dtype=float32)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    odt = float_dtype(dtype)
+    check_choice("output_layout", output_layout, LAYOUTS)
+    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), low=0, high=1, device=b.device)
+    mir = per_sample(mirror, b.n, "mirror", device=b.device)
+    window = None
+    if crop is not None:
+        window = host_size(crop, "crop")
+        for i, (h, w) in enumerate(b.shapes):
+            if window[0] > h or window[1] > w:
+                raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
+                                 "no larger than every image")
+    co = 4 if pad_output and b.channels == 3 else b.channels
+    return cmn(b, be, KERNELS, pos, mir, window, mean, std, odt, output_layout, co, out, stream)
+
+
+def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, stream):
+    """Shared by normalize and crop_mirror_normalize: parameters, output, launch."""
+    n, c = b.n, b.channels
+    m = channel_param(mean, n, c, "mean", b.device)
+    s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
+    shapes = [tuple(window)] * n if window is not None else list(b.shapes)
+    params = column_stack([pos, mir, np.asarray(shapes, np.float64).reshape(n, 2), m, s], n)
+    padded = kernels.cu[1] == "gpuaug_crop_mirror_normalize"
+    template = (b.dtype.name, c, odt.name) + ((co,) if padded else ())
+    kw = dict(backend=be, stream=stream, dtype=odt, channels=co, template=template,
+              fast=cmn_vec_fast(kernels.cu[0], kernels.cu[1] + "_vec", co))
+    if b.varshape and window is not None:
+        result, views = uniform_out(b, out, window, odt, co, out_layout)
+        run(b, kernels, params, shapes=shapes, out=views, **kw)
+        return result
+    if b.varshape and out_layout == "NCHW":
+        result, views = chw_list_out(b, out, shapes, odt, co)
+        run(b, kernels, params, shapes=shapes, out=views, **kw)
+        return result
+    return run(b, kernels, params, shapes=shapes, out=out, layout=out_layout, **kw)
+
+
+def _example(rng, n, h, w):
+    return {"crop": (max(1, h * 3 // 4), max(1, w * 3 // 4)), "crop_pos": rng.random((n, 2)),
+            "mirror": rng.random(n) < 0.5, "mean": rng.uniform(100, 150, (n, 1)),
+            "std": rng.uniform(50, 70, (n, 1))}
+
+
+SPECS = (
+    OpSpec("crop_mirror_normalize", crop_mirror_normalize, params=(
+        Param("crop", None, per_sample=False, kind="size", doc="window (h, w); None: whole image"),
+        Param("crop_pos", (0.5, 0.5), shape=(2,), doc="window position (y, x) in [0, 1]"),
+        Param("mirror", False, kind="bool", doc="flip the window left-right"),
+        Param("mean", 0.0, shape=("C",), doc="per-channel mean, input units"),
+        Param("std", 1.0, shape=("C",), doc="per-channel standard deviation, input units, non-zero"),
+        Param("dtype", "float32", per_sample=False, kind="choice", choices=("float16", "float32"),
+              doc="output dtype"),
+        Param("output_layout", "NCHW", per_sample=False, kind="choice", choices=LAYOUTS,
+              doc="output layout"),
+        Param("pad_output", False, per_sample=False, kind="bool", doc="pad 3 channels to 4 (zeros)"),
+    ), geometric=False, changes_shape=True, example=_example, kernels=KERNELS,
+        doc=crop_mirror_normalize.__doc__),
+)
+
+__all__ = ["crop_mirror_normalize"]

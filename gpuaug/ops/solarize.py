@@ -1,0 +1,56 @@
+"""solarize: invert the values at or above a threshold, per sample (torchvision's solarize)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug.ops._intensity import top, u8_vec_fast
+
+KERNELS = Kernels(cu=("solarize.cu", "gpuaug_solarize"), numba=("solarize", "solarize_value"),
+                  kind="value", variants=("gpuaug_solarize_u8",))
+_fast = u8_vec_fast("solarize.cu", "gpuaug_solarize_u8")
+
+
+def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Solarize: ``out = M - x`` where ``x >= threshold``, else ``x``.
+
+    ``M`` and ``threshold`` are in the input's units: uint8 0..255 (M = 255), floats 0..1
+    (M = 1), as torchvision's ``solarize``.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        threshold: in [0, M]; a number or N numbers (one per sample).
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (same shape, dtype and layout), or a list.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> gpuaug.solarize(np.array([[[[10], [128], [200]]]], np.uint8), 128)[0, 0, :, 0]
+        array([ 10, 127,  55], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    m = top(b.dtype)
+    t = per_sample(threshold, b.n, "threshold", low=0, high=m, device=b.device)
+    params = column_stack([t, np.full(b.n, m)], b.n)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
+
+
+def _example(rng, n, h, w):
+    return {"threshold": rng.uniform(64, 192, n)}
+
+
+SPECS = (
+    OpSpec("solarize", solarize, params=(
+        Param("threshold", doc="values >= threshold are inverted (input units: 0..255 uint8, 0..1 floats)"),
+    ), geometric=False, example=_example, kernels=KERNELS, doc=solarize.__doc__),
+)
+
+__all__ = ["solarize"]
