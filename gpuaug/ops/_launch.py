@@ -1,0 +1,122 @@
+"""Running the filter and noise ops, whose kernels choose their own launch shape.
+
+The contract is :func:`gpuaug._run.run`'s (output allocation and ``out=`` checks,
+streams, descriptor tables, float16 handled as float32 on the Numba twins), but:
+
+- CUDA C: the op gives a :class:`CudaPlan` (template base name, grid, block, dynamic
+  shared memory) for the batch, e.g. one block per 32x32 output tile; the kernel
+  ``name<T, C>`` gets ``(src_table, dst_table, params, P, n) + extra``;
+- Numba: the op's module under ``kernels/numba`` gives ``kernel(target)``, a compiled
+  kernel called as ``kernel(src, dst, params, *numba_extra)`` on 4-D NHWC arrays; CUDA
+  kernels are launched with one thread per output pixel (x, y, sample), as
+  :func:`gpuaug._run._launch` does, and may map threads to work as they like.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuaug._batch import Batch, descriptor_table
+from gpuaug._run import _launch
+from gpuaug._util import cupy_module
+
+
+@dataclass(frozen=True)
+class CudaPlan:
+    """How to launch a CUDA C kernel: ``name<T, C>`` on ``grid`` x ``block`` threads."""
+
+    name: str
+    grid: tuple
+    block: tuple
+    shared_mem: int = 0
+    extra: tuple = ()
+
+
+def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
+    """Grid with one block per ``tile_w`` x ``tile_h`` output tile; z walks the samples."""
+    hmax = max(h for h, _ in dst.shapes)
+    wmax = max(w for _, w in dst.shapes)
+    return ((wmax + tile_w - 1) // tile_w, (hmax + tile_h - 1) // tile_h, min(dst.n, 65535)), tuple(block)
+
+
+def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, numba_module,
+               numba_extra=()):
+    """Allocate the output (same shape and dtype as the input) and run the op.
+
+    ``params``: (N, P) per-sample parameters (NumPy, or CuPy when they came from the
+    GPU). ``plan(dst) -> CudaPlan`` for the CUDA C kernel in ``kernels/<cu_file>``.
+    ``numba_module``: module under ``gpuaug.kernels.numba`` with ``kernel(target)``.
+    """
+    if batch.device:
+        cp = cupy_module()
+        from gpuaug._stream import on_stream
+
+        with cp.cuda.Device(batch.device_id()), on_stream(stream):
+            result, dst = batch.alloc(out, batch.shapes)
+            if backend == "cuda":
+                _run_cuda(batch, dst, params, cu_file, plan(dst))
+            else:
+                _run_numba(batch, dst, params, numba_module, numba_extra, "cuda")
+        return result
+    result, dst = batch.alloc(out, batch.shapes)
+    params = params if isinstance(params, np.ndarray) else cupy_module().asnumpy(params)
+    _run_numba(batch, dst, params, numba_module, numba_extra, "cuda" if backend == "numba" else "cpu")
+    return result
+
+
+def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
+    from gpuaug.kernels._cuda import get_function, kernel_name, upload
+
+    cp = cupy_module()
+    n = src.n
+    tables = [descriptor_table(src), descriptor_table(dst)]
+    if isinstance(params, np.ndarray):
+        src_t, dst_t, par = upload(*tables, np.ascontiguousarray(params, np.float32).reshape(n, -1))
+    else:
+        src_t, dst_t = upload(*tables)
+        par = cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)
+    fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels))
+    fn(plan.grid, plan.block, (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)) + tuple(plan.extra),
+       shared_mem=plan.shared_mem)
+
+
+def numba_kernel(module: str, target: str):
+    return importlib.import_module(f"gpuaug.kernels.numba.{module}").kernel(target)
+
+
+def _run_numba(src: Batch, dst: Batch, params, module, extra, target):
+    kern = numba_kernel(module, target)
+    xp = src.xp
+    params = xp.asarray(params, dtype=xp.float32) if target == "cuda" else np.asarray(params, np.float64)
+    items = ([(src.nhwc, dst.nhwc, params)] if not src.varshape else
+             [(src.views[i][None], dst.views[i][None], params[i:i + 1]) for i in range(src.n)])
+    for s, d, p in items:
+        if s.dtype == np.float16:  # float16 maths runs in float32; one rounding at the end
+            s = s.astype(np.float32)
+        tmp = d if d.dtype != np.float16 else xp.empty(d.shape, np.float32)
+        _launch(kern, target, src, tmp.shape, (s, tmp, p) + tuple(extra))
+        if tmp is not d:
+            d[...] = tmp.astype(np.float16)
+
+
+def host_seed(seed, name="seed") -> int:
+    """A noise op's seed: an int in [0, 2**64) on the host (it keys Philox4x32-10)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name}: got {seed!r}; expected an int in [0, 2**64) (draw one per batch, "
+                        "e.g. with numpy.random.Generator.integers(2**63))")
+    seed = int(seed)
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError(f"{name}: got {seed}; expected an int in [0, 2**64)")
+    return seed
+
+
+def seed_columns(seed: int, n: int) -> np.ndarray:
+    """(n, 4) float columns holding the seed as four 16-bit chunks (exact in float32)."""
+    return np.tile(np.array([(seed >> s) & 0xFFFF for s in (0, 16, 32, 48)], np.float64), (n, 1))
+
+
+def float32_exact(a):
+    """Round parameters to float32 on the host, so every backend computes with the same values."""
+    return a.astype(np.float32).astype(np.float64)

@@ -1,0 +1,119 @@
+"""erase: fill rectangles (cutout / random erasing), several per sample."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import cupy_module, is_cuda_array
+
+KERNELS = Kernels(cu=("erase.cu", "gpuaug_erase"), numba=("erase", "erase_map"))
+
+
+def _shape_of(v):
+    return tuple(v.shape) if hasattr(v, "shape") else np.shape(v)
+
+
+def _boxes(boxes, n, device):
+    if boxes is None:
+        raise TypeError("boxes: got None; expected (K, 4) or (N, K, 4) boxes (top, left, height, width)")
+    shape = _shape_of(boxes)
+    if len(shape) not in (2, 3) or shape[-1] != 4:
+        raise ValueError(f"boxes: got shape {shape}; expected (K, 4) boxes (top, left, height, width) "
+                         f"for every sample or (N, K, 4) = ({n}, K, 4), one set per sample")
+    k = shape[-2]
+    b = per_sample(boxes, n, "boxes", shape=(k, 4), integer=True, device=device)
+    if isinstance(b, np.ndarray) and np.any(b[..., 2:] < 0):
+        raise ValueError(f"boxes: got a negative height or width ({b[..., 2:].min()}); expected sizes >= 0")
+    if isinstance(b, np.ndarray) and np.any(np.abs(b) >= 2 ** 24):
+        raise ValueError("boxes: got coordinates beyond 2**24; expected pixel coordinates")
+    return b.reshape(n, 4 * k), k
+
+
+def _values(value, n, c, device):
+    """Fill values -> (N, C): a number, N numbers (per sample), C numbers (per channel,
+    when N != C), or an (N, C) / (1, C) array."""
+    shape = _shape_of(value)
+    if len(shape) == 2 and shape[0] == 1 and shape[1] == c and n != 1:
+        value = value[0] if is_cuda_array(value) else np.asarray(value)[0]
+        shape = (c,)
+    if len(shape) == 1 and shape[0] == c and shape[0] != n:
+        v = per_sample(value, n, "value", shape=(c,), device=device)
+    elif len(shape) == 2:
+        v = per_sample(value, n, "value", shape=(c,), device=device)
+    else:
+        v = per_sample(value, n, "value", device=device)
+        xp = np if isinstance(v, np.ndarray) else cupy_module()
+        v = xp.broadcast_to(v.reshape(n, 1), (n, c))
+    return v
+
+
+def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Fill rectangles with a value: ``out = value`` inside any box, ``x`` elsewhere.
+
+    A box ``(top, left, height, width)`` (integers, pixels) covers rows
+    ``top <= y < top + height`` and columns ``left <= x < left + width``; it may stick
+    out of the image (only the inside part is filled) and may be empty (height or
+    width 0). Boxes of one sample may overlap.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        boxes: (K, 4) boxes used for every sample, or (N, K, 4): K boxes per sample
+            (use empty boxes to give samples fewer).
+        value: fill value: a number; N numbers (one per sample); C numbers (one per
+            channel, when N != C; when N == C a length-N sequence is per sample, so
+            pass (1, C) for per-channel); or an (N, C) array. uint8 values round and
+            saturate.
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.full((2, 4, 5, 1), 9, np.uint8)
+        >>> gpuaug.erase(x, [[1, 1, 2, 3]], value=[0, 7])[:, :, :, 0]
+        array([[[9, 9, 9, 9, 9],
+                [9, 0, 0, 0, 9],
+                [9, 0, 0, 0, 9],
+                [9, 9, 9, 9, 9]],
+        <BLANKLINE>
+               [[9, 9, 9, 9, 9],
+                [9, 7, 7, 7, 9],
+                [9, 7, 7, 7, 9],
+                [9, 9, 9, 9, 9]]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    bx, k = _boxes(boxes, b.n, b.device)
+    vals = _values(value, b.n, b.channels, b.device)
+    xp = np if isinstance(vals, np.ndarray) else cupy_module()
+    fill4 = xp.zeros((b.n, 4))
+    fill4[:, :b.channels] = vals
+    params = column_stack([fill4, np.full(b.n, float(k)), bx], b.n)
+    fill = vals if xp is np or be == "cuda" else cupy_module().asnumpy(vals)  # Numba twins: host fills
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fill=fill)
+
+
+def _example(rng, n, h, w):
+    k = 2
+    hh = rng.integers(0, h // 2 + 1, (n, k))
+    ww = rng.integers(0, w // 2 + 1, (n, k))
+    top = rng.integers(-2, h, (n, k))
+    left = rng.integers(-2, w, (n, k))
+    return {"boxes": np.stack([top, left, hh, ww], -1), "value": rng.integers(0, 256, n).astype(float)}
+
+
+SPECS = (
+    OpSpec("erase", erase, params=(
+        Param("boxes", None, shape=(None, 4), kind="int",
+              doc="(K, 4) or (N, K, 4) boxes (top, left, height, width), required"),
+        Param("value", 0, doc="fill value: per sample, per channel or (N, C)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=erase.__doc__),
+)
+
+__all__ = ["erase"]

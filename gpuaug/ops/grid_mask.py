@@ -1,0 +1,84 @@
+"""grid_mask: GridMask occlusion (Chen et al., 2020): a rotated grid of dropped squares."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import cupy_module
+
+KERNELS = Kernels(cu=("grid_mask.cu", "gpuaug_grid_mask"), numba=("grid_mask", "grid_mask_map"))
+
+
+def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="NHWC", stream=None,
+              backend=None):
+    """Zero out a grid of squares: side ``ratio * tile``, period ``tile``, rotated, shifted.
+
+    For pixel ``(y, x)`` (integer indices, origin at the top-left pixel), with
+    ``a = angle`` in degrees and ``shift = (shift_y, shift_x)``::
+
+        u = x cos(a) - y sin(a) - shift_x
+        v = x sin(a) + y cos(a) - shift_y
+        out[y, x, :] = 0  if (u mod tile) < ratio * tile and (v mod tile) < ratio * tile
+        out[y, x, :] = x[y, x, :]  otherwise
+
+    So at ``angle = 0`` and no shift the dropped squares are
+    ``[i*tile, i*tile + ratio*tile) x [j*tile, j*tile + ratio*tile)``. This is DALI's
+    ``fn.grid_mask`` (tile, ratio, angle, shift_x, shift_y) with the angle in degrees.
+    The decision is computed in float32 with the same operations on every backend
+    (``cos``/``sin`` of the angle and ``ratio * tile`` are rounded to float32 on the host).
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        tile: grid period in pixels (> 0); number or N numbers.
+        ratio: side of a dropped square as a fraction of ``tile``, in [0, 1]; number or N numbers.
+        angle: rotation of the grid in degrees; number or N numbers.
+        shift: ``(shift_y, shift_x)`` in pixels, or an (N, 2) array.
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.ones((1, 4, 6, 1), np.uint8)
+        >>> gpuaug.grid_mask(x, tile=3, ratio=2 / 3)[0, :, :, 0]
+        array([[0, 0, 1, 0, 0, 1],
+               [0, 0, 1, 0, 0, 1],
+               [1, 1, 1, 1, 1, 1],
+               [0, 0, 1, 0, 0, 1]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    t = per_sample(tile, b.n, "tile", low=0.0, low_open=True, device=b.device)
+    r = per_sample(ratio, b.n, "ratio", low=0.0, high=1.0, device=b.device)
+    a = per_sample(angle, b.n, "angle", device=b.device)
+    s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
+    xp = np if all(isinstance(v, np.ndarray) for v in (t, r, a, s)) else cupy_module()
+    t, r, a, s = (xp.asarray(v, dtype=xp.float64) for v in (t, r, a, s))
+    rad = a * (np.pi / 180.0)
+    f32 = (lambda v: v.astype(xp.float32).astype(xp.float64))  # the values every backend sees
+    t32 = f32(t)
+    params = column_stack([f32(xp.cos(rad)), f32(xp.sin(rad)), f32(s), t32, f32(r * t32)], b.n)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+
+
+def _example(rng, n, h, w):
+    return {"tile": rng.uniform(4, 12, n), "ratio": rng.uniform(0.2, 0.7, n),
+            "angle": rng.uniform(-45, 45, n), "shift": rng.uniform(0, 8, (n, 2))}
+
+
+SPECS = (
+    OpSpec("grid_mask", grid_mask, params=(
+        Param("tile", None, doc="grid period in pixels, > 0 (required)"),
+        Param("ratio", None, doc="dropped square side / tile, in [0, 1] (required)"),
+        Param("angle", 0.0, doc="grid rotation in degrees"),
+        Param("shift", (0.0, 0.0), shape=(2,), doc="grid offset (shift_y, shift_x) in pixels"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=grid_mask.__doc__),
+)
+
+__all__ = ["grid_mask"]

@@ -1,0 +1,91 @@
+"""salt_and_pepper: replace random whole pixels by white (salt) or black (pepper)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend
+from gpuaug._util import cupy_module
+from gpuaug.ops._launch import CudaPlan, host_seed, run_custom, seed_columns
+
+KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
+                  numba=("salt_and_pepper", "kernel"), kind="value")
+_BLOCK = 256
+
+
+def _plan(dst):
+    ppt = 16 // dst.dtype.itemsize  # pixels per thread: C 16-byte vectors of a row
+    work = max(h * -(-w // ppt) for h, w in dst.shapes)
+    return CudaPlan("gpuaug_salt_and_pepper", (-(-work // _BLOCK), min(dst.n, 65535), 1), (_BLOCK, 1, 1))
+
+
+def _split(t, xp):
+    """A threshold 0..2**32 as (low 16 bits, high part): both exact in float32."""
+    lo = xp.mod(t, 65536.0)
+    return lo, (t - lo) / 65536.0
+
+
+def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout="NHWC", stream=None,
+                    backend=None):
+    """Salt-and-pepper noise on whole pixels (all channels together).
+
+    Each pixel independently becomes salt (the dtype's white: 255 for uint8, 1.0 for
+    floats) with probability ``prob * salt_vs_pepper``, pepper (0) with probability
+    ``prob * (1 - salt_vs_pepper)``, and is kept otherwise.
+
+    Pixel ``(y, x)`` of sample ``n`` draws one 32-bit word ``r``: lane ``x % 4`` of the
+    Philox4x32-10 block with counter ``(x // 4, y, n, 1)`` and key ``seed``. It is salt
+    if ``r < floor(prob * salt_vs_pepper * 2**32)``, else pepper if
+    ``r < floor(prob * 2**32)``. Integer decisions only: every backend gives the same
+    output, whatever the layout or launch shape.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        prob: probability in [0, 1] that a pixel is replaced; number or N numbers.
+        salt_vs_pepper: fraction in [0, 1] of replaced pixels that are salt; number or N numbers.
+        seed: int in [0, 2**64) (required).
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.full((1, 64, 64, 3), 100, np.uint8)
+        >>> y = gpuaug.salt_and_pepper(x, prob=0.2, seed=3)
+        >>> sorted(np.unique(y).tolist())
+        [0, 100, 255]
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    seed = host_seed(seed)
+    pr = per_sample(prob, b.n, "prob", low=0.0, high=1.0, device=b.device)
+    sv = per_sample(salt_vs_pepper, b.n, "salt_vs_pepper", low=0.0, high=1.0, device=b.device)
+    xp = np if isinstance(pr, np.ndarray) and isinstance(sv, np.ndarray) else cupy_module()
+    pr, sv = xp.asarray(pr, dtype=xp.float64), xp.asarray(sv, dtype=xp.float64)
+    t_noisy = xp.floor(pr * 2.0 ** 32)
+    t_salt = xp.floor(pr * sv * 2.0 ** 32)
+    salt = np.full(b.n, 255.0 if b.dtype == np.uint8 else 1.0)
+    params = column_stack([*_split(t_noisy, xp), *_split(t_salt, xp), seed_columns(seed, b.n), salt], b.n)
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                      numba_module=KERNELS.numba[0])
+
+
+def _example(rng, n, h, w):
+    return {"prob": rng.uniform(0, 0.2, n), "salt_vs_pepper": rng.uniform(0, 1, n),
+            "seed": int(rng.integers(2 ** 63))}
+
+
+SPECS = (
+    OpSpec("salt_and_pepper", salt_and_pepper, params=(
+        Param("prob", None, doc="probability in [0, 1] that a pixel is replaced (required)"),
+        Param("salt_vs_pepper", 0.5, doc="fraction in [0, 1] of replaced pixels that are salt"),
+        Param("seed", None, per_sample=False, kind="int", doc="Philox key, int in [0, 2**64) (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=salt_and_pepper.__doc__),
+)
+
+__all__ = ["salt_and_pepper"]
