@@ -1,0 +1,260 @@
+"""The ``gpuaug`` command: one subcommand per pair of functions below.
+
+    gpuaug bench [OPS...] [--batch 256 --size 224x224 --dtype uint8 --layout NHWC
+                  --backends cuda,numba --peers --json PATH --plot PATH --repeat N
+                  --device gpu|cpu --case NxHxW ...]
+    gpuaug info
+
+Adding a subcommand: write ``add_<name>(sub)`` (builds its parser from the subparsers
+object and returns it) and ``cmd_<name>(args) -> int``, and add one line to
+:data:`COMMANDS`. Nothing here imports CuPy, Numba, DALI or torch at import time.
+
+Example::
+
+    $ gpuaug info
+    $ gpuaug bench flip --device cpu --batch 4 --size 32x32 --json /tmp/b.json
+    $ gpuaug bench --peers --json 'bench/results/{date}-{gpu}-{case}.json' \\
+          --plot 'bench/results/{date}-{gpu}-{case}.png'
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+# ----------------------------------------------------------------------------- helpers
+def _size(text: str) -> tuple[int, int]:
+    """``224x224`` or ``224`` -> (h, w)."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        vals = [int(p) for p in parts]
+    except ValueError:
+        vals = []
+    if len(vals) == 1:
+        vals = vals * 2
+    if len(vals) != 2 or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"size: got {text!r}; expected HxW, e.g. 224x224 or 1080x1920")
+    return vals[0], vals[1]
+
+
+def _case(text: str) -> tuple[int, int, int]:
+    """``256x224x224`` -> (n, h, w)."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        vals = [int(p) for p in parts]
+    except ValueError:
+        vals = []
+    if len(vals) != 3 or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"case: got {text!r}; expected NxHxW, e.g. 256x224x224 or 16x1080x1920")
+    return vals[0], vals[1], vals[2]
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"got {text!r}; expected a positive integer")
+    return v
+
+
+def _out(msg=""):
+    print(msg, flush=True)
+
+
+def _err(msg):
+    print(f"gpuaug: {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- bench
+def add_bench(sub):
+    p = sub.add_parser(
+        "bench", help="time every op (or OPS) against the device's copy bandwidth and against peers",
+        description="Time gpuaug's ops on random batches: median per-call time (CUDA events on a GPU, "
+                    "a wall clock on the CPU), GB/s counting bytes read + written once, %% of a copy of "
+                    "the same bytes measured in the same run, images/s; with --peers, the same op in "
+                    "torchvision, kornia, CuPy, DALI and CV-CUDA where importable. Each GPU backend is "
+                    "checked against the CPU twin before it is timed.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("ops", nargs="*", metavar="OPS", help="op names (default: every registered op)")
+    p.add_argument("--batch", type=_positive, default=None,
+                   help="images per batch (default: 256 on a GPU, 8 on the CPU)")
+    p.add_argument("--size", type=_size, default=None, metavar="HxW",
+                   help="image height x width (default: 224x224 on a GPU, 64x64 on the CPU)")
+    p.add_argument("--case", type=_case, action="append", default=None, metavar="NxHxW",
+                   help="a batch size and image size in one (repeatable: several cases in one run, "
+                        "sharing compiled kernels); overrides --batch/--size")
+    p.add_argument("--channels", type=_positive, default=3)
+    p.add_argument("--dtype", default="uint8", choices=("uint8", "float16", "float32"))
+    p.add_argument("--layout", default="NHWC", choices=("NHWC", "NCHW"))
+    p.add_argument("--backends", type=_csv, default=None,
+                   help="gpuaug backends, comma-separated (default: cuda,numba on a GPU, cpu on the CPU)")
+    p.add_argument("--device", choices=("gpu", "cpu"), default=None,
+                   help="gpu: CUDA backends timed with events; cpu: the CPU twins with a wall clock on a "
+                        "small batch (default: gpu if one is usable, else cpu)")
+    p.add_argument("--peers", action="store_true", help="also time the peer libraries")
+    p.add_argument("--libraries", type=_csv, default=None,
+                   help="with --peers: only these (torchvision,torch,kornia,cupy,dali,cvcuda)")
+    p.add_argument("--repeat", type=_positive, default=None,
+                   help="timed calls per row (default: 100 on a GPU, 10 on the CPU)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed calls first (default: 5 GPU, 2 CPU)")
+    p.add_argument("--buffers", type=int, default=0,
+                   help="input buffers rotated (0: at least 4, together over twice the L2 cache)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="after this long (per case), skip peers and cut repeats to a fifth")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="write the results as JSON (schema gpuaug-bench/1); {date}, {gpu} and {case} "
+                        "in PATH are filled in")
+    p.add_argument("--plot", default=None, metavar="PATH",
+                   help="write a PNG bar chart of GB/s per op and library (needs matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no per-row log")
+    p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
+    return p
+
+
+def _bench_configs(args):
+    from gpuaug import bench
+
+    device = args.device
+    if device is None:
+        ok, why = bench.gpu_status()
+        device = "gpu" if ok else "cpu"
+        if not ok:
+            _err(f"no GPU ({why}); timing the CPU twins on a small batch (--device cpu)")
+    elif device == "gpu":
+        ok, why = bench.gpu_status()
+        if not ok:
+            raise SystemExit(f"gpuaug bench: --device gpu was asked for but {why}; use --device cpu")
+    gpu = device == "gpu"
+    if args.case:
+        cases = list(args.case)
+    else:
+        n = args.batch or (256 if gpu else 8)
+        h, w = args.size or ((224, 224) if gpu else (64, 64))
+        cases = [(n, h, w)]
+    cfgs = []
+    for n, h, w in cases:
+        cfgs.append(bench.Config(
+            ops=tuple(args.ops), batch=n, height=h, width=w, channels=args.channels, dtype=args.dtype,
+            layout=args.layout, backends=args.backends, peers=args.peers, libraries=args.libraries,
+            repeat=args.repeat or (100 if gpu else 10),
+            warmup=args.warmup if args.warmup is not None else (5 if gpu else 2),
+            device=device, buffers=args.buffers, seed=args.seed, budget_s=args.budget,
+            progress=not args.quiet))
+    return cfgs
+
+
+def cmd_bench(args) -> int:
+    from gpuaug import bench
+
+    try:
+        cfgs = _bench_configs(args)
+        bench.resolve_ops(cfgs[0].ops)
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    multi = len(cfgs) > 1
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if (args.log and not args.quiet) else None
+    status = 0
+    for cfg in cfgs:
+        doc = bench.run(cfg, log=log)
+        _out(bench.format_table(doc))
+        problems = bench.validate(doc)
+        if problems:  # a bug in the benchmark itself: say so loudly, still write what we have
+            _err("the results do not validate: " + "; ".join(problems[:5]))
+            status = 1
+        if args.json:
+            path = bench.write_json(doc, bench.expand_path(args.json, doc, multi))
+            _out(f"wrote {path}")
+        if args.plot:
+            path = bench.plot(doc, bench.expand_path(args.plot, doc, multi))
+            _out(f"wrote {path}" if path else "no plot: matplotlib is not installed (pip install matplotlib)")
+        fails = [r for r in doc["rows"] if r["check"] == "fail"]
+        if fails:
+            _err("check failed (result differs from the CPU twin): " +
+                 ", ".join(f"{r['op']}/{r['variant']}" for r in fails))
+            status = 1
+        _out()
+    return status
+
+
+# ----------------------------------------------------------------------------- info
+def add_info(sub):
+    p = sub.add_parser("info", help="GPU, driver, CUDA, library versions, and which backends work here",
+                       description="What gpuaug can use on this machine, and why not where it cannot.")
+    p.add_argument("--json", action="store_true", help="print the same as JSON")
+    return p
+
+
+def cmd_info(args) -> int:
+    import json
+
+    from gpuaug import bench
+
+    gpu, why = bench.gpu_status()
+    dev = None
+    if gpu:
+        try:
+            dev = bench.device_info("gpu")
+        except Exception as e:  # noqa: BLE001
+            gpu, why = False, f"CuPy sees a device but cannot query it ({type(e).__name__}: {e})"
+    vers = bench.versions()
+    backends = bench.backend_status()
+    if args.json:
+        _out(json.dumps({"gpu": dev, "gpu_reason": None if gpu else why, "versions": vers,
+                         "backends": backends}, indent=1))
+        return 0
+    if gpu:
+        _out(f"GPU:          {dev['name']} (compute capability {dev['compute_capability']}, "
+             f"{dev['memory_bytes'] / 2**30:.1f} GiB, {dev['sm_count']} SMs, L2 {dev['l2_bytes'] / 2**20:.0f} MiB)")
+        _out(f"driver:       {dev['driver'] or '?'} (CUDA {dev['cuda_driver']})")
+        _out(f"CUDA runtime: {dev['cuda_runtime']}")
+    else:
+        _out(f"GPU:          none: {why}")
+    _out(f"CPU:          {bench.device_info('cpu')['name']} ({os.cpu_count()} threads)")
+    _out("versions:     " + ", ".join(f"{k} {v if v else '(not installed)'}" for k, v in vers.items()))
+    _out("backends:")
+    for name, st in backends.items():
+        _out(f"  {name:9s} {'yes' if st['usable'] else 'no ':3s}  {st['why']}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+#: (name, add_parser(subparsers) -> parser, run(args) -> exit code)
+COMMANDS = [
+    ("bench", add_bench, cmd_bench),
+    ("info", add_info, cmd_info),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gpuaug import __version__
+
+    parser = argparse.ArgumentParser(prog="gpuaug", description="GPU image augmentation kernels: tools.")
+    parser.add_argument("--version", action="version", version=f"gpuaug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, add, run in COMMANDS:
+        p = add(sub)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``gpuaug`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
