@@ -20,10 +20,10 @@ Scheduler is made for a GPU.
 """
 from gpuaug.scheduler._core import DeviceBatch, Scheduler, epoch_batches
 from gpuaug.scheduler._device import CudaDevice, Device, FakeDevice
-from gpuaug.scheduler.sources import (ArraySource, ImageFiles, ImageFolder, IterableSource, Layout,
+from gpuaug.scheduler.sources import (ArraySource, ImageFiles, ImageFolder, IterableSource, Layout, Source,
                                       as_source, decode_image)
 from gpuaug.scheduler.telemetry import BatchTiming, Stats, ascii_timeline, chrome_trace, summarize
 
 __all__ = ["Scheduler", "DeviceBatch", "epoch_batches", "Device", "CudaDevice", "FakeDevice",
-           "ArraySource", "ImageFiles", "ImageFolder", "IterableSource", "Layout", "as_source",
+           "ArraySource", "ImageFiles", "ImageFolder", "IterableSource", "Layout", "Source", "as_source",
            "decode_image", "BatchTiming", "Stats", "ascii_timeline", "chrome_trace", "summarize"]

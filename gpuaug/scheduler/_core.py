@@ -670,10 +670,11 @@ class _Run:
         with self.cv:
             recs = [r for r in self.recs.values() if r.delivered and not r.harvested]
         for r in recs:
-            if "comp1" not in r.ev or not dev.done(r.ev["comp1"]):
+            names = ("copy0", "copy1", "comp0", "comp1")
+            if any(n not in r.ev or not dev.done(r.ev[n]) for n in names):
                 continue
             o = self.origin
-            t = [dev.elapsed_ms(o, r.ev[n]) / 1e3 for n in ("copy0", "copy1", "comp0", "comp1")]
+            t = [dev.elapsed_ms(o, r.ev[n]) / 1e3 for n in names]
             self.timings.append(T.BatchTiming(r.k, r.n, r.nbytes, (t[0], t[1]), (t[2], t[3]),
                                               list(r.fill), r.wait))
             r.harvested = True
