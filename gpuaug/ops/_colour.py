@@ -1,0 +1,191 @@
+"""What the colour ops share: value ranges, parameter checks, the per-sample grayscale mean
+(contrast, color_jitter), and the CUDA C launcher that picks the packed fast path.
+
+Value ranges follow torchvision: uint8 images hold [0, 255], float16/float32 images [0, 1].
+Every op's parameter matrix ends with the dtype's maximum (255 or 1), which the Numba twins
+read (the CUDA C kernels know it from their element type); ops with a grayscale mean get it
+as one more column on the Numba backends and as per-block partial sums on the CUDA C one.
+
+CUDA C path (``backend="cuda"``): one launch of ``<name>_packed`` when every sample of the
+input and output is packed HWC and both are 16-byte aligned at a common pixel (every
+contiguous NHWC batch CuPy allocates, varshape lists of contiguous images too): each thread
+moves 16 bytes per channel (uint8 RGB: 16 pixels in three 16-byte loads and stores).
+Anything else (NCHW, strided views) runs ``<name>``, one thread per pixel through the
+descriptor tables. Ops with a mean first run ``gpuaug_gray_sum[_packed]`` (up to 32 blocks
+per sample, partial sums in double, fixed order, so repeated calls give identical results).
+"""
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+
+from gpuaug._batch import Batch, descriptor_table
+from gpuaug._params import column_stack
+from gpuaug._run import Kernels, run
+from gpuaug._util import cupy_module
+
+MAXV = {"uint8": 255.0, "float16": 1.0, "float32": 1.0}
+BLOCK = 256
+MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixel kernel
+
+RANGE_DOC = ("uint8 images hold values in [0, 255], float16/float32 images in [0, 1] "
+             "(torchvision's convention)")
+
+
+def maxv_column(b: Batch):
+    return np.full(b.n, MAXV[b.dtype.name])
+
+
+def _packed(tab, c):
+    """Per sample: packed HWC (pixel stride c, channel stride 1, row stride w * c)."""
+    return (tab[:, 5] == 1) & (tab[:, 4] == c) & ((tab[:, 3] == tab[:, 2] * c) | (tab[:, 1] == 1))
+
+
+def packed_layout(src_t, dst_t, ci, co, esize):
+    """(ok, items): whether packed_map can run, and its largest per-sample work-item count.
+
+    Mirrors colour.cuh's packed_head: a pixel k < 16 at which both src and dst are 16-byte
+    aligned must exist for every sample.
+    """
+    g = 16 // esize
+    ok = _packed(src_t, ci)
+    if dst_t is not None:
+        ok &= _packed(dst_t, co)
+    if not ok.all():
+        return False, 0
+    k = np.arange(16, dtype=np.int64)
+    hit = (src_t[:, 0, None] + k * ci * esize) % 16 == 0
+    if dst_t is not None:
+        hit &= (dst_t[:, 0, None] + k * co * esize) % 16 == 0
+    if not hit.any(axis=1).all():
+        return False, 0
+    head = hit.argmax(axis=1)
+    hw = src_t[:, 1] * src_t[:, 2]
+    ng = np.where(hw > head, (hw - head) // g, 0)
+    return True, int((hw - ng * (g - 1)).max())
+
+
+_sm_count: dict = {}
+
+
+def _multiprocessors(cp):
+    dev = cp.cuda.runtime.getDevice()
+    if dev not in _sm_count:
+        _sm_count[dev] = cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"]
+    return _sm_count[dev]
+
+
+def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=None, mean=None):
+    """Run a colour op; return its result.
+
+    ``cols``: per-sample parameter columns (the last one being :func:`maxv_column`).
+    ``mean``: None, or ``(bright, (numba module, gray function))`` for ops that blend with
+    the sample's mean grayscale: ``bright`` True when params column 0 (brightness) applies
+    before the grayscale (color_jitter).
+    """
+    if not b.device:
+        params = column_stack(cols, b.n)
+        if mean is not None:
+            target = "cuda" if backend == "numba" else "cpu"
+            params = np.concatenate([params, _numba_means(b, params, mean[1], target)[:, None]], axis=1)
+        return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
+                   channels=channels)
+    cp = cupy_module()
+    from gpuaug._stream import on_stream
+
+    with cp.cuda.Device(b.device_id()), on_stream(stream):
+        params = column_stack(cols, b.n)
+        if backend == "numba":
+            if mean is not None:
+                means = _numba_means(b, params, mean[1], "cuda")
+                params = cp.concatenate([cp.asarray(params, dtype=cp.float64), means[:, None]], axis=1)
+            return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
+                       channels=channels)
+        return _run_cuda(b, kernels, params, out, channels, mean)
+
+
+def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
+    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
+    cp = cupy_module()
+
+    n = b.n
+    result, dst = b.alloc(out, b.shapes, channels=channels)
+    src_t, dst_t = descriptor_table(b), descriptor_table(dst)
+    if isinstance(params, np.ndarray):
+        src_d, dst_d, par = upload(src_t, dst_t, np.ascontiguousarray(params, np.float32).reshape(n, -1))
+    else:
+        src_d, dst_d = upload(src_t, dst_t)
+        par = cp.ascontiguousarray(params, dtype=cp.float32)
+    P, N = np.int32(par.shape[1]), np.int32(n)
+    ci, co, esize = b.channels, dst.channels, b.dtype.itemsize
+    dt = b.dtype.name
+    template = (dt, ci) if co == ci else (dt, ci, co)
+    partials, nparts = np.uint64(0), 0
+    if mean is not None:
+        ok, items = packed_layout(src_t, None, ci, ci, esize)
+        if not ok:
+            items = max(h * w for h, w in b.shapes)
+        nparts = max(1, min(MAX_PARTS, math.ceil(4 * _multiprocessors(cp) / n), math.ceil(items / BLOCK)))
+        partials = cp.empty((n, nparts), cp.float64)
+        name = "gpuaug_gray_sum_packed" if ok else "gpuaug_gray_sum"
+        fn = get_function(kernels.cu[0], kernel_name(name, dt, ci, int(mean[0])))
+        fn((nparts, min(n, 65535)), (BLOCK,), (src_d, par, P, N, np.int32(0), partials, np.int32(nparts)))
+    ok, items = packed_layout(src_t, dst_t, ci, co, esize)
+    if ok:
+        fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1] + "_packed", *template))
+        grid, block = (math.ceil(items / BLOCK), min(n, 65535)), (BLOCK,)
+    else:
+        fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
+        grid, block = grid_2d(max(h for h, _ in b.shapes), max(w for _, w in b.shapes), n)
+    fn(grid, block, (src_d, dst_d, par, P, N, partials, np.int32(nparts)))
+    return result
+
+
+def _numba_means(b: Batch, params, gray, target):
+    """Per-sample mean of the Numba ``gray`` function ((module, name)) over each image."""
+    from gpuaug._run import _launch
+    from gpuaug.kernels.numba._colour import mean_kernel
+
+    mod = importlib.import_module(f"gpuaug.kernels.numba.{gray[0]}")
+    kern = mean_kernel(getattr(mod, gray[1]), target)
+    xp = b.xp
+    n = b.n
+    sums = xp.zeros(n, np.float64)
+    if target == "cuda":
+        par = xp.asarray(params, dtype=xp.float32)
+    else:
+        par = np.asarray(params, np.float64)
+    items = ([(b.nhwc, slice(None))] if not b.varshape else
+             [(b.views[i][None], slice(i, i + 1)) for i in range(n)])
+    for s, sl in items:
+        if s.dtype == np.float16:
+            s = s.astype(np.float32)
+        _launch(kern, target, b, s.shape, (s, sums[sl], par[sl]))
+    counts = xp.asarray(np.array([h * w for h, w in b.shapes], np.float64))
+    return sums / counts
+
+
+def colour_kernels(op, channels, *, mean_bright=None, out_channels=None):
+    """The op's Kernels: ``gpuaug_<op>`` in ``kernels/<op>.cu`` and the Numba ``<op>_value``;
+    ``variants`` lists the fast path and reduction instances for the compile checks."""
+    from gpuaug._registry import DTYPES
+
+    def name(base, *args):
+        ctypes = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
+        return f"{base}<{', '.join(ctypes.get(a, str(a)) for a in args)}>"
+
+    variants = []
+    for d in DTYPES:
+        for c in channels:
+            for co in (out_channels or (None,)):
+                extra = () if co is None else (co,)
+                variants.append(name(f"gpuaug_{op}_packed", d, c, *extra))
+                if co is not None:
+                    variants.append(name(f"gpuaug_{op}", d, c, *extra))
+            if mean_bright is not None:
+                variants += [name("gpuaug_gray_sum", d, c, int(mean_bright)),
+                             name("gpuaug_gray_sum_packed", d, c, int(mean_bright))]
+    return Kernels(cu=(f"{op}.cu", f"gpuaug_{op}"), numba=(op, f"{op}_value"), kind="value",
+                   variants=tuple(variants))
