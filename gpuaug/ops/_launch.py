@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuaug._batch import Batch, descriptor_table
+from gpuaug._params import per_sample
 from gpuaug._run import _launch
 from gpuaug._util import cupy_module
 
@@ -120,3 +121,54 @@ def seed_columns(seed: int, n: int) -> np.ndarray:
 def float32_exact(a):
     """Round parameters to float32 on the host, so every backend computes with the same values."""
     return a.astype(np.float32).astype(np.float64)
+
+
+# -- separable filters (gaussian_blur, box_blur) ---------------------------------------------
+
+MAX_KERNEL_SIZE = 255
+_SMEM_LIMIT = 48 * 1024  # without opting in to more
+
+
+def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
+    """Per-sample odd kernel sizes 1..MAX_KERNEL_SIZE (or one of ``allowed``) as int64 (N,)."""
+    k = per_sample(kernel_size, n, name, integer=True)
+    if allowed is not None:
+        if not np.all(np.isin(k, allowed)):
+            raise ValueError(f"{name}: got {k.tolist() if k.size <= 8 else 'values'} ; expected one of "
+                             f"{', '.join(map(str, allowed))}")
+        return k
+    if np.any(k < 1) or np.any(k % 2 == 0) or np.any(k > MAX_KERNEL_SIZE):
+        bad = k[(k < 1) | (k % 2 == 0) | (k > MAX_KERNEL_SIZE)][0]
+        raise ValueError(f"{name}: got {int(bad)}; expected odd sizes from 1 to {MAX_KERNEL_SIZE}")
+    return k
+
+
+def separable_params(weights) -> np.ndarray:
+    """(N, 1 + kmax) rows [k, w_0 .. w_{k-1}, 0 ...] from a list of 1-D weight arrays."""
+    kmax = max(len(w) for w in weights)
+    p = np.zeros((len(weights), 1 + kmax))
+    for i, w in enumerate(weights):
+        p[i, 0] = len(w)
+        p[i, 1:1 + len(w)] = w
+    return p
+
+
+def separable_plan(base: str, kmax: int):
+    """Plan for kernels/separable.cuh: 32x32 tiles, all channels per pass when they fit."""
+    r = kmax // 2
+    wlen = (kmax + 6 + 3) & ~3
+
+    def plan(dst):
+        smem = 4 * (wlen + dst.channels * (32 + 2 * r) * 32)
+        name = base
+        if smem > _SMEM_LIMIT:
+            smem, name = 4 * (wlen + (32 + 2 * r) * 32), base + "_1"
+        grid, block = tile_grid(dst, 32, 32, (32, 8, 1))
+        return CudaPlan(name, grid, block, smem)
+
+    return plan
+
+
+def store_range(dtype):
+    """(lo, hi, rnd) for the Numba store rule: uint8 rounds and saturates, floats pass."""
+    return (0.0, 255.0, True) if np.dtype(dtype) == np.uint8 else (-np.inf, np.inf, False)

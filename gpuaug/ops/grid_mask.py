@@ -45,12 +45,13 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     Example::
 
         >>> import numpy as np, gpuaug
-        >>> x = np.ones((1, 4, 6, 1), np.uint8)
-        >>> gpuaug.grid_mask(x, tile=3, ratio=2 / 3)[0, :, :, 0]
-        array([[0, 0, 1, 0, 0, 1],
-               [0, 0, 1, 0, 0, 1],
+        >>> x = np.ones((1, 5, 6, 1), np.uint8)
+        >>> gpuaug.grid_mask(x, tile=4, ratio=0.5)[0, :, :, 0]
+        array([[0, 0, 1, 1, 0, 0],
+               [0, 0, 1, 1, 0, 0],
                [1, 1, 1, 1, 1, 1],
-               [0, 0, 1, 0, 0, 1]], dtype=uint8)
+               [1, 1, 1, 1, 1, 1],
+               [0, 0, 1, 1, 0, 0]], dtype=uint8)
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)

@@ -1,0 +1,60 @@
+"""box_blur: mean filter over a k x k window, per-sample k."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._registry import DTYPES, OpSpec, Param
+from gpuaug._run import Kernels, choose_backend
+from gpuaug.kernels._cuda import kernel_name
+from gpuaug.ops._launch import odd_sizes, run_custom, separable_params, separable_plan, store_range
+
+KERNELS = Kernels(cu=("box_blur.cu", "gpuaug_box_blur"), numba=("box_blur", "kernel"), kind="value",
+                  variants=tuple(kernel_name("gpuaug_box_blur_1", d, c) for d in DTYPES for c in (1, 3, 4)))
+
+
+def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Box blur: the mean of the ``k x k`` window around each pixel, reflect-101 borders.
+
+    ``out[y, x] = (1 / k^2) sum_{|i|, |j| <= k//2} x[refl(y + i), refl(x + j)]`` per channel,
+    with ``refl`` reflecting about the edge pixel without repeating it
+    (``...cb|abcd|cb...``), as ``cv2.blur`` / ``cv2.boxFilter`` with their default
+    border (BORDER_REFLECT_101). Separable, in float32 (float64 on the CPU backend);
+    uint8 rounds to nearest.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        kernel_size: odd window size from 1 to 255; number or N numbers (host values).
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(5, dtype=np.float32).reshape(1, 1, 5, 1)
+        >>> np.round(gpuaug.box_blur(x, 3)[0, 0, :, 0], 3)  # edges: (1 + 0 + 1) / 3, (3 + 4 + 3) / 3
+        array([0.667, 1.   , 2.   , 3.   , 3.333], dtype=float32)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    k = odd_sizes(kernel_size, b.n)
+    params = separable_params([np.full(int(ki), 1.0 / int(ki)) for ki in k])
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
+                      plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
+                      numba_extra=store_range(b.dtype))
+
+
+def _example(rng, n, h, w):
+    return {"kernel_size": rng.choice([1, 3, 5, 7], n)}
+
+
+SPECS = (
+    OpSpec("box_blur", box_blur, params=(
+        Param("kernel_size", None, kind="int", doc="odd window size 1..255 (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=box_blur.__doc__),
+)
+
+__all__ = ["box_blur"]

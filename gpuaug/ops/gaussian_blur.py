@@ -1,0 +1,92 @@
+"""gaussian_blur: separable Gaussian blur with a per-sample sigma."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import per_sample
+from gpuaug._registry import DTYPES, OpSpec, Param
+from gpuaug._run import Kernels, choose_backend
+from gpuaug.kernels._cuda import kernel_name
+from gpuaug.ops._launch import (MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_params, separable_plan,
+                                store_range)
+
+KERNELS = Kernels(cu=("gaussian_blur.cu", "gpuaug_gaussian_blur"), numba=("gaussian_blur", "kernel"), kind="value",
+                  variants=tuple(kernel_name("gpuaug_gaussian_blur_1", d, c) for d in DTYPES for c in (1, 3, 4)))
+
+
+def gaussian_kernel_size(sigma, dtype):
+    """OpenCV's default size for ``sigma``: ``round(2 * m * sigma + 1) | 1`` with m = 3 for
+    uint8 and m = 4 for floats (cv::GaussianBlur with ksize (0, 0); round half to even)."""
+    m = 3 if np.dtype(dtype) == np.uint8 else 4
+    return np.rint(np.asarray(sigma, np.float64) * (2 * m) + 1).astype(np.int64) | 1
+
+
+def gaussian_weights(k, sigma):
+    """Normalised Gaussian taps ``exp(-(i - (k-1)/2)^2 / (2 sigma^2))`` (cv::getGaussianKernel
+    with sigma > 0, torchvision's _get_gaussian_kernel1d)."""
+    t = np.arange(k, dtype=np.float64) - (k - 1) / 2
+    w = np.exp(-0.5 * (t / sigma) ** 2)
+    return w / w.sum()
+
+
+def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Gaussian blur, separable, with reflect-101 borders (OpenCV's default border).
+
+    ``out[y, x] = sum_i sum_j g_i g_j x[refl(y + i - r), refl(x + j - r)]`` per channel,
+    with ``r = k // 2``, ``g_i = exp(-(i - r)^2 / (2 sigma^2)) / sum`` (the weights of
+    ``cv2.getGaussianKernel`` / torchvision) and ``refl`` reflecting about the edge pixel
+    without repeating it (``...cb|abcd|cb...``, cv2.BORDER_REFLECT_101). Computed in
+    float32 (float64 on the CPU backend); uint8 rounds to nearest.
+
+    ``kernel_size=None`` uses OpenCV's rule for ``cv2.GaussianBlur(x, (0, 0), sigma)``:
+    ``k = round(2 * m * sigma + 1) | 1`` with ``m = 3`` for uint8 and ``m = 4`` for
+    float16/float32 (so sigma 1.5 gives 11 for uint8 and 13 for floats). torchvision has
+    no such default (its kernel_size is required); pass ``kernel_size`` to match it.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        sigma: standard deviation in pixels (> 0); number or N numbers. Read on the host
+            (the weights are computed there).
+        kernel_size: odd size from 1 to 255, number or N numbers; default from sigma.
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.zeros((1, 1, 7, 1), np.float32); x[0, 0, 3, 0] = 1
+        >>> np.round(gpuaug.gaussian_blur(x, sigma=1.0, kernel_size=[3])[0, 0, :, 0], 3)
+        array([0.   , 0.   , 0.274, 0.452, 0.274, 0.   , 0.   ], dtype=float32)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    sig = per_sample(sigma, b.n, "sigma", low=0.0, low_open=True)
+    if kernel_size is None:
+        k = gaussian_kernel_size(sig, b.dtype)
+        if np.any(k > MAX_KERNEL_SIZE):
+            raise ValueError(f"sigma: got {float(sig.max())}, whose default kernel size {int(k.max())} "
+                             f"exceeds {MAX_KERNEL_SIZE}; pass a smaller sigma or a kernel_size")
+    else:
+        k = odd_sizes(kernel_size, b.n)
+    params = separable_params([gaussian_weights(int(ki), float(si)) for ki, si in zip(k, sig)])
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
+                      plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
+                      numba_extra=store_range(b.dtype))
+
+
+def _example(rng, n, h, w):
+    return {"sigma": rng.uniform(0.5, 2.0, n)}
+
+
+SPECS = (
+    OpSpec("gaussian_blur", gaussian_blur, params=(
+        Param("sigma", None, doc="standard deviation in pixels, > 0 (required)"),
+        Param("kernel_size", None, kind="int", doc="odd size 1..255; default from sigma as OpenCV"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_blur.__doc__),
+)
+
+__all__ = ["gaussian_blur"]

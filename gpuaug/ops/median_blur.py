@@ -1,0 +1,60 @@
+"""median_blur: k x k median filter (k = 3 or 5), per sample."""
+from __future__ import annotations
+
+from gpuaug._batch import as_batch
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend
+from gpuaug.ops._launch import CudaPlan, odd_sizes, run_custom, tile_grid
+
+KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_blur", "kernel"), kind="value")
+
+
+def _plan(dst):
+    grid, block = tile_grid(dst, 128, 8, (32, 8, 1))  # a thread makes 4 adjacent outputs
+    return CudaPlan(KERNELS.cu[1], grid, block)
+
+
+def median_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Median filter: each element becomes the median of its ``k x k`` window (per channel).
+
+    ``k`` is 3 or 5. Borders replicate the edge pixel (``aaa|abcd|ddd``), as
+    ``cv2.medianBlur`` does (OpenCV uses BORDER_REPLICATE there, not its usual
+    reflect-101). Exact for every dtype (no arithmetic: the output is one of the inputs).
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        kernel_size: 3 or 5; number or N numbers (host values).
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.zeros((1, 3, 4, 1), np.uint8); x[0, 1, 1, 0] = 200
+        >>> gpuaug.median_blur(x, 3)[0, :, :, 0]  # an isolated spike disappears
+        array([[0, 0, 0, 0],
+               [0, 0, 0, 0],
+               [0, 0, 0, 0]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    k = odd_sizes(kernel_size, b.n, allowed=(3, 5))
+    params = k.astype(float).reshape(b.n, 1)
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                      numba_module=KERNELS.numba[0])
+
+
+def _example(rng, n, h, w):
+    return {"kernel_size": rng.choice([3, 5], n)}
+
+
+SPECS = (
+    OpSpec("median_blur", median_blur, params=(
+        Param("kernel_size", None, kind="int", choices=(3, 5), doc="window size, 3 or 5 (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=median_blur.__doc__),
+)
+
+__all__ = ["median_blur"]

@@ -1,0 +1,65 @@
+"""sharpen: torchvision's adjust_sharpness, per-sample factor."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+
+KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "sharpen_value"), kind="value")
+
+
+def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Sharpen or soften: ``torchvision.transforms.v2.functional.adjust_sharpness``.
+
+    With ``b`` the image smoothed by the 3x3 kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13``
+    (rounded to an integer for uint8, as torchvision does)::
+
+        out = x + (1 - factor) * (b - x)        on inner pixels
+        out = x                                 on the one-pixel border
+        out = clamp(out, 0, 255 or 1.0)         (uint8 / floats)
+
+    ``factor`` 0 gives the smoothed image, 1 the original, 2 doubles the detail. Images
+    of height or width <= 2 are returned unchanged (not clamped), as in torchvision.
+    Floats are clamped to [0, 1], torchvision's float range. uint8 rounds to nearest
+    where torchvision truncates, so uint8 results may be 1 higher than torchvision's.
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        factor: sharpness factor >= 0; number or N numbers.
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (or a list, for a varshape batch).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.zeros((1, 3, 3, 1), np.uint8); x[0, 1, 1, 0] = 130
+        >>> gpuaug.sharpen(x, [0.0])[0, :, :, 0]  # inner pixel: 5 * 130 / 13
+        array([[ 0,  0,  0],
+               [ 0, 50,  0],
+               [ 0,  0,  0]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    f = per_sample(factor, b.n, "factor", low=0.0, device=b.device)
+    u8 = b.dtype == np.uint8
+    params = column_stack([f, np.full(b.n, 255.0 if u8 else 1.0), np.full(b.n, float(u8))], b.n)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+
+
+def _example(rng, n, h, w):
+    return {"factor": rng.uniform(0, 3, n)}
+
+
+SPECS = (
+    OpSpec("sharpen", sharpen, params=(
+        Param("factor", None, doc="sharpness factor >= 0: 0 smooth, 1 identity, > 1 sharper (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=sharpen.__doc__),
+)
+
+__all__ = ["sharpen"]
