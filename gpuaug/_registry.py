@@ -41,6 +41,14 @@ OP_MODULES = (
     "equalize",
     "normalize",
     "crop_mirror_normalize",
+    "gaussian_blur",
+    "box_blur",
+    "sharpen",
+    "median_blur",
+    "gaussian_noise",
+    "salt_and_pepper",
+    "erase",
+    "grid_mask",
 )
 
 DTYPES = ("uint8", "float16", "float32")
