@@ -80,7 +80,7 @@ import numpy as np
 SCHEMA_ID = "gpuaug-bench/1"
 GIB = 1 << 30
 MIB = 1 << 20
-STATUSES = ("ok", "error", "not installed", "unsupported", "needs GPU", "skipped")
+STATUSES = ("ok", "error", "not installed", "unsupported", "needs GPU", "skipped", "below noise")
 TOLERANCES = {"uint8": (1.0, 0.0), "float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5)}
 
 
@@ -413,11 +413,12 @@ class GpuClock:
     ROUND = 16          # calls queued behind one spin (the op staging ring has 32 slots)
     MAX_SPIN_NS = 200_000_000
 
-    def __init__(self):
-        import cupy
-
-        self.cp = cupy
-        self._spin = cupy.RawKernel(_SPIN_SRC, "gpuaug_bench_spin")
+    def __init__(self, cp=None, now=time.perf_counter):
+        if cp is None:
+            import cupy as cp
+        self.cp = cp
+        self.now = now  # the host clock (replaceable, for tests)
+        self._spin = cp.RawKernel(_SPIN_SRC, "gpuaug_bench_spin")
 
     def spin(self, ns: int):
         """Hold the current stream for ``ns`` nanoseconds (one thread, one SM)."""
@@ -434,12 +435,12 @@ class GpuClock:
             self.spin(spin_ns)
             gate = cp.cuda.Event(block=False, disable_timing=True)
             gate.record()
-        t0 = time.perf_counter()
+        t0 = self.now()
         evs[0].record()
         for i in range(k):
             call()
             evs[i + 1].record()
-        host = (time.perf_counter() - t0) / k
+        host = (self.now() - t0) / k
         late = gate is not None and gate.done  # the device caught up with the host
         evs[-1].synchronize()
         return [cp.cuda.get_elapsed_time(evs[i], evs[i + 1]) for i in range(k)], host, late
@@ -498,13 +499,18 @@ def time_marginal(marginal, clock, repeat, warmup) -> Timing:
             fn()
             acc.append((time.perf_counter() - t0) * 1e3)
     mw, mwo = statistics.median(w), statistics.median(wo)
-    diff = max(mw - mwo, 1e-6)
-    # Samples spread like the with-op runs, centred on the difference of medians.
+    # The difference's spread: samples of the with-op runs less the baseline's median.
     samples = [s - mwo for s in w]
-    samples = [max(s, 1e-6) for s in samples]
-    t = Timing(samples, "marginal", extra={"pipeline_ms": mw, "baseline_ms": mwo})
-    t.extra["marginal_ms"] = diff
+    t = Timing(samples, "marginal", extra={"pipeline_ms": mw, "baseline_ms": mwo,
+                                           "marginal_ms": mw - mwo})
     return t
+
+
+def marginal_noise(t: Timing) -> float:
+    """How small a marginal cost can be told from zero: the with-op runs' spread (p10..p90)
+    or 2% of the baseline, whichever is larger (ms)."""
+    spread = (t.pct(90) - t.pct(10)) / 2
+    return max(spread, 0.02 * t.extra["baseline_ms"])
 
 
 # ----------------------------------------------------------------------------- data
@@ -934,6 +940,12 @@ class Runner:
                 out = fn.with_op()
                 fn.without_op()
                 t = time_marginal(fn, self.clock, max(5, min(self.repeats(), 30)), cfg.warmup)
+                if t.extra["marginal_ms"] <= marginal_noise(t):
+                    row.update(status="below noise", reason=(
+                        f"marginal cost {t.extra['marginal_ms']:.4g} ms is within the pipeline's noise "
+                        f"(with the op {t.extra['pipeline_ms']:.4g} ms, without {t.extra['baseline_ms']:.4g} ms)"),
+                        timing="marginal", extra=dict(t.extra))
+                    return row
                 out_b = fn.output_bytes(out)
                 in_b = _nbytes_size(inputs[0])
             else:
@@ -1283,8 +1295,22 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def _fmt(v, spec, dash="-"):
-    return dash if v is None else format(v, spec)
+def _num(v, suffix=""):
+    """A figure in 3-4 significant digits, whatever its size ('-' for none)."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        txt = f"{v:.0f}"
+    elif a >= 100:
+        txt = f"{v:.1f}"
+    elif a >= 1:
+        txt = f"{v:.2f}"
+    elif a == 0:
+        txt = "0"
+    else:
+        txt = f"{v:.3g}"
+    return txt + suffix
 
 
 def format_table(doc: dict) -> str:
@@ -1305,12 +1331,10 @@ def format_table(doc: dict) -> str:
     for r in doc["rows"]:
         if r["status"] == "ok":
             tail = r["note"]
-            if r["timing"] == "marginal":
-                tail = ("marginal in a pipeline; " + tail).rstrip("; ")
             lines.append(
                 f"{r['op'][:20]:20s} {r['library'][:12]:12s} {r['variant'][:24]:24s} "
-                f"{(r['check'] or '-'):5s} {r['ms']:9.4f} {r['gbps']:8.1f} {_fmt(r['pct_of_copy'], '6.1f'):>6s} "
-                f"{r['images_per_s']:10.0f} {_fmt(r['speedup'], '7.2f') + ('x' if r['speedup'] else ''):>8s}  {tail}")
+                f"{(r['check'] or '-'):5s} {_num(r['ms']):>9s} {_num(r['gbps']):>8s} {_num(r['pct_of_copy']):>6s} "
+                f"{_num(r['images_per_s']):>10s} {_num(r['speedup'], 'x'):>8s}  {tail}")
         else:
             lines.append(f"{r['op'][:20]:20s} {r['library'][:12]:12s} {r['variant'][:24]:24s} "
                          f"{'-':5s} {r['status'].upper()}: {r['reason']}")
@@ -1319,10 +1343,10 @@ def format_table(doc: dict) -> str:
         lines.append(f"{'op':20s} {'gpuaug':>10s} {'GB/s':>8s} {'%copy':>6s}  {'fastest peer':32s} "
                      f"{'ms':>9s} {'speed-up':>8s}")
         for s in doc["summary"]:
-            lines.append(f"{s['op'][:20]:20s} {_fmt(s['gpuaug_ms'], '10.4f'):>10s} "
-                         f"{_fmt(s['gpuaug_gbps'], '8.1f'):>8s} {_fmt(s['pct_of_copy'], '6.1f'):>6s}  "
-                         f"{(s['fastest_peer'] or '-')[:32]:32s} {_fmt(s['fastest_peer_ms'], '9.4f'):>9s} "
-                         f"{_fmt(s['speedup_over_fastest_peer'], '7.2f'):>7s}x")
+            lines.append(f"{s['op'][:20]:20s} {_num(s['gpuaug_ms']):>10s} "
+                         f"{_num(s['gpuaug_gbps']):>8s} {_num(s['pct_of_copy']):>6s}  "
+                         f"{(s['fastest_peer'] or '-')[:32]:32s} {_num(s['fastest_peer_ms']):>9s} "
+                         f"{_num(s['speedup_over_fastest_peer'], 'x'):>8s}")
     lines.append(f"({len(doc['rows'])} rows in {doc['elapsed_s']:.1f} s; times are medians of per-call "
                  f"{'CUDA events' if dev['kind'] == 'gpu' else 'wall clock'}; GB/s counts bytes read + "
                  "written once; %copy is of a copy of the same bytes)")
@@ -1343,8 +1367,8 @@ def plot(doc: dict, path: str) -> str | None:
     ops = list(dict.fromkeys(r["op"] for r in doc["rows"]))
     series = list(dict.fromkeys((r["library"], r["variant"] if r["library"] == "gpuaug" else "")
                                 for r in rows))
-    fig_w = max(8.0, 0.9 * len(ops) * max(1, len(series)) ** 0.5 + 3)
-    fig, ax = plt.subplots(figsize=(min(fig_w, 40), 5.5), dpi=110)
+    fig_w = min(24.0, max(8.0, 3 + 0.55 * len(ops) * max(1, len(series)) ** 0.5))
+    fig, ax = plt.subplots(figsize=(fig_w, 6), dpi=120)
     width = 0.8 / max(1, len(series))
     cmap = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
     for si, (lib, var) in enumerate(series):
@@ -1369,7 +1393,7 @@ def plot(doc: dict, path: str) -> str | None:
         ax.axhline(big["gbps"], color="red", linestyle="--", linewidth=1,
                    label=f"copy {big['bytes'] / GIB:.2g} GiB: {big['gbps']:.0f} GB/s")
     ax.set_xticks(range(len(ops)))
-    ax.set_xticklabels(ops, rotation=45, ha="right", fontsize=8)
+    ax.set_xticklabels(ops, rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("GB/s (bytes read + written once)")
     if rows and max(r["gbps"] for r in rows) / max(1e-9, min(r["gbps"] for r in rows)) > 50:
         ax.set_yscale("log")
