@@ -108,6 +108,29 @@ __device__ __forceinline__ void store4(half* o, float a, float b, float c, float
   *reinterpret_cast<uint2*>(o) = make_uint2(lo, hi);
 }
 
+// N consecutive 32-bit words of bytes starting at p, any alignment: aligned loads only
+// (a word holding one byte of the run lies inside its allocation), funnel-shifted.
+template <int N>
+__device__ __forceinline__ void load_words(const unsigned char* p, unsigned int (&w)[N]) {
+  const unsigned long long a = reinterpret_cast<unsigned long long>(p);
+  const unsigned int* q = reinterpret_cast<const unsigned int*>(a & ~3ull);
+  const unsigned int sh = (unsigned int)(a & 3ull) * 8u;
+  unsigned int r[N + 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) r[k] = __ldg(q + k);
+  r[N] = sh ? __ldg(q + N) : 0u;
+#pragma unroll
+  for (int k = 0; k < N; ++k) w[k] = __funnelshift_r(r[k], r[k + 1], sh);
+}
+
+// Byte j of the words w as a float: the byte becomes the mantissa of 2^23 + byte (one
+// byte permute) and 2^23 is subtracted, exact; cheaper than an integer conversion.
+template <int N>
+__device__ __forceinline__ float byte_float(const unsigned int (&w)[N], int j) {
+  const unsigned int bits = __byte_perm(w[j >> 2], 0x4B000000u, (unsigned int)(j & 3) | 0x7440u);
+  return __uint_as_float(bits) - 8388608.f;
+}
+
 // Vectorised crop/mirror/normalize: each thread makes CMN_PX consecutive output pixels of
 // a row in CMN_ROWS rows (strided by blockDim.y), with one parameter fetch for all of
 // them. Loads go through the source strides (any layout); stores are aligned 4-value
@@ -140,17 +163,37 @@ __device__ __forceinline__ void cmn_vec(const i64* src_tab, const i64* dst_tab,
     const int sx0 = mirror ? ax + d.w - 1 - x0 : ax + x0;
     const int dx = mirror ? -1 : 1;
     const int ssx = (int)src.sx, ssc = (int)src.sc;
+    const bool packed_u8 = is_u8<T>::value && ssx == C && ssc == 1;
 #pragma unroll
     for (int r = 0; r < CMN_ROWS; ++r) {
       const int y = ybase + r * blockDim.y;
       if (y >= d.h) break;
       const T* row = pixel<T>(src, ay + y, sx0);
       float v[CMN_PX][CO];
+      if (packed_u8) {
+        // uint8 pixels packed C bytes apart: the CMN_PX pixels are 4*C consecutive bytes,
+        // read as C aligned words (C + 1 when unaligned, funnel-shifted).
+        const unsigned char* first = reinterpret_cast<const unsigned char*>(row) - (mirror ? (CMN_PX - 1) * C : 0);
+        unsigned int w[C];
+        load_words<C>(first, w);
+#pragma unroll
+        for (int k = 0; k < CMN_PX; ++k) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const float a = mirror ? byte_float<C>(w, (CMN_PX - 1 - k) * C + c) : byte_float<C>(w, k * C + c);
+            v[k][c] = fmaf(a, scale[c], bias[c]);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < CMN_PX; ++k) {
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            v[k][c] = fmaf(to_float(row[k * dx * ssx + c * ssc]), scale[c], bias[c]);
+        }
+      }
 #pragma unroll
       for (int k = 0; k < CMN_PX; ++k) {
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-          v[k][c] = fmaf(to_float(row[k * dx * ssx + c * ssc]), scale[c], bias[c]);
 #pragma unroll
         for (int c = C; c < CO; ++c) v[k][c] = 0.f;
       }

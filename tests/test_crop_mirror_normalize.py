@@ -109,31 +109,42 @@ def test_cmn_bad_parameters():
         cmn(x, output_layout="CHW")
 
 
-def test_cmn_dali():
-    """Against DALI's own operator, where DALI is installed."""
-    dali = pytest.importorskip("nvidia.dali")
-    from nvidia.dali import fn, pipeline_def
+@pytest.mark.parametrize("crop, out_layout, odt, pad", [
+    ((20, 31), "NCHW", "float32", True),
+    ((24, 26), "NHWC", "float16", False),  # (37 - 24) * pos, (53 - 26) * pos hit .5 cases
+    (None, "NCHW", "float32", False),
+])
+def test_cmn_dali(crop, out_layout, odt, pad):
+    """Against DALI's own operator, where DALI is installed (its CPU backend)."""
+    pytest.importorskip("nvidia.dali")
+    from nvidia.dali import fn, pipeline_def, types
 
     rng = np.random.default_rng(4)
-    x = random_images(rng, 4, 37, 53, 3, "uint8")
-    pos, mirror, mean, std = _params(rng, 4, 3, "uint8")
+    n = 6
+    x = random_images(rng, n, 37, 53, 3, "uint8")
+    pos, mirror, mean, std = _params(rng, n, 3, "uint8")
+    pos[2:4] = [(0.5, 0.5), (0.5, 1 / 6)]  # with crop (24, 26): roundf(6.5) = 7, roundf(13.5) = 14
+    per = lambda a, t: fn.external_source(source=lambda: [t(v) for v in a], batch=True)  # noqa: E731
+    kw = {} if crop is None else {"crop": crop, "crop_pos_y": per(pos[:, 0], np.float32),
+                                  "crop_pos_x": per(pos[:, 1], np.float32)}
 
-    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    @pipeline_def(batch_size=n, num_threads=1, device_id=None)
     def pipe():
         imgs = fn.external_source(source=lambda: list(x), batch=True, layout="HWC")
-        return fn.crop_mirror_normalize(imgs, crop=(20, 31), crop_pos_y=fn.external_source(
-            source=lambda: [np.float32(p) for p in pos[:, 0]], batch=True), crop_pos_x=fn.external_source(
-            source=lambda: [np.float32(p) for p in pos[:, 1]], batch=True),
-            mirror=fn.external_source(source=lambda: [np.int32(m) for m in mirror], batch=True),
-            mean=list(mean[0]), std=list(std[0]), pad_output=True)
+        return fn.crop_mirror_normalize(
+            imgs, mirror=per(mirror, np.int32), mean=list(mean[0]), std=list(std[0]), pad_output=pad,
+            output_layout="CHW" if out_layout == "NCHW" else "HWC",
+            dtype=types.FLOAT16 if odt == "float16" else types.FLOAT, **kw)
 
     p = pipe()
     p.build()
     (out,) = p.run()
-    want = np.stack([np.asarray(out[i]) for i in range(4)])
-    got = cmn(x, crop=(20, 31), crop_pos=pos, mirror=mirror, mean=mean[0], std=std[0], pad_output=True)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    assert dali
+    want = np.stack([np.asarray(out[i]) for i in range(n)])
+    got = cmn(x, crop=crop, crop_pos=pos, mirror=mirror, mean=mean[0], std=std[0], pad_output=pad,
+              output_layout=out_layout, dtype=odt)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 2e-3 if odt == "float16" else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
 
 
 def test_cmn_simulator():
