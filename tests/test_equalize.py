@@ -94,3 +94,21 @@ def test_equalize_gpu(backend, dtype, layout):
                      atol_u8=0)
     xs = [_images(rng, 1, h, w, 3, dtype)[0] for h, w in SIZES + [(40, 30)]]
     check_op(gpuaug.equalize, lambda s, i: R.equalize(s, u8), xs, {}, varshape=True, backend=backend, atol_u8=0)
+
+
+@gpu
+def test_equalize_on_a_stream_gpu():
+    """All three passes run on the given stream (checked by waiting on that stream only)."""
+    import cupy
+
+    rng = np.random.default_rng(7)
+    x = _images(rng, 6, 64, 48, 3, "uint8")
+    ref = np.stack([R.equalize(s.astype(np.float64), True) for s in x])
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        xd = cupy.asarray(x)
+    s.synchronize()
+    for backend in ("cuda", "numba"):
+        y = gpuaug.equalize(xd, stream=s, backend=backend)
+        s.synchronize()
+        np.testing.assert_array_equal(cupy.asnumpy(y), ref)

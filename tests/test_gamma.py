@@ -92,3 +92,16 @@ def test_gamma_gpu(backend, dtype, layout):
                      layout=layout, backend=backend)
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in SIZES]
     check_op(gpuaug.gamma, lambda s, i: R.gamma(s, 0.5, 1, m), xs, {"gamma": 0.5}, varshape=True, backend=backend)
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+def test_gamma_device_parameters_gpu(backend):
+    import cupy
+
+    rng = np.random.default_rng(7)
+    x = random_images(rng, 4, 32, 32, 3, "uint8")
+    g, k = rng.uniform(0.3, 3.0, 4), rng.uniform(0.5, 1.5, 4)
+    got = cupy.asnumpy(gpuaug.gamma(cupy.asarray(x), cupy.asarray(g), cupy.asarray(k), backend=backend))
+    ref = quantize(np.stack([R.gamma(s.astype(np.float64), g[i], k[i], 255) for i, s in enumerate(x)]), np.uint8)
+    assert np.abs(got.astype(int) - ref.astype(int)).max() <= 1

@@ -152,3 +152,18 @@ def test_normalize_gpu(backend, dtype, odt, layout, out_layout):
             check_layout(gpuaug.normalize, lambda s, i: R.normalize(s, mean[i], std[i]), x,
                          {"mean": mean, "std": std, "dtype": odt, "output_layout": out_layout},
                          layout=layout, out_layout=out_layout, odt=odt, backend=backend)
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+def test_normalize_device_parameters_gpu(backend):
+    """mean/std given as CuPy arrays (not read back: no value checks, no sync)."""
+    import cupy
+
+    rng = np.random.default_rng(8)
+    x = random_images(rng, 4, 32, 32, 3, "uint8")
+    mean, std = _stats(rng, 4, 3, "uint8")
+    got = gpuaug.normalize(cupy.asarray(x), cupy.asarray(mean), cupy.asarray(std[:, :1]), output_layout="NCHW",
+                           backend=backend)
+    ref = np.stack([R.normalize(s.astype(np.float64), mean[i], std[i, 0]) for i, s in enumerate(x)])
+    assert_close(cupy.asnumpy(got).transpose(0, 2, 3, 1), ref, "float32")
