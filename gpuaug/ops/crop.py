@@ -6,10 +6,14 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._params import _fmt, column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 from gpuaug._util import is_cuda_array
 
-KERNELS = Kernels(cu=("crop.cu", "gpuaug_crop"), numba=("crop", "crop_map"))
+#: CUDA C element type per dtype name (the fast kernels' template argument).
+_CT = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
+KERNELS = Kernels(cu=("crop.cu", "gpuaug_crop"), numba=("crop", "crop_map"),
+                  variants=tuple(f"gpuaug_window_rows<{t}, {v}>" for t in _CT.values()
+                                 for v in (4, 8, 16)))
 
 
 def host_ints(value, n, name, *, low=None):
@@ -80,7 +84,8 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
                              f"{b.shapes[i][0]}x{b.shapes[i][1]} image; expected "
                              f"0 <= {name} <= {lim[i]} - {dim}")
     params = column_stack([t, l_], b.n)
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
+               fast=rows_fast())
 
 
 def center_offset(size, crop_size):
@@ -133,7 +138,61 @@ def center_crop(x, size, *, out=None, layout="NHWC", stream=None, backend=None):
     h, w = host_size(size, "size")
     params = np.array([(center_offset(sh, h), center_offset(sw, w)) for sh, sw in b.shapes],
                       np.float64)
-    return run(b, KERNELS, params, shapes=[(h, w)] * b.n, out=out, backend=be, stream=stream)
+    return run(b, KERNELS, params, shapes=[(h, w)] * b.n, out=out, backend=be, stream=stream,
+               fast=rows_fast())
+
+
+# -- the CUDA C fast path (gpuaug_window_rows in kernels/crop.cu), shared with pad ----------
+
+def rows_plan(planes, pps, h, w, pb, oh, ow, dtype, src_ptr, dst_ptr):
+    """Launch plan of ``gpuaug_window_rows`` for a dense batch, or None where it does not apply.
+
+    ``planes`` rows of ``h x w`` pixels of ``pb`` bytes (``pps`` planes per sample, see
+    ``contiguous_rows``) into ``oh x ow`` planes. The vector width is the largest of 16, 8
+    and 4 bytes that divides the output row and the output base address; outputs of rows
+    that are not a multiple of 4 bytes, or of 2^31 chunks or more (the kernel's 32-bit
+    index math), go to the generic kernel. Returns ``(name, grid, block, int_args)``.
+    """
+    orow = ow * pb
+    v = next((v for v in (16, 8, 4) if orow % v == 0 and dst_ptr % v == 0), None)
+    if v is None:
+        return None
+    chunks = planes * oh * (orow // v)
+    if chunks >= 2 ** 31 or planes * h * w * pb >= 2 ** 62:
+        return None
+    block = 256
+    return (f"gpuaug_window_rows<{_CT[dtype]}, {v}>", ((chunks + block - 1) // block,), (block,),
+            (planes, pps, h, w, oh, ow, pb))
+
+
+def rows_fast(sign=1, fill_col=-1, mode=0):
+    """A ``run(fast=...)`` hook: dense batches in one layout take ``gpuaug_window_rows``.
+
+    params rows start ``[top, left]``: the window's origin in the source (``sign`` 1,
+    crop) or the padding before the image (``sign`` -1, pad). ``fill_col``: the column of
+    the fill value (-1: 0); ``mode``: border code of common.cuh (0 constant, 1 edge,
+    3 reflect).
+    """
+    def fast(src, dst):
+        geo = contiguous_rows(src, dst)
+        if geo is None:
+            return None
+        planes, pps, h, w, pb = geo
+        oh, ow = dst.shapes[0]
+        plan = rows_plan(planes, pps, h, w, pb, oh, ow, src.dtype.name, src.arrays[0].data.ptr,
+                         dst.arrays[0].data.ptr)
+        if plan is None:
+            return None
+        from gpuaug.kernels._cuda import get_function
+
+        name, grid, block, args = plan
+        fn = get_function("crop.cu", name)
+
+        def launch(par):
+            fn(grid, block, (src.arrays[0], dst.arrays[0], par, np.int32(par.shape[1]),
+                             np.int32(sign), np.int32(fill_col), np.int32(mode)) + tuple(np.int32(a) for a in args))
+        return launch
+    return fast
 
 
 def _crop_example(rng, n, h, w):

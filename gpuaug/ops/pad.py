@@ -8,7 +8,7 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
-from gpuaug.ops.crop import host_ints, uniform_shapes
+from gpuaug.ops.crop import rows_fast, uniform_shapes
 
 KERNELS = Kernels(cu=("pad.cu", "gpuaug_pad"), numba=("pad", "pad_map"))
 
@@ -74,7 +74,8 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     mcol = np.full(b.n, float(MODES[mode]))
     params = column_stack([p[:, 0], p[:, 2], mcol, v], b.n)
     fill = v if isinstance(v, np.ndarray) or be != "numba" else cupy_module().asnumpy(v)
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fill=fill)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fill=fill,
+               fast=rows_fast(sign=-1, fill_col=3, mode=MODES[mode]))
 
 
 def _example(rng, n, h, w):

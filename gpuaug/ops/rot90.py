@@ -68,7 +68,18 @@ def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
                              "swaps height and width, so a uniform batch needs every k of one "
                              "parity (all odd or all even); pass a list of images to mix them")
     params = column_stack([kk], b.n)
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream)
+    fast = None
+    if be == "cuda" and isinstance(kk, np.ndarray):
+        if np.all(kk % 2 == 0):
+            # k = 2 is a flip of both axes, k = 0 a copy: flip's kernels (and fast paths).
+            from gpuaug.ops.flip import flip
+
+            return flip(x, kk == 2, kk == 2, out=out, layout=layout, stream=stream, backend="cuda")
+        if np.all(kk % 2 == 1):
+            from gpuaug.ops.transpose import tiles_fast
+
+            fast = tiles_fast(kcol=0)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fast=fast)
 
 
 def _example(rng, n, h, w):

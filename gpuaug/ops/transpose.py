@@ -5,9 +5,13 @@ import numpy as np
 
 from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 
-KERNELS = Kernels(cu=("transpose.cu", "gpuaug_transpose"), numba=("transpose", "transpose_map"))
+#: Bytes per pixel of a plane row that the tile kernel is instantiated for (NHWC: channels x
+#: element size; NCHW: element size).
+TILE_PB = (1, 2, 3, 4, 6, 8, 12, 16)
+KERNELS = Kernels(cu=("transpose.cu", "gpuaug_transpose"), numba=("transpose", "transpose_map"),
+                  variants=tuple(f"gpuaug_transpose_tiles<{pb}>" for pb in TILE_PB))
 
 
 def transpose(x, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -43,7 +47,50 @@ def transpose(x, *, out=None, layout="NHWC", stream=None, backend=None):
     # No parameters; one dummy column keeps the (N, P) parameter matrix non-empty.
     params = np.zeros((b.n, 1))
     shapes = [(w, h) for h, w in b.shapes]
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream)
+    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
+               fast=tiles_fast())
+
+
+# -- the CUDA C fast path (gpuaug_transpose_tiles in kernels/transpose.cu), shared with rot90 --
+
+def tiles_plan(planes, pps, h, w, pb, src_ptr, dst_ptr):
+    """Launch plan of ``gpuaug_transpose_tiles`` for a dense batch of ``planes`` ``h x w``
+    planes of ``pb``-byte pixels (``pps`` per sample), or None where it does not apply.
+
+    32 x 32-pixel tiles, 256 threads; ``words`` (32-bit global accesses) when source rows
+    (``w * pb``) and output rows (``h * pb``) are multiples of 4 bytes and both bases are
+    4-byte aligned. Returns ``(name, grid, block, int_args)``.
+    """
+    if pb not in TILE_PB or (w + 31) // 32 > 65535 or planes * h * w * pb >= 2 ** 62:
+        return None
+    words = int((w * pb) % 4 == 0 and (h * pb) % 4 == 0 and src_ptr % 4 == 0 and dst_ptr % 4 == 0)
+    grid = ((h + 31) // 32, (w + 31) // 32, min(planes, 65535))
+    return f"gpuaug_transpose_tiles<{pb}>", grid, (256,), (planes, pps, h, w, words)
+
+
+def tiles_fast(kcol=-1):
+    """A ``run(fast=...)`` hook: dense batches in one layout take ``gpuaug_transpose_tiles``.
+
+    ``kcol``: the params column holding rot90's k (every k odd); -1 for transpose.
+    """
+    def fast(src, dst):
+        geo = contiguous_rows(src, dst)
+        if geo is None:
+            return None
+        planes, pps, h, w, pb = geo
+        plan = tiles_plan(planes, pps, h, w, pb, src.arrays[0].data.ptr, dst.arrays[0].data.ptr)
+        if plan is None:
+            return None
+        from gpuaug.kernels._cuda import get_function
+
+        name, grid, block, args = plan
+        fn = get_function("transpose.cu", name)
+
+        def launch(par):
+            fn(grid, block, (src.arrays[0], dst.arrays[0], par, np.int32(par.shape[1]),
+                             np.int32(kcol)) + tuple(np.int32(a) for a in args))
+        return launch
+    return fast
 
 
 SPECS = (
