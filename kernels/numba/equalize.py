@@ -22,7 +22,7 @@ def equalize_bin(v, is_float):
     if is_float != 0:
         b = math.floor(np.float32(v) * np.float32(255.999))
     else:
-        b = math.floor(v)
+        b = int(v)  # a uint8 value (math.floor of an integer is not lowered on every target)
     if b < 0:
         b = 0
     if b > 255:
