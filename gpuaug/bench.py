@@ -469,6 +469,54 @@ class GpuClock:
                       host_bound=bool(host_bound and stall))
 
 
+    def host_cost(self, call, warmup=5) -> float:
+        """Seconds of host time per call (after ``warmup`` calls), measured without a spin."""
+        for _ in range(max(1, warmup)):
+            call()
+        self.sync()
+        _, host, _ = self._round(call, 4, 0)
+        return host
+
+
+class EventTimer:
+    """A pytest-benchmark timer made of CUDA events (bench/ sets it on the fixture).
+
+    Each reading records an event on the current stream; subtracting two readings waits
+    for the later one and returns the seconds between them on the device, so
+    ``benchmark.pedantic`` rounds are timed on the GPU. With a spin launched in the
+    round's ``setup`` (longer than the host's cost of one call), the start event runs just
+    before the call's work and the figure is the call's device time. ``durations`` keeps
+    every difference taken (seconds).
+    """
+
+    __name__ = "EventTimer"
+    __module__ = "gpuaug.bench"
+
+    def __init__(self, cp=None):
+        if cp is None:
+            import cupy as cp
+        self.cp = cp
+        self.durations = []
+
+    def __call__(self):
+        ev = self.cp.cuda.Event()
+        ev.record()
+        return _Stamp(self, ev)
+
+
+class _Stamp:
+    __slots__ = ("timer", "ev")
+
+    def __init__(self, timer, ev):
+        self.timer, self.ev = timer, ev
+
+    def __sub__(self, other):
+        self.ev.synchronize()
+        d = self.timer.cp.cuda.get_elapsed_time(other.ev, self.ev) / 1e3
+        self.timer.durations.append(d)
+        return d
+
+
 class CpuClock:
     """Times callables with ``time.perf_counter`` (the CPU twins, CPU peers)."""
 
@@ -589,6 +637,53 @@ def describe_params(kwargs) -> dict:
                 rng = f"in [{a.min():.4g}, {a.max():.4g}]"
             out[k] = f"{a.dtype}{list(a.shape)} {rng}"
     return out
+
+
+def example_kwargs(spec, seed, n, h, w) -> dict:
+    """The op's own example parameters (``OpSpec.example``) for a batch of ``n`` h x w images."""
+    return spec.example(np.random.default_rng(seed), n, h, w) if spec.example else {}
+
+
+def check_backend(spec, backend, x, kwargs, layout) -> tuple[bool, float]:
+    """Run ``spec`` on ``backend`` and compare with the CPU twin on the same data (host copy).
+
+    Returns (within tolerance, max abs error); see :func:`compare` for the tolerances.
+    """
+    got = _to_host(spec.func(x, **kwargs, layout=layout, backend=backend))
+    ref = spec.func(_to_host(x), **kwargs, layout=layout, backend="cpu")
+    return compare(got, ref)
+
+
+def prepare_call(spec, backend, inputs, kwargs, layout, xp):
+    """A zero-argument callable running ``spec`` on the next input buffer into the matching
+    preallocated output (``out=``), plus the first output and whether ``out=`` was accepted.
+
+    The first two calls happen here (so a compile is not timed twice as a warm-up miss).
+    """
+    func = spec.func
+    common = {"layout": layout, "backend": backend}
+    y0 = func(inputs[0], **kwargs, **common)
+    outs = [y0] + [xp.empty_like(y0) for _ in range(len(inputs) - 1)]
+    try:
+        func(inputs[1 % len(inputs)], **kwargs, out=outs[1 % len(outs)], **common)
+        use_out = True
+    except TypeError:
+        use_out = False
+    state = [0]
+
+    def call():
+        j = state[0] % len(inputs)
+        state[0] += 1
+        if use_out:
+            return func(inputs[j], **kwargs, out=outs[j], **common)
+        return func(inputs[j], **kwargs, **common)
+
+    return call, y0, use_out
+
+
+def unsupported_reason(spec, cfg) -> str | None:
+    """Why ``spec`` cannot run the case ``cfg`` (dtype, layout, channels), or None."""
+    return _unsupported(spec, cfg)
 
 
 # ----------------------------------------------------------------------------- rows
@@ -832,8 +927,7 @@ class Runner:
                 rows.append(_row(spec.name, lib, "", "skipped", f"gpuaug: {why}"))
                 progress.step(f"{spec.name} {lib}")
             return rows
-        kwargs = spec.example(np.random.default_rng(cfg.seed + 1), n, cfg.height, cfg.width) \
-            if spec.example else {}
+        kwargs = example_kwargs(spec, cfg.seed + 1, n, cfg.height, cfg.width)
         params = describe_params(kwargs)
         for be in cfg.backends:
             t0 = time.perf_counter()
@@ -869,18 +963,12 @@ class Runner:
                        reason=("the CUDA backends need a GPU (run with --device gpu on a GPU machine)"
                                if be != "cpu" else "backend 'cpu' runs on NumPy input; use --device cpu"))
             return row
-        func = spec.func
-        common = {"layout": cfg.layout, "backend": be}
         # Correctness first: the first samples against the CPU twin.
         if self.gpu:
             k = max(1, min(cfg.check_batch, cfg.batch))
             try:
-                kw_small = spec.example(np.random.default_rng(cfg.seed + 2), k, cfg.height, cfg.width) \
-                    if spec.example else {}
-                x_small = inputs[0][:k]
-                got = _to_host(func(x_small, **kw_small, **common))
-                ref = func(_to_host(x_small), **kw_small, layout=cfg.layout, backend="cpu")
-                ok, err = compare(got, ref)
+                kw_small = example_kwargs(spec, cfg.seed + 2, k, cfg.height, cfg.width)
+                ok, err = check_backend(spec, be, inputs[0][:k], kw_small, cfg.layout)
                 row.update(check="pass" if ok else "fail", max_error=err if math.isfinite(err) else None)
                 if not ok:
                     row["note"] = ("differs from the CPU twin beyond tolerance "
@@ -889,33 +977,18 @@ class Runner:
                 row.update(status="error", reason=f"check: {_err(e)}")
                 return row
         try:
-            y0 = func(inputs[0], **kwargs, **common)
-            outs = [y0] + [self.xp.empty_like(y0) for _ in range(len(inputs) - 1)]
-            try:
-                func(inputs[1 % len(inputs)], **kwargs, out=outs[1 % len(outs)], **common)
-                use_out = True
-            except TypeError:
-                use_out = False
-            i = [0]
-
-            def call():
-                j = i[0] % len(inputs)
-                i[0] += 1
-                if use_out:
-                    return func(inputs[j], **kwargs, out=outs[j], **common)
-                return func(inputs[j], **kwargs, **common)
-
+            call, y0, use_out = prepare_call(spec, be, inputs, kwargs, cfg.layout, self.xp)
             t = self.clock.time(call, self.repeats(), cfg.warmup)
             read, written = count_bytes(spec, inputs[0], y0, kwargs)
             copy = self.copy_ceiling(read + written)
             _fill_figures(row, t, cfg.batch, read, written, copy["gbps"])
-            row.update(in_dtype=cfg.dtype, out_dtype=str(y0.dtype), out_shape=list(y0.shape))
+            row.update(in_dtype=cfg.dtype, out_dtype=str(y0.dtype), out_shape=[int(v) for v in y0.shape])
             if not use_out:
                 row["note"] = (row["note"] + "; " if row["note"] else "") + "timed without out= (allocates)"
             if t.host_bound:
                 row["note"] = (row["note"] + "; " if row["note"] else "") + \
                     "host-bound: times include launch gaps"
-            del outs, y0
+            del call, y0
         except Exception as e:  # noqa: BLE001
             row.update(status="error", reason=_err(e), timing=None)
         return row
@@ -1415,5 +1488,6 @@ def plot(doc: dict, path: str) -> str | None:
 
 __all__ = ["Config", "Runner", "run", "SCHEMA", "SCHEMA_ID", "validate", "schema_errors",
            "consistency_errors", "format_table", "plot", "write_json", "expand_path", "count_bytes",
-           "compare", "GpuClock", "CpuClock", "Timing", "random_batch", "n_buffers", "versions",
+           "compare", "GpuClock", "CpuClock", "EventTimer", "Timing", "example_kwargs", "check_backend",
+           "prepare_call", "unsupported_reason", "random_batch", "n_buffers", "versions",
            "device_info", "gpu_status", "backend_status", "gbps"]
