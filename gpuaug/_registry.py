@@ -34,6 +34,8 @@ OP_MODULES = (
     "warp_affine",
     "warp_perspective",
     "rotate",
+    "resize",
+    "resized_crop",
     "gamma",
     "invert",
     "solarize",
@@ -49,6 +51,14 @@ OP_MODULES = (
     "salt_and_pepper",
     "erase",
     "grid_mask",
+    "brightness",
+    "contrast",
+    "saturation",
+    "hue",
+    "color_jitter",
+    "color_twist",
+    "grayscale",
+    "channel_shuffle",
 )
 
 DTYPES = ("uint8", "float16", "float32")

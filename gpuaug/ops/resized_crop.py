@@ -1,0 +1,113 @@
+"""resized_crop: cut a per-sample box and resize it to one output size, in one pass."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch
+from gpuaug._params import _fmt, host_size, per_sample
+from gpuaug._registry import OpSpec, Param
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug.ops.resize import INTERPOLATIONS, interpolation_mode, resample_params
+
+KERNELS = Kernels(cu=("resized_crop.cu", "gpuaug_resized_crop"),
+                  numba=("resized_crop", "resized_crop_value"), kind="value")
+
+
+def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="NHWC", stream=None,
+                 backend=None):
+    """Crop each image to its box and resize the box to ``size``, in one pass
+    (the kernel behind RandomResizedCrop).
+
+    ``boxes[n] = (top, left, height, width)`` in source pixels, fractional values allowed
+    (the box's corner ``(top, left)`` is the top-left *corner* of the region, so the box
+    ``(0, 0, H, W)`` is the whole image). The box is resampled exactly as
+    :func:`gpuaug.resize` resamples a whole image (OpenCV pixel centres), with
+    ``s = box / size`` per axis; output pixel ``(y, x)`` reads:
+
+    - ``"nearest"``: source pixel ``floor(top + y * s_y), floor(left + x * s_x)`` (exact);
+    - ``"bilinear"``: the point ``top + (y + 0.5) * s_y - 0.5, left + (x + 0.5) * s_x - 0.5``
+      blended from its four neighbours;
+    - ``"area"``: the average over ``[top + y * s_y, top + (y + 1) * s_y) x [left + x * s_x,
+      left + (x + 1) * s_x)``.
+
+    Reads outside the *image* are clamped to its edge (a box may stick out of the image, or
+    lie wholly outside it). Reads outside the *box* but inside the image see the image:
+    bilinear taps of the outermost output pixels may reach half a pixel beyond the box and
+    read the real neighbours there (as a resize with a region of interest does, e.g.
+    DALI's), where ``cv2.resize`` of the cut-out crop would replicate the crop's edge. So
+    for an integer box inside the image the result equals ``resize(x[top:top+h,
+    left:left+w], size)`` exactly for nearest and area, and for bilinear everywhere except
+    possibly those outermost rows and columns; the whole-image box gives ``resize``.
+    On the GPU the box is used as float32 (so are host boxes on every backend).
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images of any
+            sizes; uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        boxes: (4,) for every sample or (N, 4), rows (top, left, height, width); finite,
+            height and width > 0 (checked for host values); host or CUDA array.
+        size: output (height, width), or one int for a square output. Host ints > 0.
+        interpolation: "nearest", "bilinear" (default) or "area" (one for the batch).
+        out: optional array (or list, for a varshape batch) of the output shape.
+        layout: "NHWC" (default) or "NCHW".
+        stream: CUDA stream for the GPU backends (None: CuPy's current stream).
+        backend: "cuda" (default for CUDA arrays), "numba" or "cpu" (default for NumPy).
+
+    Returns:
+        (N, height, width, C) (or NCHW / one image, like ``x``), the input's dtype; a list
+        of (height, width, C) images for a varshape batch. uint8 rounds to nearest and
+        saturates.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.arange(16, dtype=np.uint8).reshape(1, 4, 4, 1)
+        >>> gpuaug.resized_crop(x, (1, 1, 2, 2), (2, 2), "nearest")[0, :, :, 0]
+        array([[ 5,  6],
+               [ 9, 10]], dtype=uint8)
+        >>> gpuaug.resized_crop(x, [[0, 0, 4, 4]], (1, 1), "area")[0, :, :, 0]
+        array([[8]], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    size = host_size(size, "size")
+    mode = interpolation_mode(interpolation)
+    bx = per_sample(boxes, b.n, "boxes", shape=(4,), device=b.device)
+    if isinstance(bx, np.ndarray):
+        # Every backend uses the float32 box the GPU sees, so they agree bit for bit.
+        with np.errstate(over="ignore"):
+            bx = bx.astype(np.float32).astype(np.float64)
+        if not np.all(np.isfinite(bx)):
+            raise ValueError(f"boxes: got {_fmt(boxes)}; expected finite numbers within float32 range")
+        if np.any(bx[:, 2:] <= 0):
+            raise ValueError(f"boxes: got {_fmt(boxes)}; expected rows (top, left, height, width) "
+                             "with height > 0 and width > 0")
+    params = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], size, mode, b.n)
+    return run(b, KERNELS, params, shapes=[size] * b.n, out=out, backend=be, stream=stream,
+               template=(b.dtype.name, b.channels, mode))
+
+
+def random_boxes(rng, n, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """RandomResizedCrop-style integer boxes (N, 4) inside an h x w image (for examples)."""
+    area = h * w * rng.uniform(scale[0], scale[1], n)
+    logr = rng.uniform(np.log(ratio[0]), np.log(ratio[1]), n)
+    bw = np.clip(np.round(np.sqrt(area * np.exp(logr))), 1, w)
+    bh = np.clip(np.round(np.sqrt(area / np.exp(logr))), 1, h)
+    top = np.floor(rng.random(n) * (h - bh + 1))
+    left = np.floor(rng.random(n) * (w - bw + 1))
+    return np.stack([top, left, bh, bw], axis=1)
+
+
+def _example(rng, n, h, w):
+    return {"boxes": random_boxes(rng, n, h, w), "size": (max(1, h // 2), max(1, w // 2))}
+
+
+SPECS = (
+    OpSpec("resized_crop", resized_crop, params=(
+        Param("boxes", None, shape=(4,), kind="float", doc="per-sample (top, left, height, width)"),
+        Param("size", None, per_sample=False, kind="size", doc="output (height, width); an int: square"),
+        Param("interpolation", "bilinear", per_sample=False, kind="choice",
+              choices=tuple(INTERPOLATIONS), doc="OpenCV INTER_NEAREST / INTER_LINEAR / INTER_AREA"),
+    ), example=_example, kernels=KERNELS, changes_shape=True, doc=resized_crop.__doc__),
+)
+
+__all__ = ["resized_crop"]
