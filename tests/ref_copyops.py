@@ -50,3 +50,19 @@ def pad(img, padding, mode="constant", value=0):
     t, b, l, r = (int(v) for v in padding)
     kw = {"constant_values": float(value)} if mode == "constant" else {}
     return np.pad(img, ((t, b), (l, r), (0, 0)), mode=mode, **kw)
+
+
+def check_strided_gpu(fn, ref_fn, x, params, *, layout, backend):
+    """Run ``fn`` on a non-contiguous CUDA view of ``x`` (every other element of the last
+    axis), which the fast paths decline, so the generic kernel runs; compare with
+    ``ref_fn(sample_float64, i)``. GPU tests only."""
+    import cupy
+
+    from helpers import assert_close, from_layout, to_layout
+
+    xin = to_layout(x, layout)
+    view = cupy.asarray(np.repeat(xin, 2, axis=-1))[..., ::2]
+    assert not view.flags.c_contiguous
+    got = from_layout(cupy.asnumpy(fn(view, layout=layout, backend=backend, **params)), layout)
+    ref = np.stack([ref_fn(x[i].astype(np.float64), i) for i in range(x.shape[0])])
+    assert_close(got, ref, x.dtype, what=f"strided {backend} {layout}")

@@ -3,7 +3,7 @@ import pytest
 
 import gpuaug
 import ref_copyops as R
-from helpers import DTYPES, LAYOUTS, SIM, check_op, gpu, random_images
+from helpers import DTYPES, LAYOUTS, SIM, assert_close, check_op, gpu, random_images
 
 VARSIZES = [(5, 7), (37, 53), (1, 9), (20, 3)]
 
@@ -150,6 +150,10 @@ def test_crop_gpu(backend, dtype, layout):
         check_op(gpuaug.crop, lambda s, i: R.crop(s, t2[i], l2[i], ch, cw), x,
                  {"top": cupy.asarray(t2), "left": cupy.asarray(l2), "height": ch, "width": cw},
                  layout=layout, backend=backend)
+        # non-contiguous input: the generic kernel
+        R.check_strided_gpu(gpuaug.crop, lambda s, i: R.crop(s, top[i], left[i], ch, cw), x,
+                            {"top": top, "left": left, "height": ch, "width": cw}, layout=layout,
+                            backend=backend)
         for size in ((h // 2, w // 2 + 1), (h + 3, w - 1)):
             check_op(gpuaug.center_crop, lambda s, i: R.center_crop(s, size), x, {"size": size},
                      layout=layout, backend=backend)
@@ -159,3 +163,40 @@ def test_crop_gpu(backend, dtype, layout):
              {"top": 0, "left": 0, "height": hs, "width": ws}, varshape=True, backend=backend)
     check_op(gpuaug.center_crop, lambda s, i: R.center_crop(s, (6, 5)), xs, {"size": (6, 5)},
              varshape=True, backend=backend)
+
+
+EMU_CASES = [("NHWC", 3, (37, 53), 0, 0), ("NHWC", 3, (16, 32), 0, 0), ("NHWC", 4, (9, 40), 3, 8),
+             ("NCHW", 1, (33, 64), 1, 4), ("NHWC", 1, (5, 8), 2, 0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_crop_fast_path_emulated(dtype, monkeypatch):
+    """The CUDA C fast path (gpuaug_window_rows) run on the CPU by tests/cuda_emu.py."""
+    import cuda_emu
+    from gpuaug.ops.crop import KERNELS, center_offset, rows_fast
+
+    cuda_emu.patch(monkeypatch, ["crop.cu"], KERNELS.variants)
+    rng = np.random.default_rng(9)
+    ran = 0
+    for layout, c, (h, w), so, do in EMU_CASES:
+        x = random_images(rng, 3, h, w, c, dtype)
+        xin = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        f64 = x.astype(np.float64)
+        for ch, cw in [(h // 2 + 1, w - 5), (h, w), (1, 4)]:
+            top, left = _window(rng, 3, h, w, ch, cw)
+            # host-checked windows, and offsets as they may come from the GPU (partly outside)
+            for t, l_ in [(top, left), (top - 2, left + 3)]:
+                got = cuda_emu.run_fast(rows_fast(), xin, layout, [(ch, cw)] * 3, np.stack([t, l_], 1),
+                                        src_offset=so, dst_offset=do)
+                if got is not None:
+                    ran += 1
+                    assert_close(got, np.stack([R.crop(f64[i], t[i], l_[i], ch, cw) for i in range(3)]),
+                                 dtype, atol_u8=0, rtol=0, what=f"{layout} {c} {h}x{w} {ch}x{cw}")
+        size = (h + 5, max(1, w - 3))
+        prm = np.array([(center_offset(h, size[0]), center_offset(w, size[1]))] * 3, np.float64)
+        got = cuda_emu.run_fast(rows_fast(), xin, layout, [size] * 3, prm, src_offset=so, dst_offset=do)
+        if got is not None:
+            ran += 1
+            assert_close(got, np.stack([R.center_crop(f64[i], size) for i in range(3)]), dtype,
+                         atol_u8=0, rtol=0, what=f"center_crop {layout} {c} {h}x{w}")
+    assert ran >= 8

@@ -3,7 +3,7 @@ import pytest
 
 import gpuaug
 import ref_copyops as R
-from helpers import DTYPES, LAYOUTS, SIM, check_op, gpu, random_images
+from helpers import DTYPES, LAYOUTS, SIM, assert_close, check_op, gpu, random_images
 
 MODES = ("constant", "edge", "reflect")
 # Per-sample sides with one output size (top + bottom = 9, left + right = 11), some of
@@ -138,6 +138,9 @@ def test_pad_gpu(backend, dtype, layout):
                      {"padding": PADDING, "mode": mode, "value": val}, layout=layout, backend=backend)
         check_op(gpuaug.pad, lambda s, i: R.pad(s, (16, 0, 0, 32), "constant", val[3]), x,
                  {"padding": (16, 0, 0, 32), "value": val[3]}, layout=layout, backend=backend)
+        # non-contiguous input: the generic kernel
+        R.check_strided_gpu(gpuaug.pad, lambda s, i: R.pad(s, PADDING[i], "reflect", 0), x,
+                            {"padding": PADDING, "mode": "reflect"}, layout=layout, backend=backend)
         # fill values on the GPU
         check_op(gpuaug.pad, lambda s, i: R.pad(s, (2, 1, 1, 2), "constant", val[i]), x,
                  {"padding": (2, 1, 1, 2), "value": cupy.asarray(val)}, layout=layout, backend=backend)
@@ -146,3 +149,33 @@ def test_pad_gpu(backend, dtype, layout):
         check_op(gpuaug.pad, lambda s, i: R.pad(s, PADDING[i], mode, val[i]), xs,
                  {"padding": PADDING[:3], "mode": mode, "value": val[:3]}, varshape=True,
                  backend=backend)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad_fast_path_emulated(dtype, monkeypatch):
+    """The CUDA C fast path (gpuaug_window_rows in crop.cu) run on the CPU by tests/cuda_emu.py."""
+    import cuda_emu
+    from gpuaug.ops.crop import KERNELS, rows_fast
+    from gpuaug.ops.pad import MODES
+
+    cuda_emu.patch(monkeypatch, ["crop.cu"], KERNELS.variants)
+    rng = np.random.default_rng(9)
+    val = _value(dtype)[:3]
+    ran = 0
+    for layout, c, (h, w), so, do in [("NHWC", 3, (37, 53), 0, 0), ("NHWC", 3, (16, 36), 1, 0),
+                                      ("NCHW", 1, (20, 64), 0, 8), ("NHWC", 4, (2, 3), 2, 4),
+                                      ("NHWC", 1, (1, 4), 0, 0)]:
+        x = random_images(rng, 3, h, w, c, dtype)
+        xin = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        f64 = x.astype(np.float64)
+        pads = PADDING[:3] if h > 3 else PADDING[:3] * 3  # beyond the image: repeated reflection
+        oh, ow = h + pads[0, 0] + pads[0, 1], w + pads[0, 2] + pads[0, 3]
+        for mode in MODES:
+            prm = np.stack([pads[:, 0], pads[:, 2], np.full(3, MODES[mode]), val], 1)
+            got = cuda_emu.run_fast(rows_fast(-1, 3, MODES[mode]), xin, layout, [(oh, ow)] * 3, prm,
+                                    src_offset=so, dst_offset=do)
+            if got is not None:
+                ran += 1
+                assert_close(got, np.stack([R.pad(f64[i], pads[i], mode, val[i]) for i in range(3)]),
+                             dtype, atol_u8=0, what=f"{mode} {layout} {c} {h}x{w}")
+    assert ran >= 6

@@ -3,7 +3,7 @@ import pytest
 
 import gpuaug
 import ref_copyops as R
-from helpers import DTYPES, LAYOUTS, SIM, check_op, gpu, random_images
+from helpers import DTYPES, LAYOUTS, SIM, assert_close, check_op, gpu, random_images
 
 SIZES = [(5, 7), (37, 53), (1, 9), (16, 16)]
 
@@ -102,8 +102,8 @@ def test_rot90_gpu(backend, dtype, layout):
             check_op(gpuaug.rot90, lambda s, i: R.rot90(s, k[i]), x, {"k": k}, layout=layout,
                      backend=backend)
         # non-contiguous input: the generic kernel
-        xs = np.ascontiguousarray(x[:, ::-1])
-        check_op(gpuaug.rot90, lambda s, i: R.rot90(s, 1), xs, {}, layout=layout, backend=backend)
+        R.check_strided_gpu(gpuaug.rot90, lambda s, i: R.rot90(s, [1, 3, -1, -3, 1][i]), x,
+                            {"k": [1, 3, -1, -3, 1]}, layout=layout, backend=backend)
     sq = random_images(rng, 5, 19, 19, 3, dtype)
     k = np.array([0, 1, 2, 3, -1])
     # k on the GPU (square images), not normalised on the host; even out of -3..3
@@ -113,3 +113,17 @@ def test_rot90_gpu(backend, dtype, layout):
     kv = [1, 2, 3, -1]
     check_op(gpuaug.rot90, lambda s, i: R.rot90(s, kv[i]), xs, {"k": kv}, varshape=True,
              backend=backend)
+
+
+def test_rot90_even_k_takes_flip(monkeypatch):
+    """On the cuda backend, all-even k is a flip of both axes (or a copy): flip's kernels."""
+    import gpuaug.ops.flip as flip_mod
+    import gpuaug.ops.rot90 as rot_mod
+
+    calls = []
+    monkeypatch.setattr(flip_mod, "flip", lambda x, h, v, **kw: calls.append((list(h), list(v), kw)))
+    monkeypatch.setattr(rot_mod, "choose_backend", lambda b, backend: "cuda")
+    x = random_images(np.random.default_rng(8), 3, 6, 8, 3, "uint8")
+    rot_mod.rot90(x, [2, 0, -2], layout="NHWC")
+    assert calls == [([True, False, True], [True, False, True],
+                      {"out": None, "layout": "NHWC", "stream": None, "backend": "cuda"})]

@@ -3,7 +3,7 @@ import pytest
 
 import gpuaug
 import ref_copyops as R
-from helpers import DTYPES, LAYOUTS, SIM, check_op, gpu, random_images
+from helpers import DTYPES, LAYOUTS, SIM, assert_close, check_op, gpu, random_images
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -70,7 +70,54 @@ def test_transpose_gpu(backend, dtype, layout):
         x = random_images(rng, 5, h, w, c, dtype)
         check_op(gpuaug.transpose, lambda s, i: R.transpose(s), x, {}, layout=layout, backend=backend)
         # non-contiguous input: the generic kernel
-        xs = np.ascontiguousarray(x[:, ::-1])
-        check_op(gpuaug.transpose, lambda s, i: R.transpose(s), xs, {}, layout=layout, backend=backend)
+        R.check_strided_gpu(gpuaug.transpose, lambda s, i: R.transpose(s), x, {}, layout=layout,
+                            backend=backend)
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (1, 9)]]
     check_op(gpuaug.transpose, lambda s, i: R.transpose(s), xs, {}, varshape=True, backend=backend)
+
+
+EMU_CASES = [("NHWC", 3, (37, 53), 0, 0), ("NHWC", 3, (64, 36), 0, 0), ("NHWC", 4, (9, 40), 3, 8),
+             ("NCHW", 1, (33, 64), 0, 4), ("NCHW", 1, (33, 64), 1, 0), ("NHWC", 1, (5, 8), 0, 0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transpose_fast_path_emulated(dtype, monkeypatch):
+    """The CUDA C fast path (gpuaug_transpose_tiles) run on the CPU by tests/cuda_emu.py,
+    for transpose and for rot90 with odd k (both word and byte accesses)."""
+    import cuda_emu
+    import ref_copyops as RC
+    from gpuaug.ops.transpose import KERNELS, tiles_fast
+
+    cuda_emu.patch(monkeypatch, ["transpose.cu"], KERNELS.variants)
+    rng = np.random.default_rng(9)
+    k = np.array([1, 3, -1])
+    for layout, c, (h, w), so, do in EMU_CASES:
+        x = random_images(rng, 3, h, w, c, dtype)
+        xin = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        f64 = x.astype(np.float64)
+        got = cuda_emu.run_fast(tiles_fast(), xin, layout, [(w, h)] * 3, np.zeros((3, 1)),
+                                src_offset=so, dst_offset=do)
+        assert_close(got, np.stack([RC.transpose(s) for s in f64]), dtype, atol_u8=0,
+                     what=f"transpose {layout} {c} {h}x{w}")
+        got = cuda_emu.run_fast(tiles_fast(0), xin, layout, [(w, h)] * 3, (k % 4)[:, None],
+                                src_offset=so, dst_offset=do)
+        assert_close(got, np.stack([RC.rot90(s, kk) for s, kk in zip(f64, k)]), dtype, atol_u8=0,
+                     what=f"rot90 {layout} {c} {h}x{w}")
+
+
+def test_fast_path_plans():
+    """Which dense batches take the fast kernels, with which vector widths."""
+    from gpuaug.ops.crop import rows_plan
+    from gpuaug.ops.transpose import tiles_plan
+
+    # 256 x 224 x 224 x 3 uint8: 16-byte stores; odd rows of 3-byte pixels: the generic kernel
+    name, grid, block, args = rows_plan(256, 1, 256, 256, 3, 224, 224, "uint8", 0, 256)
+    assert name == "gpuaug_window_rows<unsigned char, 16>" and grid == (256 * 224 * 42 // 256,)
+    assert rows_plan(2, 1, 37, 53, 3, 37, 53, "uint8", 0, 0) is None
+    assert rows_plan(2, 1, 37, 54, 2, 36, 52, "float16", 0, 8)[0] == "gpuaug_window_rows<gpuaug::half, 8>"
+    assert rows_plan(2, 1, 37, 54, 4, 36, 50, "float32", 0, 4)[0] == "gpuaug_window_rows<float, 4>"
+    name, grid, block, args = tiles_plan(256, 1, 224, 224, 3, 0, 0)
+    assert name == "gpuaug_transpose_tiles<3>" and grid == (7, 7, 256) and args[-1] == 1
+    assert tiles_plan(2, 1, 37, 53, 3, 0, 0)[3][-1] == 0   # rows not whole words: bytes
+    assert tiles_plan(2, 1, 32, 64, 4, 2, 0)[3][-1] == 0   # unaligned base: bytes
+    assert tiles_plan(2, 1, 32, 64, 5, 0, 0) is None
