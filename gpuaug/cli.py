@@ -114,7 +114,7 @@ def add_bench(sub):
                         "in PATH are filled in")
     p.add_argument("--plot", default=None, metavar="PATH",
                    help="write a PNG bar chart of GB/s per op and library (needs matplotlib)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar, no per-row log")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
     return p
 
@@ -161,7 +161,7 @@ def cmd_bench(args) -> int:
         _err(str(e))
         return 2
     multi = len(cfgs) > 1
-    log = (lambda m: print(m, file=sys.stderr, flush=True)) if (args.log and not args.quiet) else None
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.log else None
     status = 0
     for cfg in cfgs:
         doc = bench.run(cfg, log=log)

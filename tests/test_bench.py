@@ -354,6 +354,31 @@ def test_gpu_clock_flags_an_op_that_synchronises():
     assert t.ms > 0.1  # the gaps are in the figure, and the row says so
 
 
+def test_pytest_benchmark_rounds_are_timed_by_events(benchmark):
+    """bench/'s harness: benchmark.pedantic with gpuaug.bench.EventTimer as the timer and a
+    spin in each round's setup reports the device time of a call (simulated device)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        from _harness import gpu_benchmark
+    finally:
+        sys.path.pop(0)
+    sim = _Sim()
+
+    def call():
+        sim.host += 80e-6
+        sim.enqueue(30e-6)
+
+    class Runner:
+        clock = _clock(sim)
+
+    secs = gpu_benchmark(benchmark, Runner, call, rounds=12)
+    assert len(secs) == 12 and all(math.isclose(s, 30e-6, rel_tol=1e-6) for s in secs)
+    assert benchmark.extra_info["stats_timer"].startswith("cuda events")
+    assert math.isclose(benchmark.extra_info["host_us"], 80.0, rel_tol=1e-6)
+    if benchmark.stats is not None:  # None under --benchmark-disable
+        assert math.isclose(benchmark.stats.stats.median, 30e-6, rel_tol=1e-6)
+
+
 def test_cpu_clock_and_marginal():
     calls = []
     t = bench.CpuClock().time(lambda: calls.append(1), repeat=7, warmup=2)
