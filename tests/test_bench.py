@@ -183,6 +183,15 @@ def test_gpu_asked_without_gpu_says_why():
         main(["bench", "flip", "--device", "gpu"])
 
 
+def test_without_a_gpu_bench_defaults_to_the_cpu(capsys):
+    ok, _ = bench.gpu_status()
+    if ok:
+        pytest.skip("this machine has a GPU")
+    assert main(["bench", "flip", "--batch", "2", "--size", "8x8", "--repeat", "2", "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert "timing the CPU twins" in cap.err and "2x8x8x3-uint8-NHWC" in cap.out
+
+
 def test_unsupported_dtype_or_backend_rows_say_so():
     cfg = bench.Config(ops=("flip",), device="cpu", batch=2, height=8, width=8, repeat=2, warmup=1,
                        backends=("cpu", "cuda"), progress=False)
