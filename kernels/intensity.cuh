@@ -164,27 +164,36 @@ __device__ __forceinline__ void cmn_vec(const i64* src_tab, const i64* dst_tab,
     const int dx = mirror ? -1 : 1;
     const int ssx = (int)src.sx, ssc = (int)src.sc;
     const bool packed_u8 = is_u8<T>::value && ssx == C && ssc == 1;
+    // uint8 pixels packed C bytes apart: the CMN_PX pixels of a row are 4*C consecutive
+    // bytes, read as C aligned words (C + 1 when unaligned, funnel-shifted); every row's
+    // loads are issued before the first store.
+    unsigned int w[CMN_ROWS][C];
+    if (packed_u8) {
+#pragma unroll
+      for (int r = 0; r < CMN_ROWS; ++r) {
+        const int y = ybase + r * blockDim.y;
+        if (y < d.h) {
+          const T* row = pixel<T>(src, ay + y, sx0);
+          load_words<C>(reinterpret_cast<const unsigned char*>(row) - (mirror ? (CMN_PX - 1) * C : 0), w[r]);
+        }
+      }
+    }
 #pragma unroll
     for (int r = 0; r < CMN_ROWS; ++r) {
       const int y = ybase + r * blockDim.y;
       if (y >= d.h) break;
-      const T* row = pixel<T>(src, ay + y, sx0);
       float v[CMN_PX][CO];
       if (packed_u8) {
-        // uint8 pixels packed C bytes apart: the CMN_PX pixels are 4*C consecutive bytes,
-        // read as C aligned words (C + 1 when unaligned, funnel-shifted).
-        const unsigned char* first = reinterpret_cast<const unsigned char*>(row) - (mirror ? (CMN_PX - 1) * C : 0);
-        unsigned int w[C];
-        load_words<C>(first, w);
 #pragma unroll
         for (int k = 0; k < CMN_PX; ++k) {
 #pragma unroll
           for (int c = 0; c < C; ++c) {
-            const float a = mirror ? byte_float<C>(w, (CMN_PX - 1 - k) * C + c) : byte_float<C>(w, k * C + c);
+            const float a = mirror ? byte_float<C>(w[r], (CMN_PX - 1 - k) * C + c) : byte_float<C>(w[r], k * C + c);
             v[k][c] = fmaf(a, scale[c], bias[c]);
           }
         }
       } else {
+        const T* row = pixel<T>(src, ay + y, sx0);
 #pragma unroll
         for (int k = 0; k < CMN_PX; ++k) {
 #pragma unroll
