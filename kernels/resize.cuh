@@ -1,9 +1,11 @@
 // Resampling of a per-sample box to the output size, shared by resize.cu and
 // resized_crop.cu (resize is the box (0, 0, h, w)).
 //
-// params row (P >= 9): [top, left, box_h, box_w, scale_y, scale_x, mode, out_h, out_w],
+// params row (P = 12, so rows are 16-byte aligned and load as float4):
+// [top, left, scale_y, scale_x, box_h, box_w, out_h, out_w, mode, 0, 0, 0],
 // scale = box / out (precomputed on the host). MODE (template): 0 nearest, 1 bilinear,
-// 2 area. Conventions (OpenCV's, on the box as if it were the image):
+// 2 area (the mode column is for the Numba twin). Conventions (OpenCV's, on the box as
+// if it were the image):
 //   nearest:  sy = floor(top + y * box_h / out_h), exact (double, no float drift);
 //   bilinear: fy = top + (y + 0.5) * scale_y - 0.5, four taps, replicate border;
 //   area:     average over the footprint [top + y*s, top + (y+1)*s) of the source, pixel i
@@ -43,24 +45,41 @@ struct Footprint {
   }
 };
 
+// A descriptor-table row (see common.cuh) in three 16-byte read-only loads (rows are
+// 48 bytes from a 256-byte aligned upload), instead of six 8-byte ones per thread.
+__device__ __forceinline__ Sample load_sample(const i64* table, int n) {
+  const longlong2* r = reinterpret_cast<const longlong2*>(table + (i64)n * 6);
+  const longlong2 a = __ldg(r), b = __ldg(r + 1), c = __ldg(r + 2);
+  Sample s;
+  s.ptr = reinterpret_cast<char*>(a.x);
+  s.h = (int)a.y;
+  s.w = (int)b.x;
+  s.sy = b.y;
+  s.sx = c.x;
+  s.sc = c.y;
+  return s;
+}
+
+// v[C] for output pixel (y, x) of sample s resampled into d. q: params[0..3], box: [4..5].
 template <typename T, int C, int MODE>
 struct Resample {
-  __device__ __forceinline__ void operator()(const Sample& s, const Sample& d, const float* p, int y,
-                                             int x, float v[C]) const {
+  __device__ __forceinline__ void operator()(const Sample& s, const Sample& d, const float4& q,
+                                             const float* p, int y, int x, float v[C]) const {
     if (MODE == RESIZE_NEAREST) {
-      const int sy = nearest_index(p[0], p[2], d.h, y, s.h);
-      const int sx = nearest_index(p[1], p[3], d.w, x, s.w);
+      const float2 box = __ldg(reinterpret_cast<const float2*>(p + 4));
+      const int sy = nearest_index(q.x, box.x, d.h, y, s.h);
+      const int sx = nearest_index(q.y, box.y, d.w, x, s.w);
       const T* px = reinterpret_cast<const T*>(s.ptr) + (i64)sy * s.sy + (i64)sx * s.sx;
       const int sc = (int)s.sc;
 #pragma unroll
       for (int c = 0; c < C; ++c) v[c] = ldg_float(px + c * sc);
     } else if (MODE == RESIZE_BILINEAR) {
-      const float fy = fmaf((float)y + 0.5f, p[4], p[0] - 0.5f);
-      const float fx = fmaf((float)x + 0.5f, p[5], p[1] - 0.5f);
+      const float fy = fmaf((float)y + 0.5f, q.z, q.x - 0.5f);
+      const float fx = fmaf((float)x + 0.5f, q.w, q.y - 0.5f);
       sample_bilinear_clamped<T, C>(s, fy, fx, v);
     } else {
-      const float ay = fmaf((float)y, p[4], p[0]), ax = fmaf((float)x, p[5], p[1]);
-      const Footprint fy(ay, ay + p[4], s.h), fx(ax, ax + p[5], s.w);
+      const float ay = fmaf((float)y, q.z, q.x), ax = fmaf((float)x, q.w, q.y);
+      const Footprint fy(ay, ay + q.z, s.h), fx(ax, ax + q.w, s.w);
       const int sx = (int)s.sx, sc = (int)s.sc;
       float acc[C];
 #pragma unroll
@@ -98,5 +117,28 @@ struct Resample {
     }
   }
 };
+
+// One thread per output pixel, all C channels; blockIdx.z walks the samples (as
+// value_driver in common.cuh, with vector loads of the tables and params, and 32-bit
+// offsets within an output row). P must be 12 (float4-aligned rows).
+template <typename T, int C, int MODE>
+__device__ __forceinline__ void resample_driver(const i64* __restrict__ src_tab, const i64* __restrict__ dst_tab,
+                                                const float* __restrict__ params, int P, int n) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  for (int s = blockIdx.z; s < n; s += gridDim.z) {
+    const Sample d = load_sample(dst_tab, s);
+    if (x >= d.w || y >= d.h) continue;
+    const Sample src = load_sample(src_tab, s);
+    const float* p = params + (i64)s * P;
+    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    float v[C];
+    Resample<T, C, MODE>()(src, d, q, p, y, x, v);
+    T* o = reinterpret_cast<T*>(d.ptr) + (i64)y * d.sy + x * (int)d.sx;
+    const int dc = (int)d.sc;
+#pragma unroll
+    for (int c = 0; c < C; ++c) o[c * dc] = from_float<T>(v[c]);
+  }
+}
 
 }  // namespace gpuaug

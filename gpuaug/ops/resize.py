@@ -16,11 +16,12 @@ INTERPOLATIONS = {"nearest": 0, "bilinear": 1, "area": 2}
 
 
 def resample_params(tops, lefts, heights, widths, size, mode, n):
-    """The (N, 9) parameter matrix of resize.cuh for per-sample boxes (columns of N values,
-    NumPy or CuPy) resampled to ``size`` = (out_h, out_w) with MODE ``mode``."""
+    """The (N, 12) parameter matrix of resize.cuh for per-sample boxes (columns of N values,
+    NumPy or CuPy) resampled to ``size`` = (out_h, out_w) with MODE ``mode``:
+    [top, left, scale_y, scale_x, box_h, box_w, out_h, out_w, mode, 0, 0, 0]."""
     oh, ow = size
-    const = [np.full(n, v, np.float64) for v in (mode, oh, ow)]
-    return column_stack([tops, lefts, heights, widths, heights / oh, widths / ow] + const, n)
+    const = [np.full(n, v, np.float64) for v in (oh, ow, mode, 0, 0, 0)]
+    return column_stack([tops, lefts, heights / oh, widths / ow, heights, widths] + const, n)
 
 
 def interpolation_mode(interpolation):

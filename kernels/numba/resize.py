@@ -1,6 +1,6 @@
 """Numba twin of resize (and resized_crop): channel ``c`` of output pixel (y, x).
 
-p = [top, left, box_h, box_w, scale_y, scale_x, mode, out_h, out_w] (see resize.cuh);
+p = [top, left, scale_y, scale_x, box_h, box_w, out_h, out_w, mode, ...] (see resize.cuh);
 mode 0 nearest, 1 bilinear, 2 area. Taps outside the image replicate its edge.
 """
 import math
@@ -35,19 +35,19 @@ def footprint_weight(a, b, i, size):
 def resample_value(src, n, y, x, c, p):
     h = src.shape[1]
     w = src.shape[2]
-    mode = p[6]
+    mode = p[8]
     if mode == 0:
-        sy = nearest_index(p[0], p[2], int(p[7]), y, h)
-        sx = nearest_index(p[1], p[3], int(p[8]), x, w)
+        sy = nearest_index(p[0], p[4], int(p[6]), y, h)
+        sx = nearest_index(p[1], p[5], int(p[7]), x, w)
         return float(src[n, sy, sx, c])
     if mode == 1:
-        fy = p[0] + (y + 0.5) * p[4] - 0.5
-        fx = p[1] + (x + 0.5) * p[5] - 0.5
+        fy = p[0] + (y + 0.5) * p[2] - 0.5
+        fx = p[1] + (x + 0.5) * p[3] - 0.5
         return sample_bilinear_clamped(src, n, fy, fx, c)
-    ay = p[0] + y * p[4]
-    ax = p[1] + x * p[5]
-    by = ay + p[4]
-    bx = ax + p[5]
+    ay = p[0] + y * p[2]
+    ax = p[1] + x * p[3]
+    by = ay + p[2]
+    bx = ax + p[3]
     y0, y1 = footprint(ay, by, h)
     x0, x1 = footprint(ax, bx, w)
     acc = 0.0

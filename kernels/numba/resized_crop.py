@@ -1,5 +1,5 @@
 """Numba twin of resized_crop: the same per-pixel maths as resize (whose box is the whole
-image); p = [top, left, box_h, box_w, scale_y, scale_x, mode, out_h, out_w]."""
+image); p = [top, left, scale_y, scale_x, box_h, box_w, out_h, out_w, mode, ...]."""
 from .resize import resample_value
 
 resized_crop_value = resample_value
