@@ -22,6 +22,10 @@
 //   256, N), block 256.
 // The per-sample grayscale mean (contrast) is reduced beforehand by gpuaug_gray_sum into
 // `nparts` (<= 32) double partial sums per sample; every warp of the map kernel adds them up.
+//
+// GPUAUG_HOST_EMULATION (tests/colour_host_shim.h): the same code compiled as host C++ and run
+// one thread at a time; the three places that need other threads (warp shuffles, the block
+// reduction) and the inline PTX take a sequential path there.
 #pragma once
 
 #include "common.cuh"
@@ -48,9 +52,13 @@ struct OpBase {
 
 // 1 / x (x > 0, normal): MUFU.RCP without __fdividef's denormal rescaling.
 __device__ __forceinline__ float rcp_approx(float x) {
+#ifdef GPUAUG_HOST_EMULATION
+  return 1.f / x;
+#else
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
+#endif
 }
 
 // torchvision's rgb_to_grayscale weights: 0.2989 r + 0.587 g + 0.114 b. For uint8 the sum is formed
@@ -119,6 +127,11 @@ struct HueRotation {
 // The sample's grayscale mean from its partial sums; every lane of the (full) warp gets the same
 // value, summed in a fixed order.
 __device__ __forceinline__ float sample_mean(const double* partials, int nparts, int s, float count) {
+#ifdef GPUAUG_HOST_EMULATION
+  double t = 0.0;
+  for (int k = 0; k < nparts; ++k) t += partials[(i64)s * nparts + k];
+  return (float)t / count;
+#endif
   const int lane = threadIdx.x & 31;
   double v = lane < nparts ? partials[(i64)s * nparts + lane] : 0.0;
 #pragma unroll
@@ -372,6 +385,10 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
         acc += contrast_gray<T, C, BRIGHT>(a, bf);
       }
     }
+#ifdef GPUAUG_HOST_EMULATION
+    partials[(i64)s * nparts + blockIdx.x] += acc;  // zeroed by the emulator; threads run in turn
+    continue;
+#endif
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
     if (lane == 0) warp_sums[warp] = acc;

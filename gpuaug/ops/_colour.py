@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -83,7 +84,8 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
     ``cols``: per-sample parameter columns (the last one being :func:`maxv_column`).
     ``mean``: None, or ``(bright, (numba module, gray function))`` for ops that blend with
     the sample's mean grayscale: ``bright`` True when params column 0 (brightness) applies
-    before the grayscale (color_jitter).
+    before the grayscale (color_jitter). ``channels``: the output's, for ops that choose it
+    (their kernels then take it as a third template argument).
     """
     if not b.device:
         params = column_stack(cols, b.n)
@@ -106,8 +108,50 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
         return _run_cuda(b, kernels, params, out, channels, mean)
 
 
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a colour op: ``name<...>`` from the op's .cu file on grid x block.
+
+    ``kind``: "sum" (gpuaug_gray_sum*, args src, params, P, n, bcol, partials, nparts) or
+    "map" (the op's kernel, args src, dst, params, P, n, partials, nparts).
+    """
+
+    kind: str
+    name: str
+    grid: tuple
+    block: tuple
+
+
+def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False):
+    """The launches for one call (``mean_bright``: None for ops without a mean) and the
+    number of partial sums per sample. ``with_co``: the kernels take the output channel
+    count as a third template argument (grayscale). Pure host logic (tests replay it on an
+    emulator)."""
+    from gpuaug.kernels._cuda import grid_2d, kernel_name
+
+    esize = np.dtype(dtype_name).itemsize
+    template = (dtype_name, ci, co) if with_co else (dtype_name, ci)
+    launches, nparts = [], 0
+    if mean_bright is not None:
+        ok, items = packed_layout(src_t, None, ci, ci, esize)
+        if not ok:
+            items = int((src_t[:, 1] * src_t[:, 2]).max())
+        nparts = max(1, min(MAX_PARTS, math.ceil(4 * sms / n), math.ceil(items / BLOCK)))
+        name = "gpuaug_gray_sum_packed" if ok else "gpuaug_gray_sum"
+        launches.append(Launch("sum", kernel_name(name, dtype_name, ci, int(mean_bright)),
+                               (nparts, min(n, 65535), 1), (BLOCK, 1, 1)))
+    ok, items = packed_layout(src_t, dst_t, ci, co, esize)
+    if ok:
+        launches.append(Launch("map", kernel_name("{op}_packed", *template),
+                               (math.ceil(items / BLOCK), min(n, 65535), 1), (BLOCK, 1, 1)))
+    else:
+        grid, block = grid_2d(int(dst_t[:, 1].max()), int(dst_t[:, 2].max()), n)
+        launches.append(Launch("map", kernel_name("{op}", *template), grid, block))
+    return launches, nparts
+
+
 def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
-    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
+    from gpuaug.kernels._cuda import get_function, upload
     cp = cupy_module()
 
     n = b.n
@@ -119,27 +163,15 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
         src_d, dst_d = upload(src_t, dst_t)
         par = cp.ascontiguousarray(params, dtype=cp.float32)
     P, N = np.int32(par.shape[1]), np.int32(n)
-    ci, co, esize = b.channels, dst.channels, b.dtype.itemsize
-    dt = b.dtype.name
-    template = (dt, ci) if co == ci else (dt, ci, co)
-    partials, nparts = np.uint64(0), 0
-    if mean is not None:
-        ok, items = packed_layout(src_t, None, ci, ci, esize)
-        if not ok:
-            items = max(h * w for h, w in b.shapes)
-        nparts = max(1, min(MAX_PARTS, math.ceil(4 * _multiprocessors(cp) / n), math.ceil(items / BLOCK)))
-        partials = cp.empty((n, nparts), cp.float64)
-        name = "gpuaug_gray_sum_packed" if ok else "gpuaug_gray_sum"
-        fn = get_function(kernels.cu[0], kernel_name(name, dt, ci, int(mean[0])))
-        fn((nparts, min(n, 65535)), (BLOCK,), (src_d, par, P, N, np.int32(0), partials, np.int32(nparts)))
-    ok, items = packed_layout(src_t, dst_t, ci, co, esize)
-    if ok:
-        fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1] + "_packed", *template))
-        grid, block = (math.ceil(items / BLOCK), min(n, 65535)), (BLOCK,)
-    else:
-        fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
-        grid, block = grid_2d(max(h for h, _ in b.shapes), max(w for _, w in b.shapes), n)
-    fn(grid, block, (src_d, dst_d, par, P, N, partials, np.int32(nparts)))
+    launches, nparts = plan(src_t, dst_t, b.dtype.name, b.channels, dst.channels, n,
+                            None if mean is None else mean[0], _multiprocessors(cp), channels is not None)
+    partials = cp.empty((n, nparts), cp.float64) if nparts else np.uint64(0)  # unused when 0
+    for ln in launches:
+        fn = get_function(kernels.cu[0], ln.name.format(op=kernels.cu[1]))
+        if ln.kind == "sum":
+            fn(ln.grid, ln.block, (src_d, par, P, N, np.int32(0), partials, np.int32(nparts)))
+        else:
+            fn(ln.grid, ln.block, (src_d, dst_d, par, P, N, partials, np.int32(nparts)))
     return result
 
 
