@@ -1,5 +1,5 @@
 // gpuaug_gaussian_noise<T, C>: out = x + mean + std * z, z ~ N(0, 1) per element.
-// params: [mean, std, seed chunks 0..3]. Element e = x*C + c of row y of sample n takes
+// params: [mean, std, seed chunks 0..3, n]. Element e = x*C + c of row y of sample n takes
 // lane e % 4 of philox4x32_10(e / 4, y, n, 0; seed) through Box-Muller (lanes 0-1, 2-3);
 // the Numba twin (kernels/numba/gaussian_noise.py) computes the same bits.
 //
@@ -30,7 +30,7 @@ __global__ void gpuaug_gaussian_noise(const gpuaug::i64* src_tab, const gpuaug::
     float z[EPT];
 #pragma unroll
     for (int j = 0; j < EPT / 4; ++j) {
-      const u32x4 r = philox4x32_10((unsigned int)(e0 / 4 + j), (unsigned int)y, (unsigned int)s, 0u, k0, k1);
+      const u32x4 r = philox4x32_10((unsigned int)(e0 / 4 + j), (unsigned int)y, (unsigned int)p[6], 0u, k0, k1);
       box_muller(r.v[0], r.v[1], z[4 * j], z[4 * j + 1]);
       box_muller(r.v[2], r.v[3], z[4 * j + 2], z[4 * j + 3]);
     }

@@ -70,7 +70,8 @@ __device__ __forceinline__ unsigned long long threshold(const float* p) {
 }
 
 // Two standard normal values from two random words: radius sqrt(-2 ln u1) with
-// u1 = (ra + 1) / 2^32 in (0, 1], angle 2 pi rb / 2^32 (top 3 bits pick the octant).
+// u1 = (ra + 1) / 2^32 in (0, 1], angle 2 pi floor(rb / 32) / 2^27 (the top 3 bits of rb
+// pick the octant exactly, the next 24 the position in it).
 __device__ __forceinline__ void box_muller(unsigned int ra, unsigned int rb, float& z0, float& z1) {
   using namespace philox_const;
   float r = 0.f;

@@ -1,7 +1,7 @@
 // gpuaug_salt_and_pepper<T, C>: whole pixels become salt (p[8]: 255 or 1.0), pepper (0),
 // or stay. Pixel x of row y of sample n draws r = lane x % 4 of
 // philox4x32_10(x / 4, y, n, 1; seed): salt if r < t_salt, pepper if r < t_noisy.
-// params: [t_noisy lo16, hi, t_salt lo16, hi, seed chunks 0..3, salt value].
+// params: [t_noisy lo16, hi, t_salt lo16, hi, seed chunks 0..3, salt value, n].
 // Same integer decisions as the Numba twin (kernels/numba/salt_and_pepper.py).
 //
 // Launch: grid (ceil(max_n(h * chunks) / blockDim.x), min(N, 65535)); a thread owns
@@ -32,7 +32,7 @@ __global__ void gpuaug_salt_and_pepper(const gpuaug::i64* src_tab, const gpuaug:
     int what[PPT];
 #pragma unroll
     for (int j = 0; j < PPT / 4; ++j) {
-      const u32x4 r = philox4x32_10((unsigned int)(x0 / 4 + j), (unsigned int)y, (unsigned int)s, 1u, k0, k1);
+      const u32x4 r = philox4x32_10((unsigned int)(x0 / 4 + j), (unsigned int)y, (unsigned int)p[9], 1u, k0, k1);
 #pragma unroll
       for (int l = 0; l < 4; ++l)
         what[4 * j + l] = r.v[l] < t_salt ? 2 : (r.v[l] < t_noisy ? 1 : 0);

@@ -27,7 +27,8 @@ constexpr int SEP_PAD = 3;   // zero weights on each side of w: w[j - o] for o i
 template <typename T, int C, int CG>
 __device__ __forceinline__ void separable_tile(const i64* src_tab, const i64* dst_tab,
                                                const float* params, int P, int n) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 sep_smem[];  // float4: 16-byte aligned
+  float* smem = reinterpret_cast<float*>(sep_smem);
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int nthreads = blockDim.x * blockDim.y;
   const int wlen = (P - 1 + 2 * SEP_PAD + 3) & ~3;  // keeps hbuf 16-byte aligned

@@ -134,8 +134,8 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
     k = per_sample(kernel_size, n, name, integer=True)
     if allowed is not None:
         if not np.all(np.isin(k, allowed)):
-            raise ValueError(f"{name}: got {k.tolist() if k.size <= 8 else 'values'} ; expected one of "
-                             f"{', '.join(map(str, allowed))}")
+            bad = k[~np.isin(k, allowed)][0]
+            raise ValueError(f"{name}: got {int(bad)}; expected one of {', '.join(map(str, allowed))}")
         return k
     if np.any(k < 1) or np.any(k % 2 == 0) or np.any(k > MAX_KERNEL_SIZE):
         bad = k[(k < 1) | (k % 2 == 0) | (k > MAX_KERNEL_SIZE)][0]

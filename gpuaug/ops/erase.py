@@ -36,12 +36,10 @@ def _values(value, n, c, device):
     """Fill values -> (N, C): a number, N numbers (per sample), C numbers (per channel,
     when N != C), or an (N, C) / (1, C) array."""
     shape = _shape_of(value)
-    if len(shape) == 2 and shape[0] == 1 and shape[1] == c and n != 1:
-        value = value[0] if is_cuda_array(value) else np.asarray(value)[0]
-        shape = (c,)
-    if len(shape) == 1 and shape[0] == c and shape[0] != n:
-        v = per_sample(value, n, "value", shape=(c,), device=device)
-    elif len(shape) == 2:
+    if len(shape) == 2 and shape[0] == 1 and shape[1] == c and n != 1:  # (1, C): per channel
+        v = per_sample(value[0] if is_cuda_array(value) else np.asarray(value)[0], n, "value", shape=(c,),
+                       device=device)
+    elif (len(shape) == 1 and shape[0] == c and c != n) or len(shape) == 2:  # per channel, or (N, C)
         v = per_sample(value, n, "value", shape=(c,), device=device)
     else:
         v = per_sample(value, n, "value", device=device)

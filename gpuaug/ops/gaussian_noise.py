@@ -29,10 +29,12 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
 
     The noise is a pure function of ``seed`` and the element's position: element
     ``e = x*C + c`` of row ``y`` of sample ``n`` uses lane ``e % 4`` of the
-    Philox4x32-10 block with counter ``(e // 4, y, n, 0)`` and key ``seed`` (Box-Muller
-    on lanes 0-1 and 2-3, with polynomial log/sin/cos in float32). Every backend (CUDA
-    C, Numba CUDA, Numba CPU) gives the same bits, whatever the layout or launch shape;
-    a different seed gives independent noise. Draw a fresh seed per batch (for example
+    Philox4x32-10 block with counter ``(e // 4, y, n, 0)`` and key ``seed``; lanes
+    ``(a, b)`` = (0, 1) and (2, 3) become two normals each by Box-Muller,
+    ``sqrt(-2 ln((a + 1) / 2**32)) * (cos, sin)(2 pi floor(b / 32) / 2**27)``, computed
+    in float32 with polynomial log/sin/cos and explicit fused multiply-adds, so every
+    backend (CUDA C, Numba CUDA, Numba CPU) gives the same bits, whatever the layout or
+    launch shape (|z| <= 6.67). A different seed gives independent noise. Draw a fresh seed per batch (for example
     ``rng.integers(2**63)``) for new noise each time.
 
     Args:
@@ -65,7 +67,7 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
         mu = float32_exact(mu)
     if isinstance(sd, np.ndarray):
         sd = float32_exact(sd)
-    params = column_stack([mu, sd, seed_columns(seed, b.n)], b.n)
+    params = column_stack([mu, sd, seed_columns(seed, b.n), np.arange(b.n, dtype=np.float64)], b.n)
     rnd = b.dtype == np.uint8
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0], numba_extra=(rnd,))

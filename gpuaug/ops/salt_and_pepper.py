@@ -70,7 +70,8 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     t_noisy = xp.floor(pr * 2.0 ** 32)
     t_salt = xp.floor(pr * sv * 2.0 ** 32)
     salt = np.full(b.n, 255.0 if b.dtype == np.uint8 else 1.0)
-    params = column_stack([*_split(t_noisy, xp), *_split(t_salt, xp), seed_columns(seed, b.n), salt], b.n)
+    params = column_stack([*_split(t_noisy, xp), *_split(t_salt, xp), seed_columns(seed, b.n), salt,
+                           np.arange(b.n, dtype=np.float64)], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0])
 

@@ -134,8 +134,9 @@ def box_muller(ra, rb):
     """Two standard normal float32 values from two random 32-bit words.
 
     Radius sqrt(-2 ln u1) with u1 = (ra + 1) / 2**32 in (0, 1] (so |z| <= 6.67); angle
-    2 pi rb / 2**32, the top 3 bits of rb picking the octant exactly. Returns
-    (r cos(angle), r sin(angle)).
+    2 pi floor(rb / 32) / 2**27: the top 3 bits of rb pick the octant exactly, the next 24
+    the position in it. Returns (r cos(angle), r sin(angle)), within ~3e-7 of the exact
+    values (float32 polynomials).
     """
     r = F0
     if ra != MASK32:

@@ -6,7 +6,8 @@ seed, and Box-Muller turns lanes (0, 1) and (2, 3) into normals. So one Philox c
 serves four elements and nothing depends on launch geometry or layout. The float maths
 follows the rules of :mod:`._philox` (bit-identical to kernels/gaussian_noise.cu).
 
-params row: [mean, std, seed chunks 0..3] (float32-exact values).
+params row: [mean, std, seed chunks 0..3, sample index n] (float32-exact values; n comes
+from params so that a varshape batch, launched per sample, keeps each sample's index).
 """
 import math
 
@@ -36,11 +37,11 @@ def store32(v, rnd):
 
 @dual
 def noise_block(src, dst, n, y, q, p, rnd):
-    """Elements 4q .. 4q+3 of row y of sample n."""
+    """Elements 4q .. 4q+3 of row y of array sample n (the counter takes the batch index p[6])."""
     nc = dst.shape[3]
     m = dst.shape[2] * nc
     k0, k1 = seed_key(p, 2)
-    r0, r1, r2, r3 = philox4x32_10(U64(q), U64(y), U64(n), DOMAIN, k0, k1)
+    r0, r1, r2, r3 = philox4x32_10(U64(q), U64(y), U64(int(p[6])), DOMAIN, k0, k1)
     za, zb = box_muller(r0, r1)
     zc, zd = box_muller(r2, r3)
     mean = F32(p[0])

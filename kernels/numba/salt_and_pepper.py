@@ -6,7 +6,8 @@ and key = seed: salt if r < t_salt, pepper (0) if t_salt <= r < t_noisy, else un
 with t_noisy = floor(prob 2^32) and t_salt = floor(prob salt_vs_pepper 2^32). Integer
 comparisons only, so every backend agrees exactly (kernels/salt_and_pepper.cu).
 
-params row: [t_noisy lo16, hi, t_salt lo16, hi, seed chunks 0..3, salt value].
+params row: [t_noisy lo16, hi, t_salt lo16, hi, seed chunks 0..3, salt value, sample index n]
+(n from params: a varshape batch, launched per sample, keeps each sample's index).
 """
 import numpy as np
 from numba import cuda, prange
@@ -26,13 +27,13 @@ def threshold(p, i):
 
 @dual
 def sp_block(src, dst, n, y, q, p):
-    """Pixels 4q .. 4q+3 of row y of sample n."""
+    """Pixels 4q .. 4q+3 of row y of array sample n (the counter takes the batch index p[9])."""
     w = dst.shape[2]
     nc = dst.shape[3]
     t_noisy = threshold(p, 0)
     t_salt = threshold(p, 2)
     k0, k1 = seed_key(p, 4)
-    r = philox4x32_10(U64(q), U64(y), U64(n), DOMAIN, k0, k1)
+    r = philox4x32_10(U64(q), U64(y), U64(int(p[9])), DOMAIN, k0, k1)
     for lane in range(4):
         x = 4 * q + lane
         if x < w:

@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+
+import gpuaug
+import ref_filters as R
+from helpers import DTYPES, LAYOUTS, SIM, check_op, gpu, random_images
+
+EXACT = {"atol_u8": 0, "rtol": 0.0}
+
+
+def _boxes(rng, n, k, h, w):
+    top = rng.integers(-5, h, (n, k))
+    left = rng.integers(-5, w, (n, k))
+    bh = rng.integers(0, h // 2 + 2, (n, k))
+    bw = rng.integers(0, w // 2 + 2, (n, k))
+    return np.stack([top, left, bh, bw], -1)
+
+
+def _fill(v, dtype):
+    """A fill value as the op stores it (uint8 rounds and saturates; float16 rounds)."""
+    if dtype == "uint8":
+        return np.clip(np.floor(np.asarray(v, float) + 0.5), 0, 255)
+    return np.asarray(v, np.float64).astype(dtype).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("channels", (1, 3, 4))
+def test_erase_cpu(dtype, layout, channels):
+    rng = np.random.default_rng(1)
+    n, h, w = 5, 37, 53
+    x = random_images(rng, n, h, w, channels, dtype)
+    boxes = _boxes(rng, n, 3, h, w)
+    vals = rng.uniform(-20, 300, n) if dtype == "uint8" else rng.uniform(-1, 2, n)
+    check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], _fill(vals[i], dtype)), x,
+             {"boxes": boxes, "value": vals}, layout=layout, **EXACT)
+    shared = np.array([[0, 0, 5, 5], [30, 40, 20, 20], [-3, 10, 6, 2]])
+    per_ch = np.arange(1, channels + 1) * 0.25
+    check_op(gpuaug.erase, lambda s, i: R.erase(s, shared, _fill(per_ch, dtype)), x,
+             {"boxes": shared, "value": [per_ch]}, layout=layout, **EXACT)
+    full = rng.uniform(0, 1, (n, channels))
+    check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i, :1], _fill(full[i], dtype)), x,
+             {"boxes": boxes[:, :1], "value": full}, layout=layout, **EXACT)
+    check_op(gpuaug.erase, lambda s, i: s, x, {"boxes": np.zeros((0, 4))}, layout=layout, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_erase_varshape_cpu(dtype):
+    rng = np.random.default_rng(2)
+    shapes = [(5, 7), (37, 53), (1, 9), (2, 1)]
+    xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in shapes]
+    boxes = np.stack([_boxes(rng, 1, 2, h, w)[0] for h, w in shapes])
+    check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], [0, 10, 200, 3][i]), xs,
+             {"boxes": boxes, "value": [0, 10, 200, 3]}, varshape=True, atol_u8=0, rtol=1e-3)
+
+
+def test_erase_value_forms():
+    x = np.full((3, 4, 4, 3), 9, np.uint8)
+    box = [[1, 1, 2, 2]]
+    y = gpuaug.erase(x, box, value=[1, 2, 3])  # N == C: one value per sample
+    assert (y[:, 1, 1].T == [[1, 2, 3]] * 3).all()
+    y = gpuaug.erase(x, box, value=[[1, 2, 3]])  # (1, C): per channel
+    assert (y[:, 1, 1] == [1, 2, 3]).all()
+    y = gpuaug.erase(x[:2], box, value=[4, 5, 6])  # N != C: per channel
+    assert (y[:, 2, 2] == [4, 5, 6]).all()
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"boxes": [[0, 0, -1, 2]]}, "boxes: got a negative height or width"),
+    ({"boxes": [[0, 0, 1.5, 2]]}, "boxes: .*expected integers"),
+    ({"boxes": [0, 0, 1, 2]}, "boxes: got shape \\(4,\\)"),
+    ({"boxes": np.zeros((2, 1, 4))}, "boxes: got shape"),
+    ({"boxes": [[0, 0, 1, 1]], "value": [1.0, 2.0]}, "value: got shape"),
+    ({"boxes": [[0, 0, 1, 1]], "value": np.nan}, "value: .*finite"),
+])
+def test_erase_bad_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        gpuaug.erase(np.zeros((3, 8, 8, 3), np.uint8), **kw)
+
+
+def test_erase_simulator():
+    if not SIM:
+        pytest.skip("a GPU is present: the Numba CUDA twin is tested by test_erase_gpu")
+    rng = np.random.default_rng(3)
+    for dtype in DTYPES:
+        x = random_images(rng, 2, 3, 5, 3, dtype)
+        boxes = np.array([[[0, 1, 2, 2]], [[1, -1, 5, 3]]])
+        check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], [1.0, 0.0][i]), x,
+                 {"boxes": boxes, "value": [1.0, 0.0]}, backend="numba-sim", layout="NCHW", **EXACT)
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_erase_gpu(backend, dtype, layout):
+    rng = np.random.default_rng(4)
+    n, h, w = 5, 37, 53
+    for c in (1, 3, 4):
+        x = random_images(rng, n, h, w, c, dtype)
+        boxes = _boxes(rng, n, 3, h, w)
+        full = rng.uniform(0, 1, (n, c))
+        check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], _fill(full[i], dtype)), x,
+                 {"boxes": boxes, "value": full}, layout=layout, backend=backend, **EXACT)
