@@ -88,7 +88,10 @@ __global__ void gpuaug_window_rows(const unsigned char* __restrict__ src,
     const int s = (int)(reinterpret_cast<unsigned long long>(a) & 3);
     // Every aligned word read holds a byte of the chunk, so no read leaves the allocation.
     const unsigned int* aw = reinterpret_cast<const unsigned int*>(a - s);
-    if (s == 0) {
+    if (V == 16 && (reinterpret_cast<unsigned long long>(a) & 15) == 0) {
+      const uint4 u = __ldg(reinterpret_cast<const uint4*>(a));
+      w[0] = u.x; w[1 % NW] = u.y; w[2 % NW] = u.z; w[3 % NW] = u.w;
+    } else if (s == 0) {
 #pragma unroll
       for (int q = 0; q < NW; ++q) w[q] = __ldg(aw + q);
     } else {
@@ -101,21 +104,32 @@ __global__ void gpuaug_window_rows(const unsigned char* __restrict__ src,
       }
     }
   } else {
-    const unsigned int fw = fill_col >= 0 ? fill_word<T>(p[fill_col]) : 0u;
+    // The fill as a word: PB is a multiple of sizeof(T) and chunks start on words, so
+    // every word of fill is the element's bits repeated.
+    unsigned int fw = fill_col >= 0 ? fill_word<T>(p[fill_col]) : 0u;
+    if (sizeof(T) == 1) fw *= 0x01010101u;
+    if (sizeof(T) == 2) fw |= fw << 16;
+    if (sy < 0) {  // a whole row of fill (constant mode, above or below the image)
 #pragma unroll
-    for (int q = 0; q < NW; ++q) {
-      unsigned int v = 0;
+      for (int q = 0; q < NW; ++q) w[q] = fw;
+    } else {
+      int x = b0 / PB, c = b0 - x * PB;
+      int sx = gpuaug::border_index(x + dx, W, mode);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int b = b0 + 4 * q + e;
-        const int x = b / PB, c = b - x * PB;
-        const int sx = gpuaug::border_index(x + dx, W, mode);
-        const unsigned int byte = (sy >= 0 && sx >= 0)
-            ? (unsigned int)__ldg(srow + sx * PB + c)
-            : (fw >> (8 * (c % (int)sizeof(T)))) & 0xffu;
-        v |= byte << (8 * e);
+      for (int q = 0; q < NW; ++q) {
+        unsigned int v = 0;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const unsigned int byte = sx >= 0 ? (unsigned int)__ldg(srow + sx * PB + c)
+                                            : (fw >> (8 * e)) & 0xffu;
+          v |= byte << (8 * e);
+          if (++c == PB) {
+            c = 0;
+            sx = gpuaug::border_index(++x + dx, W, mode);
+          }
+        }
+        w[q] = v;
       }
-      w[q] = v;
     }
   }
   Vec<V>::store(dst + (long long)row * (OW * PB) + b0, w);

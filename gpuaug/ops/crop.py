@@ -195,14 +195,21 @@ def rows_fast(sign=1, fill_col=-1, mode=0):
     return fast
 
 
+def _typical_size(n):
+    """7/8 of a side, rounded down to a multiple of 16 where that leaves one (as training
+    crops are: 224 -> 192)."""
+    s = max(1, n * 7 // 8)
+    return s // 16 * 16 or s
+
+
 def _crop_example(rng, n, h, w):
-    ch, cw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+    ch, cw = _typical_size(h), _typical_size(w)
     return {"top": rng.integers(0, h - ch + 1, n), "left": rng.integers(0, w - cw + 1, n),
             "height": ch, "width": cw}
 
 
 def _center_crop_example(rng, n, h, w):
-    return {"size": (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))}
+    return {"size": (_typical_size(h), _typical_size(w))}
 
 
 SPECS = (

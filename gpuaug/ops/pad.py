@@ -79,9 +79,9 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
 
 
 def _example(rng, n, h, w):
-    t, le = rng.integers(0, 4, n), rng.integers(0, 4, n)
-    # Per-sample sides that add up to one output size.
-    return {"padding": np.stack([t, 3 - t, le, 3 - le], axis=1), "mode": "constant",
+    t, le = rng.integers(0, 17, n), rng.integers(0, 17, n)
+    # Per-sample sides that add up to one output size (16 more pixels each way).
+    return {"padding": np.stack([t, 16 - t, le, 16 - le], axis=1), "mode": "constant",
             "value": rng.integers(0, 256, n)}
 
 
