@@ -569,16 +569,19 @@ def test_out_ring_of_caller_buffers():
 # telemetry
 # ---------------------------------------------------------------------------------------
 def test_stats_timeline_ascii_match_fake_timings(tmp_path):
-    copy_ms, compute_ms, n = 12.0, 6.0, 8
+    copy_ms, compute_ms, n = 20.0, 6.0, 8
     x = data(2 * n, 8, 8, 3)
     dev = FakeDevice(copy_ms=copy_ms, compute_ms=compute_ms)
     s = Scheduler(x, aug, batch_size=2, depth=3, workers=2, device=dev)
     collect(s)
     tm = s.timings()
     assert [b.index for b in tm] == list(range(n))
+    cd = [b.copy[1] - b.copy[0] for b in tm]
+    kd = [b.compute[1] - b.compute[0] for b in tm]
+    # never shorter than simulated; longer only by scheduling noise (a loaded CI machine)
+    assert min(cd) >= copy_ms * 0.9e-3 and np.median(cd) <= copy_ms * 5e-3
+    assert min(kd) >= compute_ms * 0.9e-3 and np.median(kd) <= compute_ms * 5e-3
     for b in tm:
-        assert copy_ms * 0.9e-3 <= b.copy[1] - b.copy[0] <= copy_ms * 3e-3
-        assert compute_ms * 0.9e-3 <= b.compute[1] - b.compute[0] <= compute_ms * 3e-3
         assert b.compute[0] >= b.copy[1] - 1e-4  # augment k starts after copy k ends
         assert b.wait is not None and b.fill and all(f[2] <= b.copy[0] + 1e-4 for f in b.fill)
         assert b.nbytes == x[:2].nbytes and b.images == 2
@@ -587,8 +590,12 @@ def test_stats_timeline_ascii_match_fake_timings(tmp_path):
     st = s.stats()
     assert st.batches == n and st.images == 2 * n and st.bytes == x.nbytes
     # the copies were the bottleneck: the copy stream stays busy, augments hide behind copies
-    assert st.copy_busy > 0.75
+    assert st.copy_busy > 0.6
     assert st.overlap > 0.6
+    copies, computes = merge(b.copy for b in tm), merge(b.compute for b in tm)
+    assert st.overlap == pytest.approx(intersection(copies, computes) / min(st.copy_s, st.compute_s))
+    assert st.span_s == pytest.approx(max(b.compute[1] for b in tm) - tm[0].copy[0])
+    assert st.wall_s >= st.span_s
     assert abs(st.compute_s - sum(b.compute[1] - b.compute[0] for b in tm)) < 1e-9
     assert abs(st.images_per_s * st.wall_s - st.images) < 1e-6
     assert st.wall_s >= n * copy_ms * 0.9e-3
@@ -607,9 +614,13 @@ def test_stats_timeline_ascii_match_fake_timings(tmp_path):
     text = s.print_timeline(width=120, count=n)
     lines = text.splitlines()
     assert lines[0].startswith("copy") and lines[1].startswith("compute")
-    for k in range(n):
-        assert f"b{k}" in lines[0] and f"a{k}" in lines[1]
-    assert lines[0].index("b1") < lines[1].index("a1") < lines[0].index("b3")  # a1 overlaps copy b2
+    t0 = tm[0].copy[0]
+    scale = 119 / (max(b.compute[1] for b in tm) - t0)
+    for b in tm:  # a label is drawn inside its interval when it fits
+        for lane, label, (s0, s1) in ((0, f"b{b.index}", b.copy), (1, f"a{b.index}", b.compute)):
+            if (s1 - s0) * scale >= len(label) + 3:
+                col = lines[lane].index(label) - 8
+                assert (s0 - t0) * scale - 1 <= col <= (s1 - t0) * scale + 1
 
 
 def test_summarize_exact():

@@ -636,10 +636,10 @@ class _Run:
                             f"fewer than depth={self.depth} batches (or len(out)) unreleased, or "
                             "use recycle='next'")
                 self.cv.wait()
-        t1 = time.perf_counter()
         with dev.context():
             cs = dev.consumer_stream(s.stream, s.output)
-            dev.wait(cs, rec.ev["comp1"])
+            dev.wait(cs, rec.ev["comp1"])  # a host consumer (FakeDevice.HOST) blocks here
+            t1 = time.perf_counter()
             images = rec.export if rec.export is not None else dev.export(rec.output, s.output, cs)
         rec.wait = (t0 - self.host0, t1 - self.host0)
         rec.delivered = True

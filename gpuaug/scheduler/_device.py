@@ -424,7 +424,7 @@ class FakeDevice(Device):
         self._reading = {}   # id(DeviceBuffer) -> count of launches reading it
         self._buffers = {}   # id -> DeviceBuffer (live)
         self._pending = {}   # token -> host [lo, hi) of a copy enqueued and not yet run
-        self._freed = set()
+        self._live_pinned = set()  # ids of HostBuffers allocated and not yet freed
         self._rng = np.random.default_rng(self.seed)
 
     # memory ------------------------------------------------------------------------
@@ -437,10 +437,12 @@ class FakeDevice(Device):
     def alloc_pinned(self, nbytes):
         n = max(int(nbytes), 1)
         arr = np.full(n, 0xAB, np.uint8)  # poison: an unwritten byte shows
+        buf = HostBuffer(arr.ctypes.data, n, arr)
         with self._lock:
             self.pinned_allocs += 1
             self.pinned_live += n
-        return HostBuffer(arr.ctypes.data, n, arr)
+            self._live_pinned.add(id(buf))
+        return buf
 
     def free_pinned(self, buf):
         with self._lock:
@@ -448,9 +450,9 @@ class FakeDevice(Device):
             n = sum(1 for a, b in self._pending.values() if a < hi and lo < b)
             if n:
                 self.errors.append(f"pinned buffer freed with {n} copies from it pending")
-            if id(buf) in self._freed:
-                self.errors.append("pinned buffer freed twice")
-            self._freed.add(id(buf))
+            if id(buf) not in self._live_pinned:
+                self.errors.append("pinned buffer freed twice (or never allocated here)")
+            self._live_pinned.discard(id(buf))
             self.pinned_frees += 1
             self.pinned_live -= buf.nbytes
         buf.array = None

@@ -75,7 +75,8 @@ class Stats:
     """Summary of a scheduler run (``Scheduler.stats()``).
 
     - ``images_per_s``, ``gb_per_s``: delivered images and host-to-device bytes per
-      second of the consumer's wall time (first request to last delivery);
+      second of wall time (the consumer's first request to the later of the last
+      delivery and the last augment's end);
     - ``copy_gb_per_s``: bytes per second of copy-busy time (the link's speed while it ran);
     - ``copy_busy``, ``compute_busy``: fraction of the GPU span (first copy start to last
       augment end) during which the copy stream / the compute stream was busy;
@@ -130,13 +131,14 @@ def summarize(batches, *, warmup=0, pinned_reallocs=0, device_reallocs=0) -> Sta
     span = max(t1 - t0, 0.0)
     waits = [b.wait for b in bs if b.wait is not None]
     host_wait = sum(e - s for s, e in waits)
-    if waits:
-        # wall time: from the moment the consumer asked for the first counted batch (or got
-        # the last warm-up one) to the delivery of the last one
-        start = prev.wait[1] if prev is not None and prev.wait is not None else waits[0][0]
-        wall = max(waits[-1][1] - start, 0.0)
+    # wall time: from the consumer's first request (or the end of the last warm-up batch)
+    # to the later of the last delivery and the last augment's end
+    if prev is not None:
+        start = max(prev.compute[1], prev.wait[1] if prev.wait is not None else prev.compute[1])
     else:
-        wall = span
+        start = min(t0, waits[0][0]) if waits else t0
+    end = max(t1, waits[-1][1]) if waits else t1
+    wall = max(end - start, 0.0)
     inter = intersection(copies, computes)
     short = min(c, k)
     return Stats(
