@@ -190,7 +190,9 @@ def test_warp_affine_simulator():
 
 
 def test_warp_cuda_c_compiles_every_specialisation():
-    """NVRTC compiles every interpolation x border x dtype x channels instance (no GPU needed)."""
+    """NVRTC compiles the interpolation x border instances of both kernels (table-driven and
+    dense) for every channel count of uint8 (its own load/store code) and for float16 /
+    float32 with 3 channels (no GPU needed). rotate.cu runs warp_affine's driver."""
     try:
         from cupy_backends.cuda.libs import nvrtc
 
@@ -199,10 +201,11 @@ def test_warp_cuda_c_compiles_every_specialisation():
         pytest.skip(f"NVRTC is not available here ({type(e).__name__})")
     from gpuaug.kernels._cuda import check_compile, kernel_name
 
-    for op in ("warp_affine", "warp_perspective", "rotate"):
+    cases = [("uint8", c) for c in (1, 3, 4)] + [("float16", 3), ("float32", 3)]
+    for op in ("warp_affine", "warp_perspective"):
         k = gpuaug.registry[op].kernels
-        names = [kernel_name(k.cu[1], d, c, i, b) for d in DTYPES for c in (1, 3, 4)
-                 for i in (0, 1) for b in (0, 1, 3)]
+        names = [kernel_name(base, d, c, i, b) for base in (k.cu[1], k.cu[1] + "_dense")
+                 for d, c in cases for i in (0, 1) for b in (0, 1, 3)]
         assert check_compile(k.cu[0], names).count(".entry") == len(names)
 
 
@@ -276,3 +279,200 @@ def test_warp_affine_gpu_large_batch():
     m = R.random_affine(rng, 32, 224, 224)
     got = cp.asnumpy(gpuaug.warp_affine(cp.asarray(x), m))
     assert np.abs(got.astype(int) - gpuaug.warp_affine(x, m)).max() <= 1
+
+
+# -- the CUDA C kernels, run on the host --------------------------------------------------
+# Without a GPU, NVRTC proves the CUDA C compiles but not that it computes the right thing.
+# Here the kernel bodies (warp_common.cuh + interp.cuh + common.cuh) are compiled as host
+# C++ against a small emulation of the CUDA built-ins they use, and every block and thread
+# of a launch is run in loops, for the table-driven and the dense driver.
+
+_SHIM = r"""
+#pragma once
+#include <cstdint>
+#include <cstddef>
+#include <cmath>
+#include <cstring>
+#include <cfenv>
+#include <algorithm>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __launch_bounds__(x)
+struct dim3i { unsigned x, y, z; };
+extern dim3i threadIdx, blockIdx, blockDim, gridDim;
+template <class T> inline T __ldg(const T* p) { return *p; }
+struct uint2 { unsigned x, y; };
+inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  unsigned char b[8];
+  std::memcpy(b, &x, 4); std::memcpy(b + 4, &y, 4);
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= (unsigned)b[(s >> (4 * i)) & 7] << (8 * i);
+  return r;
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
+  return (unsigned)(((((uint64_t)hi) << 32) | lo) >> (sh & 31));
+}
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline float __fadd_rd(float a, float b) {
+  std::fesetround(FE_DOWNWARD); volatile float r = a + b; std::fesetround(FE_TONEAREST); return r;
+}
+inline int __float2int_rd(float f) { return (int)std::floor(f); }
+inline float __frcp_rn(float w) { return 1.0f / w; }
+using std::min; using std::max;
+"""
+
+_HARNESS = r"""
+#include "warp_common.cuh"
+dim3i threadIdx, blockIdx, blockDim, gridDim;
+using gpuaug::i64;
+template <typename T, int C, int I, int B, bool P>
+int go(int dense, void* a, void* b, const float* par, int Pn, int n, int h, int w, int H, int W, int gy) {
+  if (dense) {
+    blockDim = {256, 1, 1};
+    gridDim = {(unsigned)(W + 31) / 32, (unsigned)(H + 31) / 32, (unsigned)n};
+  } else {
+    blockDim = {32, 8, 1};
+    gridDim = {(unsigned)(W + 31) / 32, gy ? (unsigned)gy : (unsigned)(H + 7) / 8, (unsigned)n};
+  }
+  for (unsigned bz = 0; bz < gridDim.z; ++bz)
+    for (unsigned by = 0; by < gridDim.y; ++by)
+      for (unsigned bx = 0; bx < gridDim.x; ++bx)
+        for (unsigned ty = 0; ty < blockDim.y; ++ty)
+          for (unsigned tx = 0; tx < blockDim.x; ++tx) {
+            blockIdx = {bx, by, bz};
+            threadIdx = {tx, ty, 0};
+            if (dense)
+              gpuaug::warp::warp_dense<T, C, I, B, P, 4>((const T*)a, (T*)b, par, Pn, n, h, w, H, W);
+            else
+              gpuaug::warp::warp_driver<T, C, I, B, P>((const i64*)a, (const i64*)b, par, Pn, n);
+          }
+  return 0;
+}
+#define CASE(T, TC, C, I, B, P) \
+  if (dt == TC && c == C && in == I && bo == B && p == P) return go<T, C, I, B, P>(dense, a, b, par, Pn, n, h, w, H, W, gy);
+extern "C" int run(int dt, int c, int in, int bo, int p, int dense, void* a, void* b, const float* par, int Pn,
+                   int n, int h, int w, int H, int W, int gy) {
+  CASE(unsigned char, 0, 1, 1, 0, false) CASE(unsigned char, 0, 3, 1, 0, false) CASE(unsigned char, 0, 4, 1, 0, false)
+  CASE(unsigned char, 0, 3, 0, 0, false) CASE(unsigned char, 0, 4, 0, 3, false) CASE(unsigned char, 0, 3, 1, 3, false)
+  CASE(unsigned char, 0, 1, 0, 1, false) CASE(unsigned char, 0, 3, 1, 1, true) CASE(unsigned char, 0, 4, 0, 0, true)
+  CASE(float, 1, 3, 1, 0, false) CASE(float, 1, 1, 0, 3, false) CASE(float, 1, 4, 1, 1, true)
+  return -1;
+}
+"""
+
+_HOST_CASES = [("uint8", 1, 1, "constant", False), ("uint8", 3, 1, "constant", False),
+               ("uint8", 4, 1, "constant", False), ("uint8", 3, 0, "constant", False),
+               ("uint8", 4, 0, "reflect", False), ("uint8", 3, 1, "reflect", False),
+               ("uint8", 1, 0, "replicate", False), ("uint8", 3, 1, "replicate", True),
+               ("uint8", 4, 0, "constant", True), ("float32", 3, 1, "constant", False),
+               ("float32", 1, 0, "reflect", False), ("float32", 4, 1, "replicate", True)]
+
+
+@pytest.fixture(scope="module")
+def host_kernels(tmp_path_factory):
+    import ctypes
+    import os
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no g++ here to build the host emulation of the CUDA C kernels")
+    from gpuaug.kernels._cuda import KERNEL_DIR
+
+    d = tmp_path_factory.mktemp("warp_host")
+    common = open(os.path.join(KERNEL_DIR, "common.cuh")).read()
+    # float16 conversions are inline PTX; the host build does not exercise float16
+    common = common.replace('asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));', "f = 0.f; (void)v;")
+    common = common.replace('asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(v));', "h.bits = 0; (void)v;")
+    (d / "common.cuh").write_text(common)
+    for f in ("interp.cuh", "warp_common.cuh"):
+        shutil.copy(os.path.join(KERNEL_DIR, f), d / f)
+    (d / "shim.h").write_text(_SHIM)
+    (d / "harness.cpp").write_text(_HARNESS)
+    r = subprocess.run([cxx, "-O1", "-frounding-math", "-std=c++17", "-shared", "-fPIC", "-include", "shim.h",
+                        f"-I{d}", "harness.cpp", "-o", "harness.so"], cwd=d, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"the host emulation does not build here: {r.stderr[-400:]}")
+    lib = ctypes.CDLL(str(d / "harness.so"))
+    lib.run.argtypes = [ctypes.c_int] * 6 + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 7
+    return lib
+
+
+def _table(views):
+    t = np.empty((len(views), 6), np.int64)
+    for i, v in enumerate(views):
+        it = v.itemsize
+        t[i] = (v.ctypes.data, v.shape[0], v.shape[1], v.strides[0] // it, v.strides[1] // it, v.strides[2] // it)
+    return t
+
+
+@pytest.mark.parametrize("case", _HOST_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_warp_cuda_c_on_host(host_kernels, case):
+    """Dense, NHWC/NCHW through tables, misaligned rows + strided output, varshape with a
+    short grid (rows walked by the grid stride): all against the float64 reference."""
+    from gpuaug._batch import as_batch
+    from gpuaug.ops import _warp
+
+    dtype, c, interp, border, persp = case
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(_HOST_CASES.index(case))
+    n, h, w, hh, ww = 3, 37, 53, 29, 61
+    x = random_images(rng, n, h, w, c, dtype)
+    names = ("nearest", "bilinear")
+    if persp:
+        m = R.random_homography(rng, n, h, w)
+        inv = np.linalg.inv(m).reshape(n, 9)
+        ref = lambda s, i, size: R.warp_perspective(s, m[i], size, names[interp], border, fr[i])  # noqa: E731
+    else:
+        m = R.random_affine(rng, n, h, w)
+        inv = np.stack([np.linalg.inv(np.vstack([k, [0, 0, 1]]))[:2].reshape(6) for k in m])
+        ref = lambda s, i, size: R.warp_affine(s, m[i], size, names[interp], border, fr[i])  # noqa: E731
+    fill = rng.uniform(0, 255 if dtype == np.uint8 else 1, n)
+    fr = R.fill_in_dtype(fill, dtype)
+    params = np.ascontiguousarray(_warp.params_matrix(as_batch(x), interp, _warp.BORDERS[border], inv, fill),
+                                  np.float32)
+    code = (0 if dtype == np.uint8 else 1, c, interp, _warp.BORDERS[border], int(persp))
+
+    def launch(dense, a, b, hw_in, hw_out, gy=0):
+        r = host_kernels.run(*code, dense, a, b, params.ctypes.data, params.shape[1], n, *hw_in, *hw_out, gy)
+        assert r == 0, "case not compiled into the host harness"
+
+    def check(got, x_samples, sizes, what):
+        for i in range(n):
+            want = ref(x_samples[i].astype(np.float64), i, sizes[i])
+            want = np.clip(np.floor(want + 0.5), 0, 255) if dtype == np.uint8 else want
+            d = np.abs(np.asarray(got[i], np.float64) - want)
+            tol = 1 if dtype == np.uint8 else 1e-4
+            if interp == 0:  # float32 coordinates may pick the other pixel within ~1e-5 of x.5
+                assert (d > tol).any(-1).mean() < 0.002, what
+            else:
+                assert d.max() <= tol, (what, d.max())
+
+    out = np.full((n, hh, ww, c), 77, dtype)
+    launch(1, x.ctypes.data, out.ctypes.data, (h, w), (hh, ww))
+    check(out, x, [(hh, ww)] * n, "dense")
+    # tables: NCHW arrays seen as NHWC
+    xc = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    oc = np.full((n, c, hh, ww), 77, dtype)
+    ts, td = _table(list(xc.transpose(0, 2, 3, 1))), _table(list(oc.transpose(0, 2, 3, 1)))
+    launch(0, ts.ctypes.data, td.ctypes.data, (0, 0), (hh, ww))
+    check(oc.transpose(0, 2, 3, 1), x, [(hh, ww)] * n, "nchw")
+    # tables: rows starting one pixel in (odd addresses), every other output column
+    big = np.zeros((n, h, w + 1, c), dtype)
+    big[:, :, 1:] = x
+    obig = np.full((n, hh, 2 * ww, c), 77, dtype)
+    ts, td = _table([big[i, :, 1:] for i in range(n)]), _table(list(obig[:, :, ::2]))
+    launch(0, ts.ctypes.data, td.ctypes.data, (0, 0), (hh, ww))
+    check(obig[:, :, ::2], x, [(hh, ww)] * n, "offset")
+    # varshape, and a grid one block tall: rows walked with the grid stride
+    sizes = [(37, 53), (5, 7), (1, 9)]
+    xs = [np.ascontiguousarray(x[i, :a, :b]) for i, (a, b) in enumerate(sizes)]
+    osz = [(a + 2, b + 3) for a, b in sizes]
+    outs = [np.full(s + (c,), 77, dtype) for s in osz]
+    ts, td = _table(xs), _table(outs)
+    launch(0, ts.ctypes.data, td.ctypes.data, (0, 0), (max(s[0] for s in osz), max(s[1] for s in osz)), gy=1)
+    check(outs, xs, osz, "varshape")

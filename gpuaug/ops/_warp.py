@@ -154,3 +154,41 @@ def params_matrix(b, interp, border, inv, fill):
     modes = np.empty((n, 2))
     modes[:, 0], modes[:, 1] = interp, border
     return column_stack([modes, inv, fill_columns(fill, b)], n)
+
+
+#: Output rows each thread of a dense kernel computes (the ROWS of its .cu file).
+DENSE_ROWS = 4
+
+
+def dense_variants(base):
+    """The dense kernels' generic names, for the compile checks (Kernels.variants)."""
+    ctypes = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
+    return tuple(f"{base}_dense<{t}, {c}>" for t in ctypes.values() for c in (1, 3, 4))
+
+
+def dense_fast(kernels, template):
+    """run()'s ``fast`` hook: dense NHWC batches (source and output C-contiguous, each
+    sample under 2^31 elements) take ``<name>_dense``, which reads no descriptor tables
+    and uses 32-bit offsets; anything else returns None (the table-driven kernel)."""
+
+    def fast(src, dst):
+        if src.varshape or dst.varshape or src.layout != "NHWC" or dst.layout != "NHWC":
+            return None
+        a, b = src.arrays[0], dst.arrays[0]
+        if not (a.flags.c_contiguous and b.flags.c_contiguous):
+            return None
+        n, h, w, c = src.nhwc.shape
+        hh, ww = dst.nhwc.shape[1:3]
+        if h * w * c >= 2**31 or hh * ww * c >= 2**31:
+            return None
+        from gpuaug.kernels._cuda import get_function, kernel_name
+
+        fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1] + "_dense", *template))
+        grid = ((ww + 31) // 32, (hh + 8 * DENSE_ROWS - 1) // (8 * DENSE_ROWS), min(n, 65535))
+
+        def launch(par):
+            fn(grid, (256,), (a, b, par, np.int32(par.shape[1]), np.int32(n), np.int32(h), np.int32(w),
+                              np.int32(hh), np.int32(ww)))
+        return launch
+
+    return fast

@@ -7,7 +7,8 @@ from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops import _warp
 
-KERNELS = Kernels(cu=("rotate.cu", "gpuaug_rotate"), numba=("rotate", "rotate_value"), kind="value")
+KERNELS = Kernels(cu=("rotate.cu", "gpuaug_rotate"), numba=("rotate", "rotate_value"), kind="value",
+                  variants=_warp.dense_variants("gpuaug_rotate"))
 
 
 def rotate(x, angle, center=None, scale=1.0, interpolation="bilinear", border="constant", fill=0,
@@ -62,8 +63,9 @@ def rotate(x, angle, center=None, scale=1.0, interpolation="bilinear", border="c
     interp, bord = _warp.check_modes(interpolation, border)
     inv = _warp.rotation_inverse(b, angle, center, scale)
     params = _warp.params_matrix(b, interp, bord, inv, fill)
+    template = (b.dtype.name, b.channels, interp, bord)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
-               template=(b.dtype.name, b.channels, interp, bord))
+               template=template, fast=_warp.dense_fast(KERNELS, template))
 
 
 def _example(rng, n, h, w):

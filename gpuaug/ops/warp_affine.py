@@ -9,7 +9,8 @@ from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops import _warp
 
 KERNELS = Kernels(cu=("warp_affine.cu", "gpuaug_warp_affine"), numba=("warp_affine", "warp_affine_value"),
-                  kind="value")
+                  kind="value",
+                  variants=_warp.dense_variants("gpuaug_warp_affine"))
 
 
 def warp_affine(x, matrix, size=None, interpolation="bilinear", border="constant", fill=0,
@@ -75,8 +76,9 @@ def warp_affine(x, matrix, size=None, interpolation="bilinear", border="constant
     shapes = _warp.output_shapes(b, size)
     inv = _warp.matrix_inverse(matrix, b, (2, 3), inverse_map)
     params = _warp.params_matrix(b, interp, bord, inv, fill)
+    template = (b.dtype.name, b.channels, interp, bord)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
-               template=(b.dtype.name, b.channels, interp, bord))
+               template=template, fast=_warp.dense_fast(KERNELS, template))
 
 
 def _example(rng, n, h, w):
