@@ -195,6 +195,19 @@ class CudaDevice(Device):
         if not 0 <= self.id < n:
             raise ValueError(f"device: got {device_id!r}; this machine has {n} CUDA device(s) (0..{n - 1})")
         self.name = f"cuda:{self.id}"
+        self._ext = {}  # stream handle -> CuPy wrapper, made once per handle
+
+    def _wrap(self, ptr):
+        ext = self._ext.get(ptr)
+        if ext is None:
+            import warnings
+
+            with warnings.catch_warnings():
+                # CuPy 14 deprecates ExternalStream for Stream.from_external, which needs a
+                # __cuda_stream__ object; a bare handle (pycuda, int) still needs this one
+                warnings.simplefilter("ignore", DeprecationWarning)
+                ext = self._ext[ptr] = self._cp.cuda.ExternalStream(ptr, self.id)
+        return ext
 
     def activate(self):
         self._cp.cuda.Device(self.id).use()
@@ -236,6 +249,8 @@ class CudaDevice(Device):
         return cp.ndarray(tuple(shape), dtype, memptr=cp.cuda.MemoryPointer(buf.mem, int(offset)))
 
     def extent(self, array):
+        if not isinstance(array, self._cp.ndarray):
+            array = self.as_device_array(array)
         lo = hi = array.data.ptr
         if array.size == 0:
             return lo, lo
@@ -257,7 +272,7 @@ class CudaDevice(Device):
             return handle
         from gpuaug._stream import stream_ptr
 
-        return self._cp.cuda.ExternalStream(stream_ptr(handle), self.id)
+        return self._wrap(stream_ptr(handle))
 
     def consumer_stream(self, given, output):
         if given is not None:
@@ -265,7 +280,7 @@ class CudaDevice(Device):
         if output == "torch":
             import torch
 
-            return self._cp.cuda.ExternalStream(torch.cuda.current_stream(self.id).cuda_stream, self.id)
+            return self._wrap(torch.cuda.current_stream(self.id).cuda_stream)
         return self._cp.cuda.get_current_stream()
 
     def new_event(self):
@@ -322,7 +337,7 @@ class CudaDevice(Device):
             # the caller has already made that stream wait for the batch's event.
             with stream:
                 return torch.from_dlpack(array)
-        return array
+        return array if isinstance(array, self._cp.ndarray) else self.as_device_array(array)
 
 
 # ------------------------------------------------------------------------------------
