@@ -94,6 +94,9 @@ class Config:
     ``libraries``: restrict the peers (default: every library in bench_peers).
     ``buffers``: input buffers rotated (0: enough to exceed 2× the L2, at least 4).
     ``budget_s``: after this many seconds, peers are skipped and repeats cut to a fifth.
+    ``check_batch``/``check_bytes``: the checks run on the first samples, at most this many
+    and this many input bytes. ``ref_workers``: processes computing the CPU references in
+    parallel with the GPU work (-1: up to 8 on a GPU run, none on a CPU run; 0: in-process).
     """
 
     ops: tuple = ()
@@ -112,6 +115,8 @@ class Config:
     buffers: int = 0
     seed: int = 0
     check_batch: int = 8
+    check_bytes: int = 16 * MIB
+    ref_workers: int = -1
     budget_s: float | None = None
     large_copy_bytes: int = 2 * GIB
     pcie_bytes: int = 256 * MIB
@@ -688,6 +693,47 @@ def prepare_call(spec, backend, inputs, kwargs, layout, xp):
     return call, y0, use_out
 
 
+def _ref_job(op, x, kwargs, layout):
+    from gpuaug import registry
+
+    return cpu_reference(registry[op], x, kwargs, layout)
+
+
+def _ref_worker_init(threads):
+    os.environ["NUMBA_NUM_THREADS"] = str(threads)
+
+
+_POOL = {}
+
+
+def reference_pool(workers: int):
+    """A process pool (spawned, reused across cases) for the CPU references, or None.
+
+    Compiling every op's CPU twin is the longest serial part of a GPU run; in worker
+    processes it overlaps with the GPU work.
+    """
+    if workers <= 0:
+        return None
+    pool = _POOL.get(workers)
+    if pool is None:
+        import atexit
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        threads = max(1, (os.cpu_count() or 2) // workers)
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                      initializer=_ref_worker_init, initargs=(threads,))
+        atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+        _POOL[workers] = pool
+    return pool
+
+
+def check_samples(cfg) -> int:
+    """How many samples the checks use: ``check_batch``, at most ``check_bytes`` of input."""
+    per_image = cfg.height * cfg.width * cfg.channels * np.dtype(cfg.dtype).itemsize
+    return int(max(1, min(cfg.check_batch, cfg.batch, cfg.check_bytes // per_image)))
+
+
 def unsupported_reason(spec, cfg) -> str | None:
     """Why ``spec`` cannot run the case ``cfg`` (dtype, layout, channels), or None."""
     return _unsupported(spec, cfg)
@@ -954,6 +1000,7 @@ class Runner:
             self.log(f"{spec.name:22s} {lib:13s} {rows[-1]['status']:>9s} "
                      f"{time.perf_counter() - t0:6.1f}s")
             self.free(collect=True)
+        self._refs.pop(spec.name, None)
         ref = [r for r in rows if r["library"] == "gpuaug" and r["ms"] and r["check"] != "fail"]
         if ref:
             best = min(ref, key=lambda r: r["ms"])
@@ -976,12 +1023,15 @@ class Runner:
             return row
         # Correctness first: the first samples against the CPU twin.
         if self.gpu:
-            k = max(1, min(cfg.check_batch, cfg.batch))
+            k = check_samples(cfg)
             try:
                 if spec.name not in self._refs:  # one CPU reference per op, for every backend
                     kw_small = example_kwargs(spec, cfg.seed + 2, k, cfg.height, cfg.width)
-                    self._refs = {spec.name: (kw_small, cpu_reference(spec, inputs[0][:k], kw_small, cfg.layout))}
+                    self._refs[spec.name] = (kw_small, cpu_reference(spec, inputs[0][:k], kw_small, cfg.layout))
                 kw_small, ref = self._refs[spec.name]
+                if hasattr(ref, "result"):  # computed by a worker process
+                    ref = ref.result()
+                    self._refs[spec.name] = (kw_small, ref)
                 ok, err = check_backend(spec, be, inputs[0][:k], kw_small, cfg.layout, ref=ref)
                 row.update(check="pass" if ok else "fail", max_error=err if math.isfinite(err) else None)
                 if not ok:
@@ -1059,6 +1109,28 @@ class Runner:
             row.update(status="error", reason=_err(e))
         return row
 
+    def submit_references(self, specs, inputs):
+        """Start the CPU references of every op's check in worker processes (see
+        :func:`reference_pool`); without a pool they are computed when first needed."""
+        cfg = self.cfg
+        workers = cfg.ref_workers if cfg.ref_workers >= 0 else min(8, max(0, (os.cpu_count() or 1) // 2))
+        if not any(b in ("cuda", "numba") for b in cfg.backends):
+            return
+        try:
+            pool = reference_pool(workers)
+        except Exception as e:  # noqa: BLE001
+            self.log(f"no reference pool ({_err(e)}); CPU references in-process")
+            return
+        if pool is None:
+            return
+        k = check_samples(cfg)
+        x = _to_host(inputs[0][:k])
+        for spec in specs:
+            if _unsupported(spec, cfg):
+                continue
+            kw_small = example_kwargs(spec, cfg.seed + 2, k, cfg.height, cfg.width)
+            self._refs[spec.name] = (kw_small, pool.submit(_ref_job, spec.name, x, kw_small, cfg.layout))
+
     # -- everything ------------------------------------------------------------------
     def run(self) -> dict:
         from gpuaug import bench_peers as bp
@@ -1076,6 +1148,8 @@ class Runner:
             in_bytes = int(np.prod(cfg.shape)) * np.dtype(cfg.dtype).itemsize
             nbuf = n_buffers(in_bytes, self.cache_bytes, cfg.buffers, cap=64 if self.gpu else 8)
             inputs = [random_batch(self.xp, cfg.seed + 100 + i, cfg.shape, cfg.dtype) for i in range(nbuf)]
+            if self.gpu:
+                self.submit_references(specs, inputs)
             try:
                 for spec in specs:
                     rows += self.bench_op(spec, inputs, peers_for, progress)
@@ -1131,6 +1205,42 @@ def summarize(rows) -> list:
             "fastest_peer_ms": fp["ms"] if fp else None,
             "speedup_over_fastest_peer": (fp["ms"] / best["ms"]) if (fp and best) else None,
         })
+    return out
+
+
+def merge(docs) -> list:
+    """Merge documents of the same case (e.g. op subsets run on separate GPU calls) into one
+    per case. Rows keep their own same-size copy figures; a later row for the same (op,
+    library, variant) replaces an earlier one; the ceilings are the first document's.
+    Returns one document per case, in first-seen order.
+    """
+    import copy
+
+    by_case = {}
+    for d in docs:
+        by_case.setdefault(d["config"]["case"], []).append(d)
+    out = []
+    for case, group in by_case.items():
+        names = {d["device"]["name"] for d in group}
+        if len(names) > 1:
+            raise ValueError(f"merge: case {case} was measured on different devices {sorted(names)}; "
+                             "merge runs of one device only")
+        base = copy.deepcopy(group[0])
+        rows, ops, copies = {}, [], {}
+        for d in group:
+            for r in d["rows"]:
+                rows[(r["op"], r["library"], r["variant"])] = r
+            ops += [o for o in d["config"]["ops"] if o not in ops]
+            for c in d["ceilings"]["copy_same_size"]:
+                copies.setdefault((c["bytes"], c["buffers"]), c)
+        order = {o: i for i, o in enumerate(ops)}
+        base["rows"] = sorted(rows.values(), key=lambda r: order.get(r["op"], len(order)))
+        base["config"]["ops"] = ops
+        base["ceilings"]["copy_same_size"] = sorted(copies.values(), key=lambda c: c["bytes"])
+        base["summary"] = summarize(base["rows"])
+        base["elapsed_s"] = float(sum(d["elapsed_s"] for d in group))
+        base["merged_from"] = [d["created"] for d in group]
+        out.append(base)
     return out
 
 
@@ -1223,6 +1333,7 @@ SCHEMA = {
                 "buffers": {"type": "integer", "minimum": 1},
                 "seed": {"type": "integer"},
                 "check_batch": {"type": "integer"},
+                "ref_workers": {"type": "integer"},
                 "budget_s": _NUM,
                 "case": {"type": "string"},
                 "input_bytes": {"type": "integer", "minimum": 1},
@@ -1507,8 +1618,8 @@ def plot(doc: dict, path: str) -> str | None:
     return path
 
 
-__all__ = ["Config", "Runner", "run", "SCHEMA", "SCHEMA_ID", "validate", "schema_errors",
+__all__ = ["Config", "Runner", "run", "merge", "SCHEMA", "SCHEMA_ID", "validate", "schema_errors",
            "consistency_errors", "format_table", "plot", "write_json", "expand_path", "count_bytes",
            "compare", "GpuClock", "CpuClock", "EventTimer", "Timing", "example_kwargs", "check_backend",
-           "prepare_call", "unsupported_reason", "cpu_reference", "random_batch", "n_buffers", "versions",
+           "prepare_call", "unsupported_reason", "cpu_reference", "check_samples", "reference_pool", "random_batch", "n_buffers", "versions",
            "device_info", "gpu_status", "backend_status", "gbps"]

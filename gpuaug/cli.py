@@ -107,6 +107,9 @@ def add_bench(sub):
     p.add_argument("--buffers", type=int, default=0,
                    help="input buffers rotated (0: at least 4, together over twice the L2 cache)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ref-workers", type=int, default=-1, metavar="N",
+                   help="processes computing the checks' CPU references alongside the GPU work "
+                        "(-1: up to 8 on a GPU; 0: in-process)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="after this long (per case), skip peers and cut repeats to a fifth")
     p.add_argument("--json", default=None, metavar="PATH",
@@ -114,6 +117,9 @@ def add_bench(sub):
                         "in PATH are filled in")
     p.add_argument("--plot", default=None, metavar="PATH",
                    help="write a PNG bar chart of GB/s per op and library (needs matplotlib)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                   help="time nothing: merge these result files (op subsets of one case, e.g. run on "
+                        "separate GPU calls) into one per case, then print/--json/--plot as usual")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
     return p
@@ -147,13 +153,51 @@ def _bench_configs(args):
             repeat=args.repeat or (100 if gpu else 10),
             warmup=args.warmup if args.warmup is not None else (5 if gpu else 2),
             device=device, buffers=args.buffers, seed=args.seed, budget_s=args.budget,
+            ref_workers=args.ref_workers,
             progress=not args.quiet))
     return cfgs
 
 
-def cmd_bench(args) -> int:
+def _report(doc, args, multi) -> int:
     from gpuaug import bench
 
+    status = 0
+    _out(bench.format_table(doc))
+    problems = bench.validate(doc)
+    if problems:  # a bug in the benchmark itself: say so loudly, still write what we have
+        _err("the results do not validate: " + "; ".join(problems[:5]))
+        status = 1
+    if args.json:
+        path = bench.write_json(doc, bench.expand_path(args.json, doc, multi))
+        _out(f"wrote {path}")
+    if args.plot:
+        path = bench.plot(doc, bench.expand_path(args.plot, doc, multi))
+        _out(f"wrote {path}" if path else "no plot: matplotlib is not installed (pip install matplotlib)")
+    fails = [r for r in doc["rows"] if r["check"] == "fail"]
+    if fails:
+        _err("check failed (result differs from the CPU twin): " +
+             ", ".join(f"{r['op']}/{r['variant']}" for r in fails))
+        status = 1
+    _out()
+    return status
+
+
+def cmd_bench(args) -> int:
+    import json
+
+    from gpuaug import bench
+
+    if args.merge:
+        docs = []
+        for path in args.merge:
+            with open(path) as f:
+                docs.append(json.load(f))
+        try:
+            merged = bench.merge(docs)
+        except ValueError as e:
+            _err(str(e))
+            return 2
+        return max([_report(d, args, len(merged) > 1) for d in merged] or [0])
     try:
         cfgs = _bench_configs(args)
         bench.resolve_ops(cfgs[0].ops)
@@ -165,23 +209,7 @@ def cmd_bench(args) -> int:
     status = 0
     for cfg in cfgs:
         doc = bench.run(cfg, log=log)
-        _out(bench.format_table(doc))
-        problems = bench.validate(doc)
-        if problems:  # a bug in the benchmark itself: say so loudly, still write what we have
-            _err("the results do not validate: " + "; ".join(problems[:5]))
-            status = 1
-        if args.json:
-            path = bench.write_json(doc, bench.expand_path(args.json, doc, multi))
-            _out(f"wrote {path}")
-        if args.plot:
-            path = bench.plot(doc, bench.expand_path(args.plot, doc, multi))
-            _out(f"wrote {path}" if path else "no plot: matplotlib is not installed (pip install matplotlib)")
-        fails = [r for r in doc["rows"] if r["check"] == "fail"]
-        if fails:
-            _err("check failed (result differs from the CPU twin): " +
-                 ", ".join(f"{r['op']}/{r['variant']}" for r in fails))
-            status = 1
-        _out()
+        status = max(status, _report(doc, args, multi))
     return status
 
 

@@ -164,6 +164,24 @@ def test_cli_as_a_subprocess_with_several_cases(tmp_path):
     assert "[" in res.stderr  # the progress bar (or tqdm's) went to stderr
 
 
+def test_merge_op_subsets(tmp_path, capsys):
+    """Two runs of one case on different op subsets merge into one valid document."""
+    docs = []
+    for i, ops in enumerate((("flip",), ("flip", _shape_changing_op() or "flip"))):
+        doc = bench.run(bench.Config(ops=ops, device="cpu", batch=2, height=8, width=10, repeat=2,
+                                     warmup=1, progress=False))
+        path = tmp_path / f"part{i}.json"
+        bench.write_json(doc, str(path))
+        docs.append(str(path))
+    assert main(["bench", "--merge", *docs, "--json", str(tmp_path / "m.json")]) == 0
+    with open(tmp_path / "m.json") as f:
+        m = json.load(f)
+    assert bench.validate(m) == [] and len(m["merged_from"]) == 2
+    assert m["config"]["ops"] == list(dict.fromkeys(["flip", _shape_changing_op() or "flip"]))
+    assert len([r for r in m["rows"] if r["op"] == "flip"]) == 1  # the later run's row replaced it
+    assert "wrote" in capsys.readouterr().out
+
+
 def test_cli_rejects_bad_arguments(capsys):
     assert main(["bench", "no_such_op", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
@@ -427,6 +445,18 @@ def test_compare_tolerances():
     assert bench.compare(h + np.float16(1e-3), h)[0]
     assert not bench.compare(np.array([np.nan, 1.0], np.float32), f)[0]
     assert not bench.compare(a[:2], a)[0]
+
+
+def test_reference_pool_computes_the_cpu_twin_in_a_worker():
+    x = np.random.default_rng(5).integers(0, 256, (2, 7, 9, 3), dtype=np.uint8)
+    kw = {"horizontal": np.array([True, False])}
+    pool = bench.reference_pool(1)
+    got = pool.submit(bench._ref_job, "flip", x, kw, "NHWC").result(timeout=300)
+    np.testing.assert_array_equal(got, gpuaug.flip(x, **kw))
+    assert bench.reference_pool(1) is pool and bench.reference_pool(0) is None
+    cfg = bench.Config(device="cpu", batch=64, height=1080, width=1920)
+    assert bench.check_samples(cfg) == 2  # at most 16 MiB of input
+    assert bench.check_samples(bench.Config(device="cpu", batch=3, height=8, width=8)) == 3
 
 
 def test_random_inputs_are_not_zeros_and_buffers_beat_the_cache():

@@ -11,6 +11,9 @@
 #   BENCH_PYTEST=1    also run `pytest bench/ --benchmark-only` (20 rounds) into $OUT
 #   BENCH_CASES="NxHxW ..."  other cases (default "256x224x224 16x1080x1920")
 #   BENCH_SETUP=0     skip tests/gpu/setup.sh (already installed; or a dry run without a GPU)
+#   BENCH_TAG=name    suffix of the result files, to run op subsets on separate calls, e.g.
+#                     BENCH_TAG=a bash tests/gpu/bench_all.sh flip rot90 ...; BENCH_TAG=b ... ; then,
+#                     anywhere: gpuaug bench --merge *-a.json *-b.json --json 'bench/results/{date}-{gpu}-{case}.json'
 # Carry the kit (.kit/base, .kit/install.sh; DALI parts as make-kit.sh says) for NumPy 2.4
 # (numba-cuda 0.30 needs it), kornia and DALI; without it those peers say "not installed".
 set -uo pipefail
@@ -41,11 +44,13 @@ for c in ${BENCH_CASES:-256x224x224 16x1080x1920}; do cases+=(--case "$c"); done
 timeout --signal=INT --kill-after=20 400 \
   python3 -m gpuaug.cli bench "$@" --peers "${cases[@]}" \
     --dtype uint8 --layout NHWC --repeat "$repeat" --warmup 3 --budget "$budget" --log --quiet \
-    --json "$OUT/{date}-{gpu}-{case}.json" --plot "$OUT/{date}-{gpu}-{case}.png" \
+    --json "$OUT/{date}-{gpu}-{case}${BENCH_TAG:+-$BENCH_TAG}.json" \
+    --plot "$OUT/{date}-{gpu}-{case}${BENCH_TAG:+-$BENCH_TAG}.png" \
     > "$OUT/bench.log" 2> "$OUT/bench.err"
 rc=$?
 echo "gpuaug bench: exit $rc after $((SECONDS - start)) s (table: $OUT/bench.log, per-row log: $OUT/bench.err)"
-[ $rc -eq 124 ] && echo "TIMED OUT: the cases written so far are in $OUT; rerun with fewer OPS"
+[ $rc -eq 124 ] && echo "TIMED OUT: the cases written so far are in $OUT; rerun the rest as another part (BENCH_TAG)"
+grep -q "time budget" "$OUT"/*.json 2>/dev/null && echo "BUDGET SPENT: some peers were skipped (status 'skipped'); rerun those ops as another part (BENCH_TAG) and merge"
 grep -E "^gpuaug: " "$OUT/bench.err" | head -n 20
 
 if [ "${BENCH_PYTEST:-0}" = "1" ]; then
