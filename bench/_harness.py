@@ -34,6 +34,7 @@ class CaseContext:
         xp = self.runner.xp
         self.inputs = [bench.random_batch(xp, 100 + i, self.cfg.shape, self.cfg.dtype) for i in range(nbuf)]
         self.rounds = config.getoption("--gpuaug-rounds")
+        self.refs = {}  # op -> (check kwargs, CPU reference)
 
     def close(self):
         self.inputs = []

@@ -41,9 +41,12 @@ def test_op(benchmark, case_ctx, op_name, backend):
     cfg = ctx.cfg
     benchmark.group = f"{cfg.case}"
     benchmark.name = f"{op_name}[{backend}]"
-    k = min(cfg.check_batch, cfg.batch)
-    ok, err = bench.check_backend(spec, backend, ctx.inputs[0][:k],
-                                  bench.example_kwargs(spec, cfg.seed + 2, k, cfg.height, cfg.width), cfg.layout)
+    k = bench.check_samples(cfg)
+    if op_name not in ctx.refs:  # one CPU reference per op and case, shared by the backends
+        kw_small = bench.example_kwargs(spec, cfg.seed + 2, k, cfg.height, cfg.width)
+        ctx.refs[op_name] = (kw_small, bench.cpu_reference(spec, ctx.inputs[0][:k], kw_small, cfg.layout))
+    kw_small, ref = ctx.refs[op_name]
+    ok, err = bench.check_backend(spec, backend, ctx.inputs[0][:k], kw_small, cfg.layout, ref=ref)
     benchmark.extra_info.update(check="pass" if ok else "fail", max_error=err)
     assert ok, f"{op_name}/{backend} differs from the CPU twin (max abs error {err:g})"
     kwargs = bench.example_kwargs(spec, cfg.seed + 1, cfg.batch, cfg.height, cfg.width)

@@ -6,7 +6,7 @@
 #
 # Usage (repository root):  bash tests/gpu/bench_all.sh [OPS...]
 #   OUT=dir           where results go (default: ./out; the device tool provides $OUT)
-#   BENCH_BUDGET=s    per-case budget in seconds (default 170)
+#   BENCH_BUDGET=s    per-case budget in seconds (default 200)
 #   BENCH_REPEAT=n    timed calls per row (default 50)
 #   BENCH_PYTEST=1    also run `pytest bench/ --benchmark-only` (20 rounds) into $OUT
 #   BENCH_CASES="NxHxW ..."  other cases (default "256x224x224 16x1080x1920")
@@ -37,7 +37,7 @@ EOF
 python3 -m gpuaug.cli info > "$OUT/info.txt" 2>&1
 cat "$OUT/info.txt"
 
-budget=${BENCH_BUDGET:-170}
+budget=${BENCH_BUDGET:-200}
 repeat=${BENCH_REPEAT:-50}
 cases=()
 for c in ${BENCH_CASES:-256x224x224 16x1080x1920}; do cases+=(--case "$c"); done
