@@ -720,6 +720,18 @@ def test_import_is_lazy():
     assert "Scheduler" in dir(gpuaug)
 
 
+def test_docstring_examples():
+    import doctest
+
+    import gpuaug.scheduler._core
+    import gpuaug.scheduler._device
+    import gpuaug.scheduler.sources
+
+    for mod in (gpuaug.scheduler._core, gpuaug.scheduler._device, gpuaug.scheduler.sources):
+        res = doctest.testmod(mod)
+        assert res.failed == 0 and res.attempted > 0, mod.__name__
+
+
 def test_no_gpu_error_names_fake_device():
     from conftest import HAS_GPU
 

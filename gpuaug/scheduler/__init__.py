@@ -5,13 +5,14 @@ to the GPU on a copy stream, augments it on a compute stream (CUDA events in bet
 copy of batch i+1 runs while batch i is augmented), and hands it to the consumer's stream
 (CuPy, or PyTorch through DLPack without a copy). It records what happened and reports it:
 ``stats()``, ``timeline(path)`` (Chrome trace / Perfetto), ``print_timeline()`` (ASCII).
+Example (on a GPU)::
 
-    >>> import numpy as np, gpuaug                                      # doctest: +SKIP
-    >>> x = np.random.randint(0, 256, (4096, 224, 224, 3), np.uint8)
-    >>> sched = gpuaug.Scheduler(x, gpuaug.flip, batch_size=256, labels=np.arange(4096))
-    >>> for images, labels in sched:          # images: cupy uint8 (256, 224, 224, 3)
-    ...     pass
-    >>> print(sched.stats())
+    x = np.random.randint(0, 256, (4096, 224, 224, 3), np.uint8)
+    sched = gpuaug.Scheduler(x, gpuaug.flip, batch_size=256, labels=np.arange(4096))
+    for images, labels in sched:          # images: cupy uint8 (256, 224, 224, 3)
+        ...
+    print(sched.stats())
+    sched.print_timeline()
 
 Sources live in :mod:`gpuaug.scheduler.sources`; the device calls behind
 :class:`~gpuaug.scheduler._device.Device` (:class:`CudaDevice`, and :class:`FakeDevice`,

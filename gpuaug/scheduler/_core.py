@@ -771,15 +771,26 @@ class Scheduler:
             of each epoch, when the loop is left, and by ``close()``).
         progress: show a progress bar (tqdm if importable).
 
-    Example::
+    Example (GPU, a training loop)::
 
-        >>> import numpy as np, gpuaug                                 # doctest: +SKIP
-        >>> data = np.load("train_u8.npy", mmap_mode="r")             # (N, 224, 224, 3) uint8
+        >>> data = np.load("train_u8.npy", mmap_mode="r")  # (N, 224, 224, 3) uint8  # doctest: +SKIP
         >>> sched = gpuaug.Scheduler(data, gpuaug.flip, batch_size=256, labels=targets,
-        ...                          shuffle=True, seed=0, output="torch")
-        >>> for images, labels in sched:                              # images: cuda uint8 NHWC
+        ...                          shuffle=True, seed=0, output="torch")  # doctest: +SKIP
+        >>> for images, labels in sched:  # images: torch.cuda uint8 (256, 224, 224, 3)  # doctest: +SKIP
         ...     loss = model(images.permute(0, 3, 1, 2).float(), labels)
-        >>> print(sched.stats()); sched.print_timeline()
+        >>> print(sched.stats()); sched.print_timeline()  # doctest: +SKIP
+
+    Example (CPU, the same scheduler driven by a FakeDevice)::
+
+        >>> import numpy as np, gpuaug
+        >>> from gpuaug.scheduler import FakeDevice
+        >>> x = np.arange(6 * 2 * 2 * 1, dtype=np.uint8).reshape(6, 2, 2, 1)
+        >>> sched = gpuaug.Scheduler(x, lambda b: b + 1, batch_size=4, labels=list("abcdef"),
+        ...                          device=FakeDevice())
+        >>> [(images.shape, labels.tolist()) for images, labels in sched]
+        [((4, 2, 2, 1), ['a', 'b', 'c', 'd']), ((2, 2, 2, 1), ['e', 'f'])]
+        >>> sched.stats().images
+        6
     """
 
     def __init__(self, source, augment=None, *, batch_size=None, labels=None, depth=3, workers=None,
@@ -911,10 +922,11 @@ class Scheduler:
     def stats(self, warmup=0):
         """:class:`~gpuaug.scheduler.telemetry.Stats` of the current or last epoch.
 
-        ``warmup``: leave out the first batches (allocations, kernel compilation).
+        ``warmup``: leave out the first batches (allocations, kernel compilation). Example::
 
-        >>> print(sched.stats())                                    # doctest: +SKIP
-        64 batches, 16384 images, 2.466 GB in 47.1 ms: ...
+            print(sched.stats())
+            # 44 batches, 11264 images, 1.696 GB in ... ms: ... images/s, ... GB/s host to device
+            # copy busy ..%, compute busy ..%, overlap ..%; consumer waited ...
         """
         return T.summarize(self.timings(), warmup=warmup, pinned_reallocs=self._res.pinned_reallocs,
                            device_reallocs=self._res.device_reallocs)
