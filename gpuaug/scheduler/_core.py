@@ -289,7 +289,12 @@ class _Run:
     def __init__(self, sched: "Scheduler", epoch):
         self.s, self.dev, self.res = sched, sched.device, sched._res
         self.depth = sched.depth
-        self.cv = threading.Condition()
+        # One lock; one condition per kind of waiter, so a state change wakes only the
+        # threads that wait for it (idle workers, the preparer waiting for a pinned slot,
+        # the copier, the compute thread, the consumer) instead of all of them.
+        self.lock = threading.Lock()
+        self.cv_work, self.cv_slot, self.cv_copy, self.cv_comp, self.cv_cons = (
+            threading.Condition(self.lock) for _ in range(5))
         self.stopping = self.closed = False
         self.failure = None            # (k, exception) of the first batch that failed
         self.recs = OrderedDict()
@@ -335,17 +340,22 @@ class _Run:
     def _fail(self, k, exc, where):
         if hasattr(exc, "add_note"):
             exc.add_note(f"(raised in gpuaug.Scheduler's {where} while processing batch {k})")
-        with self.cv:
+        with self.lock:
             if self.failure is None or k < self.failure[0]:
                 self.failure = (k, exc)
-            self.cv.notify_all()
+            self._wake_all()
 
-    def _wait(self, pred, k):
-        """Wait under the lock until ``pred()``; raise _Stop when stopping or batch k failed."""
+    def _wake_all(self):
+        for cv in (self.cv_work, self.cv_slot, self.cv_copy, self.cv_comp, self.cv_cons):
+            cv.notify_all()
+
+    def _wait(self, cv, pred, k):
+        """With the lock held, wait on ``cv`` until ``pred()``; raise _Stop when stopping or
+        when batch k (or an earlier one) failed."""
         while not pred():
             if self.stopping or k >= self._limit():
                 raise _Stop
-            self.cv.wait()
+            cv.wait()
         if self.stopping or k >= self._limit():
             raise _Stop
 
@@ -353,7 +363,7 @@ class _Run:
     def _worker(self, wid):
         self.dev.activate()
         while True:
-            with self.cv:
+            with self.lock:
                 job = None
                 while job is None:
                     if self.stopping:
@@ -373,18 +383,18 @@ class _Run:
                     if (self.prep_done or self.prep_next >= lim) and not any(
                             r.k < lim and r.next_chunk < len(r.chunks) for r in self.filling.values()):
                         return
-                    self.cv.wait()
+                    self.cv_work.wait()
             if job[0] == "prepare":
                 k = job[1]
                 try:
                     self._prepare(k)
                 except _Stop:
-                    with self.cv:
+                    with self.lock:
                         self.preparing = False
-                        self.cv.notify_all()
+                        self.cv_work.notify_all()
                     return
                 except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                    with self.cv:
+                    with self.lock:
                         self.preparing = False
                         self.prep_done = True
                     self._fail(k, e, "source reader (worker thread)")
@@ -399,9 +409,9 @@ class _Run:
         s = self.s
         if self.batches is not None:
             if k >= self.total:
-                with self.cv:
+                with self.lock:
                     self.prep_done, self.preparing = True, False
-                    self.cv.notify_all()
+                    self.cv_work.notify_all()
                 return
             idx = self.batches[k]
             layout, labels, x = s.source.describe(idx), s.source.labels(idx), None
@@ -411,9 +421,9 @@ class _Run:
             try:
                 item = next(self.it)
             except StopIteration:
-                with self.cv:
+                with self.lock:
                     self.prep_done, self.preparing, self.total = True, False, k
-                    self.cv.notify_all()
+                    self._wake_all()
                 return
             x, labels = _split_item(item)
             idx = rows = None
@@ -429,10 +439,10 @@ class _Run:
             rec.n = n_dev
         if kind == "pinned":
             slot = k % self.depth
-            with self.cv:
+            with self.lock:
                 prev = self.pslot_user[slot]
                 if prev is not None:
-                    self._wait(lambda: self.copy_enq >= prev.k, k)
+                    self._wait(self.cv_slot, lambda: self.copy_enq >= prev.k, k)
             if prev is not None:
                 self.dev.synchronize(prev.ev["copy1"])  # the slot's last copy has finished
             buf = self.res.pinned_slot(slot, layout.nbytes)
@@ -449,14 +459,15 @@ class _Run:
             rec.left = len(rec.chunks)
         elif kind == "direct":
             rec.nbytes = layout.nbytes
-        with self.cv:
+        with self.lock:
             self.recs[k] = rec
             self.prep_next, self.preparing = k + 1, False
             if rec.chunks:
                 self.filling[k] = rec
             else:
                 rec.filled = True
-            self.cv.notify_all()
+                self.cv_copy.notify_all()
+            self.cv_work.notify_all()
 
     def _fill(self, wid, rec, ci):
         a, b = rec.chunks[ci]
@@ -469,13 +480,13 @@ class _Run:
         else:
             np.copyto(rec.host[a:b], rec.x[a:b])
         t1 = time.perf_counter()
-        with self.cv:
+        with self.lock:
             rec.fill.append((wid, t0 - self.host0, t1 - self.host0))
             rec.left -= 1
             if rec.left == 0:
                 rec.filled, rec.x = True, None
                 self.filling.pop(rec.k, None)
-                self.cv.notify_all()
+                self.cv_copy.notify_all()
 
     # ---- copier: H2D on the copy stream -------------------------------------------------
     def _copier(self):
@@ -485,9 +496,9 @@ class _Run:
         k = 0
         try:
             while True:
-                with self.cv:
+                with self.lock:
                     try:
-                        self._wait(lambda: (k in self.recs and self.recs[k].filled)
+                        self._wait(self.cv_copy, lambda: (k in self.recs and self.recs[k].filled)
                                    or (self.total is not None and k >= self.total), k)
                     except _Stop:
                         return
@@ -498,9 +509,9 @@ class _Run:
                     prev = self.dslot_user[slot] if rec.kind != "device" else None
                     try:
                         if prev is not None:
-                            self._wait(lambda: self.compute_enq >= prev.k, k)
+                            self._wait(self.cv_copy, lambda: self.compute_enq >= prev.k, k)
                             if prev.aliased:  # the consumer reads the slot itself
-                                self._wait(lambda: prev.released, k)
+                                self._wait(self.cv_copy, lambda: prev.released, k)
                     except _Stop:
                         return
                 try:
@@ -533,10 +544,11 @@ class _Run:
                 except BaseException as e:  # noqa: BLE001
                     self._fail(k, e, "copy thread")
                     return
-                with self.cv:
+                with self.lock:
                     rec.ev.update(ev)
                     self.copy_enq = k
-                    self.cv.notify_all()
+                    self.cv_slot.notify_all()
+                    self.cv_comp.notify_all()
                 k += 1
         except BaseException as e:  # noqa: BLE001 - never leave the consumer waiting
             self._fail(k, e, "copy thread")
@@ -551,16 +563,16 @@ class _Run:
         k = 0
         try:
             while True:
-                with self.cv:
+                with self.lock:
                     try:
-                        self._wait(lambda: self.copy_enq >= k
+                        self._wait(self.cv_comp, lambda: self.copy_enq >= k
                                    or (self.total is not None and k >= self.total), k)
                         if self.copy_enq < k:
                             return
                         rec = self.recs[k]
                         held = [self.recs[j] for j in {k - self.depth, k - len(outs) if outs else -1}
                                 if j >= 0 and j in self.recs]
-                        self._wait(lambda: all(h.released for h in held), k)
+                        self._wait(self.cv_comp, lambda: all(h.released for h in held), k)
                     except _Stop:
                         return
                 try:
@@ -589,10 +601,11 @@ class _Run:
                 except BaseException as e:  # noqa: BLE001
                     self._fail(k, e, "augment (compute thread)")
                     return
-                with self.cv:
+                with self.lock:
                     rec.ev.update(ev)
                     self.compute_enq = k
-                    self.cv.notify_all()
+                    self.cv_copy.notify_all()
+                    self.cv_cons.notify_all()
                 k += 1
         except BaseException as e:  # noqa: BLE001
             self._fail(k, e, "compute thread")
@@ -615,7 +628,7 @@ class _Run:
         if s.recycle == "next" and k > 0:
             self.release(k - 1, None)
         t0 = time.perf_counter()
-        with self.cv:
+        with self.lock:
             while True:
                 if self.failure is not None and self.failure[0] <= k:
                     raise self.failure[1]
@@ -635,7 +648,7 @@ class _Run:
                             f"recycle='manual' call batch.release() when done with a batch, keep "
                             f"fewer than depth={self.depth} batches (or len(out)) unreleased, or "
                             "use recycle='next'")
-                self.cv.wait()
+                self.cv_cons.wait()
         with dev.context():
             cs = dev.consumer_stream(s.stream, s.output)
             dev.wait(cs, rec.ev["comp1"])  # a host consumer (FakeDevice.HOST) blocks here
@@ -656,18 +669,19 @@ class _Run:
             ev = self.dev.new_event()
             self.dev.record(ev, self.dev.consumer_stream(stream if stream is not None else self.s.stream,
                                                          self.s.output))
-        with self.cv:
+        with self.lock:
             if rec.released:
                 return
             rec.ev["release"] = ev
             rec.released = True
-            self.cv.notify_all()
+            self.cv_copy.notify_all()
+            self.cv_comp.notify_all()
         self.harvest()
 
     # ---- telemetry -----------------------------------------------------------------------
     def harvest(self):
         dev = self.dev
-        with self.cv:
+        with self.lock:
             recs = [r for r in self.recs.values() if r.delivered and not r.harvested]
         for r in recs:
             names = ("copy0", "copy1", "comp0", "comp1")
@@ -678,7 +692,7 @@ class _Run:
             self.timings.append(T.BatchTiming(r.k, r.n, r.nbytes, (t[0], t[1]), (t[2], t[3]),
                                               list(r.fill), r.wait))
             r.harvested = True
-        with self.cv:  # forget batches nobody can still need
+        with self.lock:  # forget batches nobody can still need
             keep_from = self.delivered - 2 * self.depth - len(self.s._out_views) - 2
             for j in [j for j, r in self.recs.items() if j < keep_from and r.harvested and r.released]:
                 del self.recs[j]
@@ -687,9 +701,9 @@ class _Run:
     def close(self):
         if self.closed:
             return
-        with self.cv:
+        with self.lock:
             self.stopping = True
-            self.cv.notify_all()
+            self._wake_all()
         for t in self.threads:
             t.join(timeout=30)
         alive = [t.name for t in self.threads if t.is_alive()]
