@@ -993,12 +993,19 @@ class Runner:
             self.log(f"{spec.name:22s} gpuaug/{be:6s} {rows[-1]['status']:>9s} "
                      f"{time.perf_counter() - t0:6.1f}s")
         self.free()
+        if peer_fns:
+            from gpuaug import bench_peers as bp
+
+            shared = bp.PeerInput(inputs, cfg.layout, gpu=self.gpu)  # conversions made once per op
         for lib, make in peer_fns.items():
             t0 = time.perf_counter()
-            rows.append(self.bench_peer(spec, lib, make, inputs, kwargs, params))
+            rows.append(self.bench_peer(spec, lib, make, shared, kwargs, params))
             progress.step(f"{spec.name} {lib}")
             self.log(f"{spec.name:22s} {lib:13s} {rows[-1]['status']:>9s} "
                      f"{time.perf_counter() - t0:6.1f}s")
+            self.free(collect=True)
+        if peer_fns:
+            del shared
             self.free(collect=True)
         self._refs.pop(spec.name, None)
         ref = [r for r in rows if r["library"] == "gpuaug" and r["ms"] and r["check"] != "fail"]
@@ -1057,7 +1064,8 @@ class Runner:
             row.update(status="error", reason=_err(e), timing=None)
         return row
 
-    def bench_peer(self, spec, lib, make, inputs, kwargs, params) -> dict:
+    def bench_peer(self, spec, lib, make, batch, kwargs, params) -> dict:
+        """One peer row; ``batch``: the op's :class:`gpuaug.bench_peers.PeerInput`."""
         from gpuaug import bench_peers as bp
 
         cfg = self.cfg
@@ -1071,7 +1079,6 @@ class Runner:
             row.update(status="not installed", reason=missing)
             return row
         try:
-            batch = bp.PeerInput(inputs, cfg.layout, gpu=self.gpu)
             fn = make(batch, kwargs)
             if isinstance(fn, bp.Marginal):
                 out = fn.with_op()
@@ -1084,12 +1091,12 @@ class Runner:
                         timing="marginal", extra=dict(t.extra))
                     return row
                 out_b = fn.output_bytes(out)
-                in_b = _nbytes_size(inputs[0])
+                in_b = _nbytes_size(batch.arrays[0])
             else:
                 out = fn()
                 self.clock.sync()
                 t = self.clock.time(fn, self.repeats(), cfg.warmup)
-                in_b = _nbytes_size(getattr(fn, "inputs", inputs)[0])
+                in_b = _nbytes_size(getattr(fn, "inputs", batch.arrays)[0])
                 out_b = _nbytes_size(out)
             read = in_b[0]
             if getattr(spec, "changes_shape", False) and out_b[1] < in_b[1]:
@@ -1102,7 +1109,7 @@ class Runner:
             if t.host_bound:
                 row["note"] = (row["note"] + "; " if row["note"] else "") + \
                     "host-bound: times include launch gaps or syncs"
-            del fn, out, batch
+            del fn, out
         except bp.PeerUnavailable as e:
             row.update(status=e.status, reason=str(e))
         except Exception as e:  # noqa: BLE001

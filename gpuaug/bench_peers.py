@@ -1462,12 +1462,16 @@ def _torch_salt_and_pepper(batch, kw):
     p, sv = f0(kw.get("prob", 0.05)), f0(kw.get("salt_vs_pepper", 0.5))
     top = batch.maxval
 
+    xs = batch.torch()
+    salt = torch.tensor(top, dtype=xs[0].dtype, device=xs[0].device)
+    pepper = torch.zeros((), dtype=xs[0].dtype, device=xs[0].device)
+
     def run(x):
         r = torch.rand((x.shape[0], 1) + tuple(x.shape[2:]), device=x.device)
-        y = torch.where(r < p * sv, torch.tensor(top, dtype=x.dtype, device=x.device), x)
-        return torch.where((r >= p * sv) & (r < p), torch.zeros((), dtype=x.dtype, device=x.device), y)
+        y = torch.where(r < p * sv, salt, x)
+        return torch.where((r >= p * sv) & (r < p), pepper, y)
 
-    return cycle(batch.torch(), run, variant="torch.rand + 2 x torch.where", note=f"eager PyTorch; {ONE_PER_BATCH}")
+    return cycle(xs, run, variant="torch.rand + 2 x torch.where", note=f"eager PyTorch; {ONE_PER_BATCH}")
 
 
 @peer("salt_and_pepper", "dali")
@@ -1492,8 +1496,9 @@ def _tv_erase(batch, kw):
     F = _tvf()
     torch = _import("torch", "torch")
     t, le, bh, bw = (int(v) for v in _erase_boxes(kw, batch.n)[0, 0])
-    v = torch.tensor(f0(kw.get("value", 0)), device="cuda" if batch.gpu else "cpu")
-    return cycle(batch.torch(), lambda x: F.erase(x, t, le, bh, bw, v.to(x.dtype), inplace=False),
+    xs = batch.torch()
+    v = torch.tensor(f0(kw.get("value", 0)), device=xs[0].device).to(xs[0].dtype)
+    return cycle(xs, lambda x: F.erase(x, t, le, bh, bw, v, inplace=False),
                  variant="F.erase", note="one box for the batch (sample 0's first); copies the batch")
 
 
