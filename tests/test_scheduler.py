@@ -224,6 +224,27 @@ def test_device_slot_reused_only_after_release():
     assert_clean(dev)
 
 
+@pytest.mark.parametrize("aliased", [False, True])
+def test_consumer_on_its_own_stream(aliased):
+    """The consumer works on a (fake) stream of its own, not the host: its work is ordered
+    after each batch's event, and its release events gate the reuse of slots/outputs."""
+    x = data(40, 4, 4, 3)
+    dev = FakeDevice(copy_ms=0.5, compute_ms=0.5)
+    consumer = dev.new_stream("consumer")
+    s = Scheduler(x, (lambda b: b) if aliased else aug, batch_size=2, depth=2, device=dev,
+                  stream=consumer)
+    sums = []
+    for images, _ in s:
+        # the consumer's "kernel": a checksum, then poison (a race would show in later sums)
+        dev.launch(consumer, lambda a: (sums.append(int(a.astype(np.int64).sum())), a.fill(0xEE)), images)
+    dev.sync_stream(consumer)
+    dev.free_stream(consumer)
+    want = [int((x[i:i + 2] if aliased else ref_aug(x[i:i + 2])).astype(np.int64).sum())
+            for i in range(0, 40, 2)]
+    assert sums == want
+    assert_clean(dev)
+
+
 def test_manual_recycle_holding_too_many_raises():
     dev = FakeDevice()
     s = Scheduler(data(20), aug, batch_size=2, depth=2, device=dev, recycle="manual")

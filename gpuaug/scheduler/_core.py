@@ -304,6 +304,7 @@ class _Run:
         self.prep_next, self.preparing, self.prep_done = 0, False, False
         self.copy_enq = self.compute_enq = self.delivered = -1
         self.timings = []
+        self._harvesting = threading.Lock()
         src = sched.source
         if isinstance(src, Source):
             self.batches = epoch_batches(len(src), sched.batch_size, epoch=epoch, shuffle=sched.shuffle,
@@ -680,6 +681,10 @@ class _Run:
 
     # ---- telemetry -----------------------------------------------------------------------
     def harvest(self):
+        with self._harvesting:  # the consumer and Scheduler.timings() may both call it
+            self._harvest()
+
+    def _harvest(self):
         dev = self.dev
         with self.lock:
             recs = [r for r in self.recs.values() if r.delivered and not r.harvested]
