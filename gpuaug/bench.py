@@ -984,8 +984,18 @@ class Runner:
                 rows.append(_row(spec.name, lib, "", "skipped", f"gpuaug: {why}"))
                 progress.step(f"{spec.name} {lib}")
             return rows
-        kwargs = example_kwargs(spec, cfg.seed + 1, n, cfg.height, cfg.width)
-        params = describe_params(kwargs)
+        try:
+            kwargs = example_kwargs(spec, cfg.seed + 1, n, cfg.height, cfg.width)
+            params = describe_params(kwargs)
+        except Exception as e:  # noqa: BLE001 - a broken example must not stop the other ops
+            why = f"OpSpec.example failed: {_err(e)}"
+            for be in cfg.backends:
+                rows.append(_row(spec.name, "gpuaug", be, "error", why))
+                progress.step(f"{spec.name} {be}")
+            for lib in peer_fns:
+                rows.append(_row(spec.name, lib, "", "skipped", f"gpuaug: {why}"))
+                progress.step(f"{spec.name} {lib}")
+            return rows
         for be in cfg.backends:
             t0 = time.perf_counter()
             rows.append(self.bench_backend(spec, be, inputs, kwargs, params))
