@@ -63,7 +63,8 @@ def resized_crop(img, box, size, interpolation):
     make = _bilinear_matrix if interpolation == "bilinear" else _area_matrix
     my = make(top, bh, oh, h)
     mx = make(left, bw, ow, w)
-    return np.einsum("Yy,yxc,Xx->YXc", my, img, mx)
+    rows = np.tensordot(my, img, axes=(1, 0))                     # (H, w, C)
+    return np.tensordot(rows, mx, axes=(1, 1)).transpose(0, 2, 1)  # (H, W, C)
 
 
 def resize(img, size, interpolation):

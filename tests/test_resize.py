@@ -178,3 +178,150 @@ def test_resize_gpu_identity_and_large(backend):
         got = cupy.asnumpy(gpuaug.resize(xd, (112, 112), m, backend=backend))
         ref = np.stack([RR.resize(s.astype(np.float64), (112, 112), m) for s in x])
         assert np.abs(got.astype(int) - quantize(ref, np.uint8).astype(int)).max() <= 1
+
+
+# -- the CUDA C source, run on the host ---------------------------------------------------
+# Without a GPU, NVRTC only proves the CUDA C compiles. This builds resize.cu and
+# resized_crop.cu with the host C++ compiler behind a few shims (__ldg is a load, the grid
+# is a loop, float16 converts through _Float16) and checks what they compute.
+
+_SHIM = r"""
+#include <cmath>
+#include <cstring>
+#include <algorithm>
+struct dim3_ { unsigned x, y, z; };
+static dim3_ blockIdx, threadIdx, blockDim, gridDim;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+using std::min; using std::max; using std::floor; using std::fmin; using std::fmax;
+struct longlong2 { long long x, y; };
+struct float4 { float x, y, z, w; };
+struct float2 { float x, y; };
+template <typename T> static inline T __ldg(const T* p) { return *p; }
+static inline int __float2int_rd(float f) { return (int)floorf(f); }
+static inline int __float2int_ru(float f) { return (int)ceilf(f); }
+#include "resize.cu"
+#include "resized_crop.cu"
+template <typename T, int C, int MODE, bool CROP>
+static void launch(const long long* s, const long long* d, const float* p, int P, int n, int H, int W) {
+  blockDim = {32, 8, 1};
+  gridDim = {(unsigned)(W + 31) / 32, (unsigned)(H + 7) / 8, (unsigned)n};
+  for (unsigned bz = 0; bz < gridDim.z; ++bz)
+    for (unsigned by = 0; by < gridDim.y; ++by)
+      for (unsigned bx = 0; bx < gridDim.x; ++bx)
+        for (unsigned ty = 0; ty < 8; ++ty)
+          for (unsigned tx = 0; tx < 32; ++tx) {
+            blockIdx = {bx, by, bz};
+            threadIdx = {tx, ty, 0};
+            if (CROP) gpuaug_resized_crop<T, C, MODE>(s, d, p, P, n);
+            else gpuaug_resize<T, C, MODE>(s, d, p, P, n);
+          }
+}
+#define INST(T, TN, C) \
+  extern "C" void run_##TN##_##C(int crop, int mode, const long long* s, const long long* d, \
+                                 const float* p, int P, int n, int H, int W) { \
+    if (crop) { \
+      if (mode == 0) launch<T, C, 0, true>(s, d, p, P, n, H, W); \
+      else if (mode == 1) launch<T, C, 1, true>(s, d, p, P, n, H, W); \
+      else launch<T, C, 2, true>(s, d, p, P, n, H, W); \
+    } else { \
+      if (mode == 0) launch<T, C, 0, false>(s, d, p, P, n, H, W); \
+      else if (mode == 1) launch<T, C, 1, false>(s, d, p, P, n, H, W); \
+      else launch<T, C, 2, false>(s, d, p, P, n, H, W); \
+    } }
+INST(unsigned char, uint8, 1) INST(unsigned char, uint8, 3) INST(unsigned char, uint8, 4)
+INST(float, float32, 1) INST(float, float32, 3) INST(float, float32, 4)
+INST(gpuaug::half, float16, 1) INST(gpuaug::half, float16, 3) INST(gpuaug::half, float16, 4)
+"""
+
+_ASM = {  # common.cuh's PTX float16 conversions -> host _Float16
+    'asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));':
+        "{ _Float16 t; memcpy(&t, &v.bits, 2); f = (float)t; }",
+    'asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(v));':
+        "{ _Float16 t = (_Float16)v; memcpy(&h.bits, &t, 2); }",
+}
+
+
+@pytest.fixture(scope="module")
+def host_cuda_c(tmp_path_factory):
+    import ctypes
+    import shutil
+    import subprocess
+
+    from gpuaug.kernels._cuda import KERNEL_DIR, source
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (g++/clang++) to run the CUDA C source on the CPU")
+    d = tmp_path_factory.mktemp("host_cuda_c")
+    common = source("common.cuh")
+    for k, v in _ASM.items():
+        if k not in common:
+            pytest.skip("common.cuh's float16 conversions changed; update _ASM")
+        common = common.replace(k, v)
+    (d / "common.cuh").write_text(common)
+    for f in ("interp.cuh", "resize.cuh", "resize.cu", "resized_crop.cu"):
+        (d / f).write_text(source(f))
+    (d / "host.cpp").write_text(_SHIM)
+    r = subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-w", "-o", str(d / "host.so"),
+                        str(d / "host.cpp")], capture_output=True, text=True)
+    if r.returncode != 0 and "_Float16" in r.stderr:
+        pytest.skip(f"{cxx} lacks _Float16")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert KERNEL_DIR
+    return ctypes.CDLL(str(d / "host.so"))
+
+
+def _host_run(lib, crop):
+    import ctypes
+
+    def table(views):
+        t = np.empty((len(views), 6), np.int64)
+        for i, v in enumerate(views):
+            it = v.itemsize
+            t[i] = (v.__array_interface__["data"][0], v.shape[0], v.shape[1],
+                    v.strides[0] // it, v.strides[1] // it, v.strides[2] // it)
+        return t
+
+    def fake_run(batch, kernels, params, *, shapes, out, backend, stream, template=None, **kw):
+        result, dst = batch.alloc(out, shapes)
+        views = (lambda b: b.views if b.varshape else [b.nhwc[i] for i in range(b.n)])
+        st, dt = table(views(batch)), table(views(dst))
+        p = np.ascontiguousarray(params, np.float32)
+        name, c, mode = template
+        vp = ctypes.c_void_p
+        getattr(lib, f"run_{name}_{c}")(
+            ctypes.c_int(crop), ctypes.c_int(mode), vp(st.ctypes.data), vp(dt.ctypes.data),
+            vp(p.ctypes.data), ctypes.c_int(p.shape[1]), ctypes.c_int(batch.n),
+            ctypes.c_int(max(h for h, _ in shapes)), ctypes.c_int(max(w for _, w in shapes)))
+        return result
+    return fake_run
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cuda_c_logic_on_host(host_cuda_c, dtype, monkeypatch):
+    import gpuaug.ops.resize as op_resize
+    import gpuaug.ops.resized_crop as op_crop
+
+    monkeypatch.setattr(op_resize, "run", _host_run(host_cuda_c, 0))
+    monkeypatch.setattr(op_crop, "run", _host_run(host_cuda_c, 1))
+    rng = np.random.default_rng(11)
+    boxes = np.array([(3, 5, 20, 31), (34.5, -6.75, 9.5, 0.5), (-20, 56.25, 4, 7.75)])
+    for c, layout in ((1, "NHWC"), (3, "NCHW"), (4, "NHWC"), (3, "NHWC")):
+        x = random_images(rng, 3, 37, 53, c, dtype)
+        for m in MODES:
+            for size in SIZES + ((37, 53),):
+                check_op(gpuaug.resize, lambda s, i: RR.resize(s, size, m), x,
+                         {"size": size, "interpolation": m}, layout=layout)
+                check_op(gpuaug.resized_crop, lambda s, i: RR.resized_crop(s, boxes[i], size, m), x,
+                         {"boxes": boxes, "size": size, "interpolation": m}, layout=layout)
+    xs = [x[0], x[1, :5, 3:10], x[2, ::2, ::3]]  # varshape and strided
+    vb = [(0, 0, 37, 53), (1.25, 0.5, 3, 4), (-1, 2, 30, 9)]
+    for m in MODES:
+        check_op(gpuaug.resized_crop, lambda s, i: RR.resized_crop(s, vb[i], (11, 13), m), xs,
+                 {"boxes": vb, "size": (11, 13), "interpolation": m}, varshape=True)
+    big = random_images(rng, 1, 224, 224, 3, dtype)
+    for m in MODES:
+        check_op(gpuaug.resize, lambda s, i: RR.resize(s, (112, 112), m), big,
+                 {"size": (112, 112), "interpolation": m})
