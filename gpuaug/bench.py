@@ -73,8 +73,6 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
 import numpy as np
 
 SCHEMA_ID = "gpuaug-bench/1"
@@ -939,8 +937,6 @@ class Runner:
                 rt.memcpyAsync(host_ptr, dev.data.ptr, nbytes, 2, s)
 
         t = self.clock.time(call, max(5, min(20, self.cfg.repeat)), 2, stall=False)
-        del dev, host
-        self.free()
         return {"bytes": nbytes, "buffer_bytes": nbytes, "buffers": 1, "ms": t.ms,
                 "gbps": gbps(nbytes, t.ms), "samples": len(t.samples),
                 "what": f"{direction.upper()} from {'pinned' if pinned else 'pageable'} host memory"}

@@ -527,7 +527,7 @@ def _tv_crop(batch, kw):
     t, le = i0(kw.get("top", 0)), i0(kw.get("left", 0))
     h, w = int(kw["height"]), int(kw["width"])
     return cycle(batch.torch(), lambda x: F.crop(x, t, le, h, w).contiguous(), variant="F.crop().contiguous()",
-                 note=f"one window for the batch (sample 0's); a crop is a view, .contiguous() copies it")
+                 note="one window for the batch (sample 0's); a crop is a view, .contiguous() copies it")
 
 
 @peer("crop", "cupy")
@@ -696,7 +696,7 @@ def _tv_resized_crop(batch, kw):
     interp = kw.get("interpolation", "bilinear")
     return cycle(batch.torch(), lambda x: F.resized_crop(x, t, le, bh, bw, [h, w], interpolation=_interp(interp),
                                                         antialias=interp == "area"),
-                 variant="F.resized_crop", note=f"one box for the batch (sample 0's)")
+                 variant="F.resized_crop", note="one box for the batch (sample 0's)")
 
 
 @peer("resized_crop", "kornia")
@@ -1248,7 +1248,7 @@ def _cmn_window(kw, batch):
 
 @peer("crop_mirror_normalize", "torch")
 def _torch_cmn(batch, kw):
-    torch = _import("torch", "torch")
+    _import("torch", "torch")
     h, w, py, px = _cmn_window(kw, batch)
     t, le = int(round(py[0] * (batch.h - h))), int(round(px[0] * (batch.w - w)))
     mirror = bool(s0(kw.get("mirror", False)))
