@@ -36,21 +36,22 @@ def _cases(config):
 def pytest_generate_tests(metafunc):
     import gpuaug
 
-    if "case" in metafunc.fixturenames:
-        metafunc.parametrize("case", _cases(metafunc.config), scope="session")
-    if "op_name" in metafunc.fixturenames:
-        metafunc.parametrize("op_name", list(gpuaug.registry))
-    if "backend" in metafunc.fixturenames:
+    # Prefixed names, so other benchmarks in bench/ can use "case" or "backend" freely.
+    if "gpuaug_case" in metafunc.fixturenames:
+        metafunc.parametrize("gpuaug_case", _cases(metafunc.config), scope="session")
+    if "gpuaug_op" in metafunc.fixturenames:
+        metafunc.parametrize("gpuaug_op", list(gpuaug.registry))
+    if "gpuaug_backend" in metafunc.fixturenames:
         bes = [b.strip() for b in metafunc.config.getoption("--gpuaug-backends").split(",") if b.strip()]
-        metafunc.parametrize("backend", bes)
+        metafunc.parametrize("gpuaug_backend", bes)
 
 
 @pytest.fixture(scope="session")
-def case_ctx(request, case):
+def case_ctx(request, gpuaug_case):
     why = gpu_reason()
     if why:
         pytest.skip(f"needs a CUDA GPU: {why}")
-    ctx = CaseContext(case, request.config)
+    ctx = CaseContext(gpuaug_case, request.config)
     import cupy
 
     with cupy.cuda.Stream.null:

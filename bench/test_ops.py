@@ -26,7 +26,8 @@ def _figures(benchmark, ctx, secs, read, written, copy_gbps=None):
     return info
 
 
-def test_op(benchmark, case_ctx, op_name, backend):
+def test_op(benchmark, case_ctx, gpuaug_op, gpuaug_backend):
+    op_name, backend = gpuaug_op, gpuaug_backend
     """An op on one backend: checked against the CPU twin, then timed with events."""
     import gpuaug
     from gpuaug import bench
