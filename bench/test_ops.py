@@ -27,8 +27,8 @@ def _figures(benchmark, ctx, secs, read, written, copy_gbps=None):
 
 
 def test_op(benchmark, case_ctx, gpuaug_op, gpuaug_backend):
-    op_name, backend = gpuaug_op, gpuaug_backend
     """An op on one backend: checked against the CPU twin, then timed with events."""
+    op_name, backend = gpuaug_op, gpuaug_backend
     import gpuaug
     from gpuaug import bench
 
