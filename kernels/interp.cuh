@@ -29,7 +29,8 @@ __device__ __forceinline__ float clamp_coord(float f) {
 
 // v[c] = pixel (y, x) under the border rule, or fill[c] where it says "outside".
 template <typename T, int C>
-__device__ __forceinline__ void tap(const Sample& s, int y, int x, int border, const float* fill, float v[C]) {
+__device__ __forceinline__ void tap(const Sample& s, int y, int x, int border, const float* fill,
+                                    float v[C]) {
   const int yy = border_index(y, s.h, border), xx = border_index(x, s.w, border);
   if (yy < 0 || xx < 0) {
 #pragma unroll
@@ -76,8 +77,9 @@ __device__ __forceinline__ void sample_bilinear(const Sample& s, float fy, float
 }
 
 // Replicate-border bilinear with the taps clamped into the image (no fill, no branches
-// on the border rule): the common case of resize-like sampling.
-template <typename T, int C>
+// on the border rule): the common case of resize-like sampling. PACKED: the caller knows
+// the channels are adjacent (s.sc == 1), so a pixel's channels load at fixed offsets.
+template <typename T, int C, bool PACKED = false>
 __device__ __forceinline__ void sample_bilinear_clamped(const Sample& s, float fy, float fx, float v[C]) {
   fy = clamp_coord(fy);
   fx = clamp_coord(fx);
@@ -89,12 +91,12 @@ __device__ __forceinline__ void sample_bilinear_clamped(const Sample& s, float f
   const T* r0 = reinterpret_cast<const T*>(s.ptr) + (i64)ya * s.sy;
   const T* r1 = reinterpret_cast<const T*>(s.ptr) + (i64)yb * s.sy;
   // Offsets within a row fit 32 bits for any image whose row does.
-  const int sx = (int)s.sx, sc = (int)s.sc;
-  const int oa = xa * sx, ob = xb * sx;
+  const int sx = (int)s.sx, sc = PACKED ? 1 : (int)s.sc;
+  const T *pa = r0 + xa * sx, *pb = r0 + xb * sx, *pc = r1 + xa * sx, *pd = r1 + xb * sx;
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    const float a = ldg_float(r0 + oa + c * sc), b = ldg_float(r0 + ob + c * sc);
-    const float cc = ldg_float(r1 + oa + c * sc), d = ldg_float(r1 + ob + c * sc);
+    const float a = ldg_float(pa + c * sc), b = ldg_float(pb + c * sc);
+    const float cc = ldg_float(pc + c * sc), d = ldg_float(pd + c * sc);
     const float top = a + wx * (b - a);
     const float bot = cc + wx * (d - cc);
     v[c] = top + wy * (bot - top);

@@ -61,7 +61,8 @@ __device__ __forceinline__ Sample load_sample(const i64* table, int n) {
 }
 
 // v[C] for output pixel (y, x) of sample s resampled into d. q: params[0..3], box: [4..5].
-template <typename T, int C, int MODE>
+// PACKED: s.sc == 1 (adjacent channels, NHWC), so channel offsets are immediates.
+template <typename T, int C, int MODE, bool PACKED>
 struct Resample {
   __device__ __forceinline__ void operator()(const Sample& s, const Sample& d, const float4& q,
                                              const float* p, int y, int x, float v[C]) const {
@@ -70,17 +71,17 @@ struct Resample {
       const int sy = nearest_index(q.x, box.x, d.h, y, s.h);
       const int sx = nearest_index(q.y, box.y, d.w, x, s.w);
       const T* px = reinterpret_cast<const T*>(s.ptr) + (i64)sy * s.sy + (i64)sx * s.sx;
-      const int sc = (int)s.sc;
+      const int sc = PACKED ? 1 : (int)s.sc;
 #pragma unroll
       for (int c = 0; c < C; ++c) v[c] = ldg_float(px + c * sc);
     } else if (MODE == RESIZE_BILINEAR) {
       const float fy = fmaf((float)y + 0.5f, q.z, q.x - 0.5f);
       const float fx = fmaf((float)x + 0.5f, q.w, q.y - 0.5f);
-      sample_bilinear_clamped<T, C>(s, fy, fx, v);
+      sample_bilinear_clamped<T, C, PACKED>(s, fy, fx, v);
     } else {
       const float ay = fmaf((float)y, q.z, q.x), ax = fmaf((float)x, q.w, q.y);
       const Footprint fy(ay, ay + q.z, s.h), fx(ax, ax + q.w, s.w);
-      const int sx = (int)s.sx, sc = (int)s.sc;
+      const int sx = (int)s.sx, sc = PACKED ? 1 : (int)s.sc;
       float acc[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) acc[c] = 0.f;
@@ -122,7 +123,8 @@ struct Resample {
 // value_driver in common.cuh, with vector loads of the tables and params, and 32-bit
 // offsets within an output row). P must be 12 (float4-aligned rows).
 template <typename T, int C, int MODE>
-__device__ __forceinline__ void resample_driver(const i64* __restrict__ src_tab, const i64* __restrict__ dst_tab,
+__device__ __forceinline__ void resample_driver(const i64* __restrict__ src_tab,
+                                                const i64* __restrict__ dst_tab,
                                                 const float* __restrict__ params, int P, int n) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -133,11 +135,18 @@ __device__ __forceinline__ void resample_driver(const i64* __restrict__ src_tab,
     const float* p = params + (i64)s * P;
     const float4 q = __ldg(reinterpret_cast<const float4*>(p));
     float v[C];
-    Resample<T, C, MODE>()(src, d, q, p, y, x, v);
     T* o = reinterpret_cast<T*>(d.ptr) + (i64)y * d.sy + x * (int)d.sx;
-    const int dc = (int)d.sc;
+    // Dense NHWC (the common case) on both sides gets fixed channel offsets.
+    if (src.sc == 1 && d.sc == 1) {
+      Resample<T, C, MODE, true>()(src, d, q, p, y, x, v);
 #pragma unroll
-    for (int c = 0; c < C; ++c) o[c * dc] = from_float<T>(v[c]);
+      for (int c = 0; c < C; ++c) o[c] = from_float<T>(v[c]);
+    } else {
+      Resample<T, C, MODE, false>()(src, d, q, p, y, x, v);
+      const int dc = (int)d.sc;
+#pragma unroll
+      for (int c = 0; c < C; ++c) o[c * dc] = from_float<T>(v[c]);
+    }
   }
 }
 

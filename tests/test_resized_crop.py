@@ -209,5 +209,6 @@ def test_resized_crop_gpu_device_boxes():
 
     boxes = random_boxes(rng, 8, 224, 224)
     got = cupy.asnumpy(gpuaug.resized_crop(cupy.asarray(x), cupy.asarray(boxes), (112, 112)))
-    ref = np.stack([RR.resized_crop(s.astype(np.float64), b, (112, 112), "bilinear") for s, b in zip(x, boxes)])
+    ref = np.stack([RR.resized_crop(s.astype(np.float64), b, (112, 112), "bilinear")
+                    for s, b in zip(x, boxes)])
     assert np.abs(got.astype(int) - quantize(ref, np.uint8).astype(int)).max() <= 1
