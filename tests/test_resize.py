@@ -79,7 +79,8 @@ def test_resize_strong_downscale_area():
     rng = np.random.default_rng(6)
     x = random_images(rng, 2, 97, 131, 3, "float32")
     for size in ((3, 5), (1, 1), (10, 13)):
-        check_op(gpuaug.resize, lambda s, i: RR.resize(s, size, "area"), x, {"size": size, "interpolation": "area"})
+        check_op(gpuaug.resize, lambda s, i: RR.resize(s, size, "area"), x,
+                 {"size": size, "interpolation": "area"})
 
 
 @pytest.mark.parametrize("dtype", ("uint8", "float32"))
