@@ -132,26 +132,28 @@ def test_varshape_batches_gpu():
 
 def test_copies_overlap_augments():
     cp = _cp()
-    x = np.random.default_rng(4).integers(0, 256, (1024, 224, 224, 3), dtype=np.uint8)
+    x = np.random.default_rng(4).integers(0, 256, (2048, 224, 224, 3), dtype=np.uint8)
+    clock_khz = cp.cuda.runtime.getDeviceProperties(0)["clockRate"]
 
-    def augment(b):  # several passes: an augment about as long as the copy
-        for _ in range(12):
-            b = gpuaug.flip(b, vertical=True)
-        return b
+    def augment(b):
+        # ~0.3 ms of GPU time in two launches (a 19 MB batch copies in ~0.4 ms at 50 GB/s):
+        # the augment is GPU work, not Python launch overhead
+        spin(int(clock_khz * 0.3))
+        return gpuaug.flip(b, vertical=True)
 
     augment(cp.asarray(x[:2]))  # compile outside the measurement
     res = {}
     for depth in (1, 3):
-        s = gpuaug.Scheduler(x, augment, batch_size=64, depth=depth, pin_source=True)
+        s = gpuaug.Scheduler(x, augment, batch_size=128, depth=depth, pin_source=True)
         for _ in s:
             pass
         res[depth] = s.stats(warmup=2)
-    print("depth 1:", res[1], "\ndepth 3:", res[3], sep="\n")
-    s.print_timeline(count=6)
+        print(f"depth {depth}:", res[depth], sep="\n")
+        s.print_timeline(count=6)
     assert res[3].overlap > 0.5
     assert res[3].overlap > res[1].overlap + 0.3
     assert res[3].copy_busy > 0.5
-    assert res[3].wall_s < res[1].wall_s
+    assert res[3].wall_s < res[1].wall_s * 0.9
 
 
 def test_break_frees_and_keep_buffers_reuse():

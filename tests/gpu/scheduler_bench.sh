@@ -94,9 +94,11 @@ print(f"pinned H2D {res['pinned_h2d_gbps']:.1f} GB/s, pageable {res['pageable_h2
 # host memcpy into pinned memory: what the staging workers can reach
 def host_copy_gbps(threads):
     src = x[N:2 * N].reshape(-1)
-    parts = np.array_split(np.arange(BB), threads)
+    edges = np.linspace(0, BB, threads + 1).astype(np.int64)
+    parts = list(zip(edges[:-1], edges[1:]))
+
     def one(p):
-        np.copyto(pinned[p[0]:p[-1] + 1], src[p[0]:p[-1] + 1])
+        np.copyto(pinned[p[0]:p[1]], src[p[0]:p[1]])
     with ThreadPoolExecutor(threads) as ex:
         list(ex.map(one, parts))
         t = time.perf_counter()
