@@ -249,9 +249,10 @@ def test_manual_recycle_holding_too_many_raises():
     dev = FakeDevice()
     s = Scheduler(data(20), aug, batch_size=2, depth=2, device=dev, recycle="manual")
     it = iter(s)
-    a, b = next(it), next(it)
+    held = [next(it), next(it)]
     with pytest.raises(RuntimeError, match="batch 0 is still held"):
         next(it)
+    assert [b.index for b in held] == [0, 1]
     assert_clean(dev)
 
 
@@ -459,7 +460,7 @@ def test_iterable_accepts_array_likes_and_lists_of_batches():
 
     x = data(6)
     dev = FakeDevice()
-    got = collect(Scheduler([CPUTensor(x[:3]), CPUTensor(x[3:])], device=dev))
+    got = collect(Scheduler(IterableSource([CPUTensor(x[:3]), CPUTensor(x[3:])]), device=dev))
     np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x)
     assert_clean(dev)
 

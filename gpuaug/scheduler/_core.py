@@ -36,8 +36,8 @@ from collections import OrderedDict
 import numpy as np
 
 from gpuaug.scheduler import telemetry as T
-from gpuaug.scheduler._device import Device, FakeDevice
-from gpuaug.scheduler.sources import ArraySource, IterableSource, Layout, Source, as_source, layout_of
+from gpuaug.scheduler._device import Device
+from gpuaug.scheduler.sources import ArraySource, Source, as_source, layout_of
 
 OUTPUTS = ("cupy", "torch")
 RECYCLE = ("next", "manual")
@@ -985,4 +985,4 @@ def _cuda_device(device):
                            "device=FakeDevice() runs the scheduler on the CPU") from e
 
 
-__all__ = ["Scheduler", "DeviceBatch", "epoch_batches", "FakeDevice", "IterableSource", "Layout"]
+__all__ = ["Scheduler", "DeviceBatch", "epoch_batches"]

@@ -604,8 +604,8 @@ class FakeDevice(Device):
             if duration:
                 time.sleep(duration)
             if zlib.crc32(raw) != crc:
-                self.errors.append(f"copy_h2d: the host source changed between enqueue and copy "
-                                   f"(a staging slot was refilled too early)")
+                self.errors.append("copy_h2d: the host source changed between enqueue and copy "
+                                   "(a staging slot was refilled too early)")
             with self._lock:
                 if self._reading.get(id(dst)):
                     self.errors.append("copy_h2d: wrote a device buffer while an augment was reading it")
