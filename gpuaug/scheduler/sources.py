@@ -231,8 +231,8 @@ def decode_image(path, size=None, mode="RGB"):
             arr = np.asarray(im.resize((size[1], size[0]), Image.BILINEAR))
     else:
         with Image.open(path) as im:
-            if size is not None:
-                im.draft(mode, (size[1], size[0]))
+            if size is not None:  # JPEG: decode at 1/2, 1/4 or 1/8 scale when that is still >= size
+                im.draft(mode if mode in ("RGB", "L") else None, (size[1], size[0]))
             im = im.convert(mode)
             if size is not None and im.size != (size[1], size[0]):
                 im = im.resize((size[1], size[0]), Image.BILINEAR)
