@@ -256,7 +256,24 @@ def cmd_info(args) -> int:
 
 # ----------------------------------------------------------------------------- main
 #: (name, add_parser(subparsers) -> parser, run(args) -> exit code)
+def add_demo(sub):
+    p = sub.add_parser("demo", help="augment the bundled photo with a handful of ops; write a contact sheet",
+                       description="Augment the bundled sample photo with several ops (on the GPU if "
+                                   "there is one, else on the CPU) and write a labelled PNG contact sheet.")
+    p.add_argument("--out", default="gpuaug-demo.png", help="where to write the PNG (default: %(default)s)")
+    p.add_argument("--device", default="auto", choices=("auto", "gpu", "cpu"),
+                   help="where to run (default: the GPU if usable, else the CPU)")
+    return p
+
+
+def cmd_demo(args) -> int:
+    from gpuaug import demo
+
+    return demo.main(args)
+
+
 COMMANDS = [
+    ("demo", add_demo, cmd_demo),
     ("bench", add_bench, cmd_bench),
     ("info", add_info, cmd_info),
 ]

@@ -26,3 +26,12 @@ def test_demo_rejects_bad_device(tmp_path):
 
     with pytest.raises(ValueError, match="device: got 'tpu'"):
         run_demo(tmp_path / "x.png", device="tpu")
+
+
+def test_cli_demo(tmp_path, capsys):
+    from gpuaug.cli import main
+
+    assert main(["demo", "--out", str(tmp_path / "s.png"), "--device", "cpu"]) == 0
+    text = capsys.readouterr().out
+    assert "device: cpu" in text and str(tmp_path / "s.png") in text
+    assert (tmp_path / "s.png").stat().st_size > 10000
