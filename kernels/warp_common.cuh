@@ -90,11 +90,12 @@ struct Source {
   bool packed;     // uint8 with pixels of C contiguous bytes
   float fill[C];
 
-  __device__ __forceinline__ void init(const Sample& smp, int Cn, const float* fills) {
+  // dense: the caller knows the offsets fit 32 bits.
+  __device__ __forceinline__ void init(const Sample& smp, const float* fills, bool dense) {
     s = smp;
     base = reinterpret_cast<const T*>(smp.ptr);
     // floor_magic needs coordinates below 2^22
-    small = fits32(smp, Cn) && smp.w < (1 << 22) && smp.h < (1 << 22);
+    small = (dense || fits32(smp, C)) && smp.w < (1 << 22) && smp.h < (1 << 22);
     sy = (int)smp.sy;
     sx = (int)smp.sx;
     sc = (int)smp.sc;
@@ -187,6 +188,22 @@ __device__ __forceinline__ void store_pixel(T* o, i64 sc, bool word4, const floa
   for (int c = 0; c < C; ++c) o[c * sc] = from_float<T>(v[c]);
 }
 
+#ifndef GPUAUG_NO_SHUFFLE  // (the host emulation in the tests runs threads one at a time)
+// uint8 x 3 channels: the 8 lanes of a tile row hold 8 consecutive pixels, 24 bytes at a
+// 4-byte aligned row_start; lanes 0-5 each assemble one 32-bit word from their own and
+// the next lane's pixel (shuffles) and store it: 6 full-word stores instead of 24 byte
+// stores, a third of the L2 write transactions. All 32 lanes must call it.
+__device__ __forceinline__ void store_row_u8c3(unsigned char* row_start, int lane, const float* v) {
+  const unsigned pix = round_u8(v[0]) | (round_u8(v[1]) << 8) | (round_u8(v[2]) << 16);
+  const int l = lane & 7, base = lane & ~7;
+  const int p = min((4 * l) / 3, 7), r = 4 * l - 3 * ((4 * l) / 3);
+  const unsigned lo = __shfl_sync(0xffffffffu, pix, base | p);
+  const unsigned hi = __shfl_sync(0xffffffffu, pix, base | min(p + 1, 7));
+  // bytes r .. r + 3 of (lo's 3 bytes, hi's 3 bytes)
+  if (l < 6) reinterpret_cast<unsigned*>(row_start)[l] = __funnelshift_r(lo | (hi << 24), hi >> 8, 8u * r);
+}
+#endif
+
 // The destination -> source map of one sample.
 template <bool PERSP>
 struct Map {
@@ -240,7 +257,7 @@ __device__ __forceinline__ void warp_driver(const i64* src_tab, const i64* dst_t
     if (x >= d.w || y_first >= d.h) continue;
     const float* p = params + (i64)sn * P;
     Source<T, C, BORDER> src;
-    src.init(sample_at(src_tab, sn), C, p + K);
+    src.init(sample_at(src_tab, sn), p + K, false);
     Map<PERSP> m;
     m.load(p);
     const bool dsmall = fits32(d, C);
@@ -266,9 +283,16 @@ __device__ __forceinline__ void warp_dense(const T* src_all, T* dst_all, const f
   int x, y0;
   tile_xy(threadIdx.x, blockIdx.x, 0, x, y0);
   y0 += blockIdx.y * 8 * ROWS;
+  // Lanes leave only from warps whose tile sticks out of the image, which never take
+  // the shuffle path below (it needs all 32 lanes).
   if (x >= W || y0 >= H) return;
   const int K = PERSP ? 11 : 8;
+  const int lane = threadIdx.x & 31;
+  const int tile_x = x - (lane & 7), tile_y0 = y0 - (lane >> 3);
   const bool word4 = sizeof(T) == 1 && C == 4 && (reinterpret_cast<size_t>(dst_all) & 3) == 0;
+  // uint8 x 3 rows as words: rows start 4-byte aligned, and the 8 x 4 tile is inside
+  const bool rows3 = sizeof(T) == 1 && C == 3 && (W & 3) == 0 &&
+                     (reinterpret_cast<size_t>(dst_all) & 3) == 0 && tile_x + 8 <= W;
   const float xf = (float)x;
   for (int sn = blockIdx.z; sn < n; sn += gridDim.z) {
     const float* p = params + (i64)sn * P;
@@ -280,13 +304,24 @@ __device__ __forceinline__ void warp_dense(const T* src_all, T* dst_all, const f
     smp.sx = C;
     smp.sc = 1;
     Source<T, C, BORDER> src;
-    src.init(smp, C, p + K);
+    src.init(smp, p + K, true);
     Map<PERSP> m;
     m.load(p);
     T* out = dst_all + (i64)sn * H * W * C;
 #pragma unroll
     for (int k = 0; k < ROWS; ++k) {
       const int y = y0 + 8 * k;
+#ifndef GPUAUG_NO_SHUFFLE
+      if constexpr (sizeof(T) == 1 && C == 3) {
+        if (rows3 && tile_y0 + 8 * k + 4 <= H) {  // warp-uniform
+          float fx, fy, v[C];
+          m.at(xf, (float)y, fx, fy);
+          src.sample(INTERP, fx, fy, v);
+          store_row_u8c3(reinterpret_cast<unsigned char*>(out + (y * W + tile_x) * 3), lane, v);
+          continue;
+        }
+      }
+#endif
       if (y < H) {
         float fx, fy, v[C];
         m.at(xf, (float)y, fx, fy);

@@ -231,6 +231,11 @@ def test_warp_affine_gpu(backend, dtype, layout):
                      lambda s, i: R.warp_affine(s, m[i], (29, 61), "bilinear", border, fr[i]), x,
                      {"matrix": m, "size": (29, 61), "border": border, "fill": fill},
                      layout=layout, backend=backend, rtol=1e-4)
+            # width % 4 == 0: the dense kernel stores uint8 x 3 rows as words
+            check_op(gpuaug.warp_affine,
+                     lambda s, i: R.warp_affine(s, m[i], (36, 64), "bilinear", border, fr[i]), x,
+                     {"matrix": m, "size": (36, 64), "border": border, "fill": fill},
+                     layout=layout, backend=backend, rtol=1e-4)
             check_op(gpuaug.warp_affine,
                      lambda s, i: R.warp_affine(s, d[i], (29, 61), "nearest", border, fr[i], inverse_map=True),
                      x, {"matrix": d, "size": (29, 61), "interpolation": "nearest", "border": border,
@@ -299,8 +304,24 @@ _SHIM = r"""
 #define __forceinline__ inline
 #define __global__
 #define __launch_bounds__(x)
+#include <barrier>
 struct dim3i { unsigned x, y, z; };
-extern dim3i threadIdx, blockIdx, blockDim, gridDim;
+extern thread_local dim3i threadIdx, blockIdx;
+extern dim3i blockDim, gridDim;
+// A warp's 32 lanes run as 32 host threads; shuffles meet at a barrier.
+struct WarpX {
+  std::barrier<> bar{32};
+  unsigned slot[32];
+};
+extern thread_local WarpX* warp_x;
+inline unsigned __shfl_sync(unsigned, unsigned v, int src) {
+  const int lane = (int)((threadIdx.y * blockDim.x + threadIdx.x) & 31);
+  warp_x->slot[lane] = v;
+  warp_x->bar.arrive_and_wait();
+  const unsigned r = warp_x->slot[src & 31];
+  warp_x->bar.arrive_and_wait();
+  return r;
+}
 template <class T> inline T __ldg(const T* p) { return *p; }
 struct uint2 { unsigned x, y; };
 inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
@@ -325,8 +346,12 @@ using std::min; using std::max;
 """
 
 _HARNESS = r"""
+#include <thread>
+#include <vector>
 #include "warp_common.cuh"
-dim3i threadIdx, blockIdx, blockDim, gridDim;
+thread_local dim3i threadIdx, blockIdx;
+thread_local WarpX* warp_x;
+dim3i blockDim, gridDim;
 using gpuaug::i64;
 template <typename T, int C, int I, int B, bool P>
 int go(int dense, void* a, void* b, const float* par, int Pn, int n, int h, int w, int H, int W, int gy) {
@@ -337,18 +362,25 @@ int go(int dense, void* a, void* b, const float* par, int Pn, int n, int h, int 
     blockDim = {32, 8, 1};
     gridDim = {(unsigned)(W + 31) / 32, gy ? (unsigned)gy : (unsigned)(H + 7) / 8, (unsigned)n};
   }
+  const unsigned nt = blockDim.x * blockDim.y;
   for (unsigned bz = 0; bz < gridDim.z; ++bz)
     for (unsigned by = 0; by < gridDim.y; ++by)
       for (unsigned bx = 0; bx < gridDim.x; ++bx)
-        for (unsigned ty = 0; ty < blockDim.y; ++ty)
-          for (unsigned tx = 0; tx < blockDim.x; ++tx) {
-            blockIdx = {bx, by, bz};
-            threadIdx = {tx, ty, 0};
-            if (dense)
-              gpuaug::warp::warp_dense<T, C, I, B, P, 4>((const T*)a, (T*)b, par, Pn, n, h, w, H, W);
-            else
-              gpuaug::warp::warp_driver<T, C, I, B, P>((const i64*)a, (const i64*)b, par, Pn, n);
-          }
+        for (unsigned w0 = 0; w0 < nt; w0 += 32) {  // one warp: 32 lanes in lockstep at shuffles
+          WarpX wx;
+          std::vector<std::thread> lanes;
+          for (unsigned t = w0; t < w0 + 32; ++t)
+            lanes.emplace_back([&, t] {
+              blockIdx = {bx, by, bz};
+              threadIdx = {t % blockDim.x, t / blockDim.x, 0};
+              warp_x = &wx;
+              if (dense)
+                gpuaug::warp::warp_dense<T, C, I, B, P, 4>((const T*)a, (T*)b, par, Pn, n, h, w, H, W);
+              else
+                gpuaug::warp::warp_driver<T, C, I, B, P>((const i64*)a, (const i64*)b, par, Pn, n);
+            });
+          for (auto& l : lanes) l.join();
+        }
   return 0;
 }
 #define CASE(T, TC, C, I, B, P) \
@@ -393,7 +425,7 @@ def host_kernels(tmp_path_factory):
         shutil.copy(os.path.join(KERNEL_DIR, f), d / f)
     (d / "shim.h").write_text(_SHIM)
     (d / "harness.cpp").write_text(_HARNESS)
-    r = subprocess.run([cxx, "-O1", "-frounding-math", "-std=c++17", "-shared", "-fPIC", "-include", "shim.h",
+    r = subprocess.run([cxx, "-O1", "-frounding-math", "-std=c++20", "-pthread", "-shared", "-fPIC", "-include", "shim.h",
                         f"-I{d}", "harness.cpp", "-o", "harness.so"], cwd=d, capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"the host emulation does not build here: {r.stderr[-400:]}")
@@ -455,6 +487,9 @@ def test_warp_cuda_c_on_host(host_kernels, case):
     out = np.full((n, hh, ww, c), 77, dtype)
     launch(1, x.ctypes.data, out.ctypes.data, (h, w), (hh, ww))
     check(out, x, [(hh, ww)] * n, "dense")
+    out = np.full((n, 36, 64, c), 77, dtype)  # width % 4 == 0: uint8 x 3 rows stored as words
+    launch(1, x.ctypes.data, out.ctypes.data, (h, w), (36, 64))
+    check(out, x, [(36, 64)] * n, "dense, width 64")
     # tables: NCHW arrays seen as NHWC
     xc = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     oc = np.full((n, c, hh, ww), 77, dtype)

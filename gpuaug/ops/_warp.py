@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import contextlib
+
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._util import check_choice, cupy_module
 from gpuaug.geometry import _cos_sin
@@ -36,6 +38,20 @@ def xp_of(*arrays):
 
 def same_side(xp, *arrays):
     return [xp.asarray(a, dtype=xp.float64) for a in arrays]
+
+
+def device_scope(b, stream):
+    """For device batches: the input's GPU and the op's stream, so that parameter maths on
+    device arrays (inversion, fill conversion) is queued on the stream the kernel runs on
+    (no cross-stream race, no synchronisation)."""
+    if not b.device:
+        return contextlib.nullcontext()
+    from gpuaug._stream import on_stream
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(cupy_module().cuda.Device(b.device_id()))
+    stack.enter_context(on_stream(stream))
+    return stack
 
 
 def check_modes(interpolation, border):
@@ -127,7 +143,8 @@ def rotation_inverse(b, angle, center, scale):
     a = per_sample(angle, n, "angle", device=b.device)
     s = per_sample(scale, n, "scale", device=b.device)
     if center is None:
-        hw = np.asarray(b.shapes, np.float64).reshape(n, 2)
+        hw = (np.asarray(b.shapes, np.float64).reshape(n, 2) if b.varshape else
+              np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.float64), (n, 2)))
         ctr = np.stack([(hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2], axis=1)
     else:
         ctr = per_sample(center, n, "center", shape=(2,), device=b.device)

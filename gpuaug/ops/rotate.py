@@ -61,8 +61,9 @@ def rotate(x, angle, center=None, scale=1.0, interpolation="bilinear", border="c
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     interp, bord = _warp.check_modes(interpolation, border)
-    inv = _warp.rotation_inverse(b, angle, center, scale)
-    params = _warp.params_matrix(b, interp, bord, inv, fill)
+    with _warp.device_scope(b, stream):
+        inv = _warp.rotation_inverse(b, angle, center, scale)
+        params = _warp.params_matrix(b, interp, bord, inv, fill)
     template = (b.dtype.name, b.channels, interp, bord)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
                template=template, fast=_warp.dense_fast(KERNELS, template))

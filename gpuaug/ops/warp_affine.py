@@ -74,8 +74,9 @@ def warp_affine(x, matrix, size=None, interpolation="bilinear", border="constant
     interp, bord = _warp.check_modes(interpolation, border)
     inverse_map = _warp.check_flag("inverse_map", inverse_map)
     shapes = _warp.output_shapes(b, size)
-    inv = _warp.matrix_inverse(matrix, b, (2, 3), inverse_map)
-    params = _warp.params_matrix(b, interp, bord, inv, fill)
+    with _warp.device_scope(b, stream):
+        inv = _warp.matrix_inverse(matrix, b, (2, 3), inverse_map)
+        params = _warp.params_matrix(b, interp, bord, inv, fill)
     template = (b.dtype.name, b.channels, interp, bord)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
                template=template, fast=_warp.dense_fast(KERNELS, template))
