@@ -1,5 +1,5 @@
-"""What the colour ops share: value ranges, parameter checks, the per-sample grayscale mean
-(contrast, color_jitter), and the CUDA C launcher that picks the packed fast path.
+"""What the colour ops share: value ranges, the per-sample grayscale mean (contrast,
+color_jitter), and the CUDA C launcher that picks the packed fast path.
 
 Value ranges follow torchvision: uint8 images hold [0, 255], float16/float32 images [0, 1].
 Every op's parameter matrix ends with the dtype's maximum (255 or 1), which the Numba twins
@@ -31,11 +31,9 @@ MAXV = {"uint8": 255.0, "float16": 1.0, "float32": 1.0}
 BLOCK = 256
 MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixel kernel
 
-RANGE_DOC = ("uint8 images hold values in [0, 255], float16/float32 images in [0, 1] "
-             "(torchvision's convention)")
-
 
 def maxv_column(b: Batch):
+    """The parameter column holding the dtype's maximum (the Numba twins' value range)."""
     return np.full(b.n, MAXV[b.dtype.name])
 
 
@@ -165,7 +163,7 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
     P, N = np.int32(par.shape[1]), np.int32(n)
     launches, nparts = plan(src_t, dst_t, b.dtype.name, b.channels, dst.channels, n,
                             None if mean is None else mean[0], _multiprocessors(cp), channels is not None)
-    partials = cp.empty((n, nparts), cp.float64) if nparts else np.uint64(0)  # unused when 0
+    partials = cp.empty((n, nparts), cp.float64) if nparts else np.uint64(0)  # a null pointer
     for ln in launches:
         fn = get_function(kernels.cu[0], ln.name.format(op=kernels.cu[1]))
         if ln.kind == "sum":
@@ -203,10 +201,7 @@ def colour_kernels(op, channels, *, mean_bright=None, out_channels=None):
     """The op's Kernels: ``gpuaug_<op>`` in ``kernels/<op>.cu`` and the Numba ``<op>_value``;
     ``variants`` lists the fast path and reduction instances for the compile checks."""
     from gpuaug._registry import DTYPES
-
-    def name(base, *args):
-        ctypes = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
-        return f"{base}<{', '.join(ctypes.get(a, str(a)) for a in args)}>"
+    from gpuaug.kernels._cuda import kernel_name as name  # NumPy only: no CUDA import
 
     variants = []
     for d in DTYPES:
