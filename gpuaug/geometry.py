@@ -73,8 +73,11 @@ def _cos_sin(angle_deg, xp=np):
     degrees moves pixels exactly onto pixels). ``xp``: numpy, or cupy for device angles."""
     r = xp.deg2rad(angle_deg)
     c, s = xp.cos(r), xp.sin(r)
-    q = xp.round(angle_deg / 90.0)
-    exact = (angle_deg / 90.0) == q
+    q90 = angle_deg / 90.0
+    q = xp.round(q90)
+    exact = q90 == q
+    if xp is np and not exact.any():  # (host only: asking a device array would synchronise)
+        return c, s
     k = xp.mod(q, 4).astype(np.int64)
     c = xp.where(exact, xp.asarray([1.0, 0.0, -1.0, 0.0])[k], c)
     s = xp.where(exact, xp.asarray([0.0, 1.0, 0.0, -1.0])[k], s)

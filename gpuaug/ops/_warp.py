@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import contextlib
+import math
 
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._util import check_choice, cupy_module
@@ -66,11 +67,19 @@ def check_flag(name, value):
     return bool(value)
 
 
+def _fill_scalar(f, dtype):
+    if dtype == np.uint8:
+        return min(max(math.floor(f + 0.5), 0), 255)
+    return float(np.asarray(f).astype(dtype))
+
+
 def fill_columns(fill, b):
     """Per-sample (and optionally per-channel) fill values as an (N, C) float64 array,
     converted to the batch's dtype as a store would (uint8: rounded half up, saturated),
     so that blending at the border mixes in exactly the value an outside pixel holds."""
     n, c = b.n, b.channels
+    if isinstance(fill, (int, float)) and not isinstance(fill, bool) and math.isfinite(fill):
+        return np.full((n, c), _fill_scalar(fill, b.dtype), np.float64)  # the common case, quickly
     if np.ndim(fill) == 2:
         f = per_sample(fill, n, "fill", shape=(c,), device=b.device)
     else:
@@ -88,9 +97,21 @@ def invert_affine(m, xp):
     a, b_, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
     d, e, f = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
     det = a * e - b_ * d
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = xp.stack([e, -b_, b_ * f - c * e, -d, a, c * d - a * f], axis=1) / det[:, None]
+    inv = xp.empty((m.shape[0], 6))
+    with _quiet(xp, det):
+        r = 1.0 / det
+        inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = e * r, -b_ * r, -d * r, a * r
+        inv[:, 2] = -(inv[:, 0] * c + inv[:, 1] * f)
+        inv[:, 5] = -(inv[:, 3] * c + inv[:, 4] * f)
     return inv, det
+
+
+def _quiet(xp, det):
+    """Silence NumPy's divide-by-zero warnings only where a zero determinant makes them
+    (check_invertible reports it); errstate costs microseconds per call."""
+    if xp is np and not det.all():
+        return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+    return contextlib.nullcontext()
 
 
 def invert_perspective(m, xp):
@@ -98,42 +119,47 @@ def invert_perspective(m, xp):
     a, b_, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
     d, e, f = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
     g, h, i = m[:, 2, 0], m[:, 2, 1], m[:, 2, 2]
-    ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g
-    det = a * ca + b_ * cb + c * cc
-    adj = xp.stack([ca, c * h - b_ * i, b_ * f - c * e,
-                    cb, a * i - c * g, c * d - a * f,
-                    cc, b_ * g - a * h, a * e - b_ * d], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = adj / det[:, None]
+    inv = xp.empty((m.shape[0], 9))
+    inv[:, 0], inv[:, 3], inv[:, 6] = e * i - f * h, f * g - d * i, d * h - e * g  # cofactors of row 0
+    det = a * inv[:, 0] + b_ * inv[:, 3] + c * inv[:, 6]
+    inv[:, 1], inv[:, 4], inv[:, 7] = c * h - b_ * i, a * i - c * g, b_ * g - a * h
+    inv[:, 2], inv[:, 5], inv[:, 8] = b_ * f - c * e, c * d - a * f, a * e - b_ * d
+    with _quiet(xp, det):
+        inv *= (1.0 / det)[:, None]
     return inv, det
 
 
 def check_invertible(m, inv, det, name, rows):
     """Host matrices only: refuse singular (or numerically singular) ones, naming ``name``."""
-    norms = np.prod(np.linalg.norm(m[:, :rows, :rows], axis=2), axis=1)
-    bad = ~np.isfinite(inv).all(axis=1) | (np.abs(det) <= SINGULAR_RATIO * norms)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"{name}: sample {i} is singular (determinant {det[i]:.3g}): "
-                         f"{np.asarray(m[i]).tolist()}; expected an invertible matrix (or "
-                         "inverse_map=True with a destination-to-source matrix)")
+    if rows == 2:
+        norms = np.hypot(m[:, 0, 0], m[:, 0, 1]) * np.hypot(m[:, 1, 0], m[:, 1, 1])
+    else:
+        norms = np.sqrt(np.einsum("nij,nij->ni", m, m)).prod(axis=1)
+    good = np.abs(det) > SINGULAR_RATIO * norms  # NaN compares False: finite inputs only here
+    if good.all() and np.isfinite(inv).all():
+        return
+    bad = ~good | ~np.isfinite(inv).all(axis=1)
+    i = int(np.argmax(bad))
+    raise ValueError(f"{name}: sample {i} is singular (determinant {det[i]:.3g}): "
+                     f"{np.asarray(m[i]).tolist()}; expected an invertible matrix (or "
+                     "inverse_map=True with a destination-to-source matrix)")
 
 
 def matrix_inverse(matrix, b, shape, inverse_map):
     """The per-sample destination->source map, flattened: (N, 6) affine or (N, 9)."""
-    m = per_sample(matrix, b.n, "matrix", shape=shape, device=b.device)
+    n = b.n
+    m = per_sample(matrix, n, "matrix", shape=shape, device=b.device)
     xp = xp_of(m)
+    one = xp is np and n > 1 and m.strides[0] == 0  # one matrix for the batch: invert it once
+    if one:
+        m = m[:1]
     if inverse_map:
-        return m.reshape(b.n, -1)
-    if shape == (2, 3):
-        inv, det = invert_affine(m, xp)
-        rows = 2
+        inv = m.reshape(m.shape[0], -1)
     else:
-        inv, det = invert_perspective(m, xp)
-        rows = 3
-    if xp is np:
-        check_invertible(m, inv, det, "matrix", rows)
-    return inv
+        inv, det = (invert_affine if shape == (2, 3) else invert_perspective)(m, xp)
+        if xp is np:
+            check_invertible(m, inv, det, "matrix", shape[0])
+    return inv  # (1, k) when one matrix serves the batch: params_matrix broadcasts it
 
 
 def rotation_inverse(b, angle, center, scale):
@@ -142,21 +168,29 @@ def rotation_inverse(b, angle, center, scale):
     n = b.n
     a = per_sample(angle, n, "angle", device=b.device)
     s = per_sample(scale, n, "scale", device=b.device)
-    if center is None:
-        hw = (np.asarray(b.shapes, np.float64).reshape(n, 2) if b.varshape else
-              np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.float64), (n, 2)))
-        ctr = np.stack([(hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2], axis=1)
-    else:
-        ctr = per_sample(center, n, "center", shape=(2,), device=b.device)
-    if isinstance(s, np.ndarray) and np.any(s == 0):
+    ctr = None if center is None else per_sample(center, n, "center", shape=(2,), device=b.device)
+    if isinstance(s, np.ndarray) and not (s != 0).all():
         raise ValueError(f"scale: got {np.asarray(scale).tolist() if np.size(scale) <= 8 else 'an array with zeros'}; "
                          "expected non-zero numbers (0 collapses the image to a point)")
     xp = xp_of(a, s, ctr)
-    a, s, ctr = same_side(xp, a, s, ctr)
+    if ctr is not None:
+        ctr = xp.asarray(ctr, dtype=xp.float64)
+        cx, cy = ctr[:, 0], ctr[:, 1]
+    elif b.varshape:
+        hw = xp.asarray(np.asarray(b.shapes, np.float64))
+        cx, cy = (hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2
+    else:
+        h, w = b.nhwc.shape[1:3]
+        cx, cy = (w - 1) / 2, (h - 1) / 2
+    a, s = same_side(xp, a, s)
     c, sn = _cos_sin(a, xp)
-    a00, a01, a10, a11 = c / s, -sn / s, sn / s, c / s
-    cx, cy = ctr[:, 0], ctr[:, 1]
-    return xp.stack([a00, a01, cx - a00 * cx - a01 * cy, a10, a11, cy - a10 * cx - a11 * cy], axis=1)
+    k = 1.0 / s
+    a00, a01 = c * k, -sn * k  # a10 = -a01, a11 = a00
+    inv = xp.empty((n, 6))
+    inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = a00, a01, -a01, a00
+    inv[:, 2] = cx - a00 * cx - a01 * cy
+    inv[:, 5] = cy + a01 * cx - a00 * cy
+    return inv
 
 
 def output_shapes(b, size):
@@ -168,9 +202,19 @@ def output_shapes(b, size):
 def params_matrix(b, interp, border, inv, fill):
     """The (N, P) parameter rows described in the module docstring."""
     n = b.n
+    f = fill_columns(fill, b)
+    if isinstance(inv, np.ndarray) and isinstance(f, np.ndarray):
+        k = inv.shape[1]
+        out = np.empty((n, 2 + k + f.shape[1]))
+        out[:, 0], out[:, 1] = interp, border
+        out[:, 2:2 + k] = inv
+        out[:, 2 + k:] = f
+        return out
     modes = np.empty((n, 2))
     modes[:, 0], modes[:, 1] = interp, border
-    return column_stack([modes, inv, fill_columns(fill, b)], n)
+    if inv.shape[0] != n:
+        inv = np.broadcast_to(inv, (n, inv.shape[1]))
+    return column_stack([modes, inv, f], n)
 
 
 #: Output rows each thread of a dense kernel computes (the ROWS of its .cu file).
