@@ -16,6 +16,7 @@ float32 copy and rounds to float16 at the end (CUDA C computes in float32 too).
 """
 from __future__ import annotations
 
+import contextvars
 import importlib
 from dataclasses import dataclass
 
@@ -25,6 +26,11 @@ from gpuaug._batch import Batch, descriptor_table, max_size
 from gpuaug._util import check_choice, cupy_module, simulator
 
 BACKENDS = ("cuda", "numba", "cpu")
+
+#: When set (by gpuaug.dali's numba_function path), :func:`run` hands the hook what it would
+#: launch (``batch, kernels, params, shapes, fill, dtype, channels, layout``) instead of
+#: launching; the hook raises, so the op stops before allocating its output.
+PLAN_HOOK = contextvars.ContextVar("gpuaug_plan_hook", default=None)
 
 
 def choose_backend(batch: Batch, backend, allowed=BACKENDS) -> str:
@@ -83,6 +89,9 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     ``fast``: optional CUDA C fast path, ``fast(src, dst) -> launch(params_dev) or None``;
     when it returns a launcher (the inputs suit it), that runs instead of the generic kernel.
     """
+    hook = PLAN_HOOK.get()
+    if hook is not None:
+        hook(batch, kernels, params, shapes, fill, dtype, channels, layout)
     if batch.device:
         cp = cupy_module()
         from gpuaug._stream import on_stream

@@ -1,0 +1,133 @@
+"""``gpuaug.dali.<op>``: every registry op as a DALI operator, generated from the registry.
+
+Which DALI operator runs an op (``data`` is the images' DataNode):
+
+======================  =========================================  ==============================
+data on                 backend=None / "cuda" / "cpu"              backend="numba"
+======================  =========================================  ==============================
+GPU (``device="gpu"``)  ``fn.python_function(device="gpu")``,      DALI's ``numba_function`` (GPU)
+                        the CUDA C kernels on DALI's stream        where DALI accepts the CUDA
+                                                                   toolkit, else the Numba CUDA
+                                                                   twin in python_function (warns)
+CPU                     ``fn.python_function(device="cpu")``,      DALI's ``numba_function`` (CPU)
+                        the Numba njit twins (backend "cpu")       on the njit twins
+======================  =========================================  ==============================
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from gpuaug._registry import REGISTRY
+
+from ._steps import RESERVED, SAMPLE_LAYOUT, check_param_node_device, is_node, make_step, op_error
+
+_BACKENDS = (None, "cuda", "numba", "cpu")
+
+
+def check_backend(op, backend, device):
+    """The gpuaug backend for ``device`` data ("cpu"/"gpu"), or a clear error."""
+    if backend not in _BACKENDS:
+        raise op_error(op, f"backend: got {backend!r}; expected None, 'cuda', 'numba' or 'cpu'")
+    if device == "gpu":
+        if backend == "cpu":
+            raise op_error(op, "backend: got 'cpu' for GPU data; use None/'cuda' (CUDA C) or 'numba', "
+                               "or give CPU data (a CPU pipeline runs the njit twins)")
+        return backend or "cuda"
+    if backend == "cuda":
+        raise op_error(op, "backend: got 'cuda' for CPU data; move the data to the GPU first "
+                           "(images.gpu(), or decode with device='mixed'), or use None/'cpu'/'numba'")
+    return backend or "cpu"
+
+
+def _data_device(op, data):
+    if not is_node(data):
+        raise op_error(op, f"data: got {type(data).__name__}; expected a DALI DataNode (the images), "
+                           "inside a pipeline definition", TypeError)
+    return data.device
+
+
+def python_function_node(steps, data, nodes, backend):
+    """One ``fn.python_function`` running ``steps`` on ``data`` (see :class:`._callback.Chain`)."""
+    from nvidia.dali import fn
+
+    from ._callback import Chain
+
+    device = data.device
+    if device == "gpu":
+        nodes = [nd.gpu() for nd in nodes]  # per-sample values travel to the GPU once, on DALI's stream
+    chain = Chain(steps, backend, device)
+    return fn.python_function(data, *nodes, function=chain, batch_processing=True, device=device,
+                              num_outputs=1, output_layouts=SAMPLE_LAYOUT[steps[-1].out_layout])
+
+
+def step_for(op, data, params, layout):
+    """Check the call; return ``(step, nodes)``."""
+    device = _data_device(op, data)
+    step, nodes = make_step(op, params, layout)
+    for name, node in zip(step.node_params, nodes):
+        check_param_node_device(op, name, node, device)
+    return step, nodes
+
+
+def apply(op, data, params, *, backend=None, layout="HWC", input_dtype="uint8"):
+    """Run registry op ``op`` on the images ``data`` (a DataNode); return the output DataNode."""
+    step, nodes = step_for(op, data, params, layout)
+    be = check_backend(op, backend, data.device)
+    if be == "numba":
+        from ._numba import numba_node
+
+        return numba_node(step, data, nodes, input_dtype)
+    return python_function_node([step], data, nodes, be)
+
+
+def _doc(spec):
+    params = "\n".join(f"        {p.name}: {p.doc or p.kind}" + (" (constant only)" if p.kind == "size" or not p.per_sample
+                                                               else " (constant or per-sample DataNode)")
+                       for p in spec.params) or "        (none)"
+    return f"""gpuaug.{spec.name} as a DALI operator: ``gpuaug.dali.{spec.name}(data, **params)``.
+
+    Args:
+        data: DataNode of images, one 3-D sample each (HWC, or CHW with ``layout="CHW"``);
+            on the GPU (CUDA C in ``fn.python_function``) or the CPU (Numba njit twins).
+{params}
+        backend: None (CUDA C on GPU data, njit twins on CPU data), "cuda", "cpu" or "numba"
+            (DALI's numba_function; see gpuaug.dali).
+        layout: the samples' layout, "HWC" (default) or "CHW".
+        input_dtype: the images' dtype, for backend="numba" only (numba_function has fixed types).
+
+    A parameter is a constant (as for :func:`gpuaug.{spec.name}`) or a DataNode with one value per
+    sample (``fn.random.uniform(...)``, ``fn.random.coin_flip()``, ...).
+
+    Returns:
+        DataNode of the results.
+
+    The standalone op:
+
+    {spec.doc.strip() if spec.doc else ''}
+    """
+
+
+@functools.lru_cache(maxsize=None)
+def operator(op):
+    """The generated DALI adapter function for registry op ``op``."""
+    spec = REGISTRY[op]
+    clash = set(spec.param_names) & set(RESERVED)
+    if clash:
+        raise RuntimeError(f"op {op!r} has parameters {sorted(clash)} that clash with the DALI adapter's "
+                           "own arguments; give the op another parameter name")
+
+    def adapter(data, *, backend=None, layout="HWC", input_dtype="uint8", **params):
+        return apply(op, data, params, backend=backend, layout=layout, input_dtype=input_dtype)
+
+    P = inspect.Parameter
+    sig = [P("data", P.POSITIONAL_OR_KEYWORD)]
+    sig += [P(p.name, P.KEYWORD_ONLY, default=p.default) for p in spec.params]
+    sig += [P("backend", P.KEYWORD_ONLY, default=None), P("layout", P.KEYWORD_ONLY, default="HWC"),
+            P("input_dtype", P.KEYWORD_ONLY, default="uint8")]
+    adapter.__signature__ = inspect.Signature(sig)
+    adapter.__name__ = adapter.__qualname__ = op
+    adapter.__module__ = "gpuaug.dali"
+    adapter.__doc__ = _doc(spec)
+    adapter.__gpuaug_op__ = op
+    return adapter
