@@ -1,0 +1,193 @@
+"""The CUDA C kernels of the filter, noise and occlusion ops, compiled for the host with
+g++ (tests/cuda_emu.py) and run on the CPU, so that their indexing, tiling, vector paths
+and float maths are checked on machines without a GPU.
+
+The noise kernels must give the same bits as the Numba CPU twin: the emulation runs
+their float32 operations as written (__fmaf_rn -> fmaf, no contraction: g++ targets
+x86-64 without FMA here), which is what the reproducibility rules in kernels/philox.cuh
+promise on the GPU. Dynamic shared memory (separable.cuh) becomes a static array.
+"""
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import cuda_emu
+import gpuaug
+import ref_filters as R
+from gpuaug.kernels._cuda import KERNEL_DIR, kernel_name
+from helpers import random_images
+
+FILES = ["gaussian_noise.cu", "salt_and_pepper.cu", "gaussian_blur.cu", "box_blur.cu", "median_blur.cu",
+         "sharpen.cu", "erase.cu", "grid_mask.cu"]
+HEADERS = ["philox.cuh", "rowvec.cuh", "separable.cuh"]
+CASES = [("uint8", 1), ("uint8", 3), ("uint8", 4), ("float16", 3), ("float32", 3), ("float32", 4)]
+
+EXTRA = r"""
+// CUDA built-ins used by the filter and noise kernels, as host functions.
+#pragma once
+#include <cmath>
+#define __launch_bounds__(n)
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((uint64_t)a * b) >> 32); }
+static inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline float __int2float_rn(int v) { return (float)v; }
+static inline float __uint2float_rn(unsigned v) { return (float)v; }
+static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+"""
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    why = cuda_emu.available()
+    if why:
+        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
+    d = str(tmp_path_factory.mktemp("filters_emu"))
+    for f in FILES + HEADERS + ["common.cuh"]:
+        shutil.copy(os.path.join(KERNEL_DIR, f), d)
+    with open(os.path.join(d, "emu_extra.h"), "w") as f:
+        f.write(EXTRA)
+    sep = os.path.join(d, "separable.cuh")
+    src = open(sep).read()
+    src, k = re.subn(r"extern __shared__ float4 sep_smem\[\];", "static float4 sep_smem[48 * 1024 / 16];", src)
+    assert k == 1
+    open(sep, "w").write(src)
+    with open(os.path.join(d, "common.cuh"), "a") as f:  # my headers at global scope, once
+        f.write('\n#include "emu_extra.h"\n#include "rowvec.cuh"\n#include "philox.cuh"\n#include "separable.cuh"\n')
+    names = []
+    for base in ("gpuaug_gaussian_noise", "gpuaug_salt_and_pepper", "gpuaug_gaussian_blur", "gpuaug_gaussian_blur_1",
+                 "gpuaug_box_blur", "gpuaug_median_blur", "gpuaug_sharpen", "gpuaug_erase", "gpuaug_grid_mask"):
+        names += [kernel_name(base, dt, c) for dt, c in CASES]
+    old = cuda_emu.KERNEL_DIR
+    cuda_emu.KERNEL_DIR = d
+    try:
+        return cuda_emu.Emulator(FILES, names, workdir=d)
+    finally:
+        cuda_emu.KERNEL_DIR = old
+
+
+def _table(views):
+    t = np.empty((len(views), 6), np.int64)
+    for i, v in enumerate(views):
+        it = v.itemsize
+        t[i] = (v.ctypes.data, v.shape[0], v.shape[1], v.strides[0] // it, v.strides[1] // it, v.strides[2] // it)
+    return t
+
+
+def _capture(monkeypatch, module, name):
+    """Make ``module.<name>`` (run or run_custom) record its arguments instead of running."""
+    got = {}
+
+    def fake(batch, *args, **kw):  # run(batch, kernels, params, ...) / run_custom(batch, params, ...)
+        got.update(kw, batch=batch, params=args[-1])
+
+    monkeypatch.setattr(module, name, fake)
+    return got
+
+
+def _emulated(emu, monkeypatch, op, x, layout="NHWC", **kw):
+    """Run op's CUDA C kernel on the host with the params and launch shape the op makes."""
+    import importlib
+
+    from gpuaug.kernels._cuda import grid_2d
+
+    mod = importlib.import_module(f"gpuaug.ops.{op}")
+    custom = hasattr(mod, "run_custom")
+    got = _capture(monkeypatch, mod, "run_custom" if custom else "run")
+    getattr(gpuaug, op)(x, layout=layout, **kw)
+    monkeypatch.undo()
+    b = got["batch"]
+    params = np.ascontiguousarray(got["params"], np.float32).reshape(b.n, -1)
+    if b.varshape:
+        outs = [np.full(v.shape, 0xAB if v.dtype == np.uint8 else np.nan, v.dtype) for v in b.views]
+        src_views, dst_views = list(b.views), outs
+    else:
+        out = np.full(b.arrays[0].shape, 0xAB if b.dtype == np.uint8 else np.nan, b.dtype)
+        o4 = out[None] if b.single else out
+        o4 = o4 if layout == "NHWC" else o4.transpose(0, 2, 3, 1)
+        src_views, dst_views = list(b.nhwc), list(o4)
+        outs = out
+    if custom:
+        plan = got["plan"](b)  # the output has the input's shape and dtype
+        name, grid, block = kernel_name(plan.name, b.dtype.name, b.channels), plan.grid, plan.block
+        cu = got["cu_file"]
+    else:
+        name = kernel_name(mod.KERNELS.cu[1], b.dtype.name, b.channels)
+        grid, block = grid_2d(max(h for h, _ in b.shapes), max(w for _, w in b.shapes), b.n)
+        cu = mod.KERNELS.cu[0]
+    fn = emu.get_function(cu, name)
+    fn(grid, block, (_table(src_views), _table(dst_views), params, np.int32(params.shape[1]), np.int32(b.n)))
+    return outs
+
+
+CALLS = [
+    ("gaussian_noise", {"mean": [1.5, -2.0, 0.0], "std": [3.0, 0.25, 10.0], "seed": 0x0123456789ABCDEF}),
+    ("salt_and_pepper", {"prob": [0.3, 0.6, 1.0], "salt_vs_pepper": [0.5, 0.1, 0.9], "seed": 77}),
+    ("gaussian_blur", {"sigma": [1.5, 0.7, 2.4]}),
+    ("gaussian_blur", {"sigma": 9.0, "kernel_size": [3, 101, 255]}),  # the one-channel variant for C >= 3
+    ("box_blur", {"kernel_size": [3, 5, 1]}),
+    ("median_blur", {"kernel_size": [3, 5, 3]}),
+    ("sharpen", {"factor": [0.0, 0.6, 3.0]}),
+    ("erase", {"boxes": [[[1, 2, 5, 70]], [[-3, -3, 8, 8]], [[30, 40, 20, 20]]], "value": [7.0, 250.0, 0.5]}),
+    ("grid_mask", {"tile": [5, 9.5, 16], "ratio": [0.4, 0.5, 0.7], "angle": [0.0, 30.0, -77.0],
+                   "shift": [[1, 2], [0, 0], [-3.5, 4]]}),
+]
+
+
+def _compare(op, got, want, dtype):
+    if isinstance(want, list):
+        for g, w in zip(got, want):
+            _compare(op, g, w, dtype)
+        return
+    exact = op in ("gaussian_noise", "salt_and_pepper", "median_blur", "erase", "grid_mask")
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert not np.isnan(got).any() or np.isnan(want).any(), f"{op}: unwritten elements"
+    if exact:
+        np.testing.assert_array_equal(got, want, err_msg=op)
+    elif dtype == "uint8":
+        assert np.abs(got - want).max() <= 1, op
+    else:
+        tol = 2e-3 if dtype == "float16" else 2e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=op)
+
+
+@pytest.mark.parametrize("dtype, channels", CASES)
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("op, kw", CALLS, ids=[f"{c[0]}{i}" for i, c in enumerate(CALLS)])
+def test_cuda_c_on_host_matches_cpu_twin(emu, monkeypatch, op, kw, dtype, channels, layout):
+    """CUDA C (emulated) == Numba CPU twin: bit for bit where the op promises it."""
+    if op == "gaussian_noise" and dtype != "uint8":
+        kw = {**kw, "std": [0.05, 0.25, 1.0]}
+    rng = np.random.default_rng(1)
+    x = random_images(rng, 3, 37, 75, channels, dtype)  # 75 columns: partial vectors and tiles
+    xl = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    got = _emulated(emu, monkeypatch, op, xl, layout=layout, **kw)
+    want = getattr(gpuaug, op)(xl, layout=layout, **kw)
+    _compare(op, got, want, dtype)
+
+
+@pytest.mark.parametrize("op, kw", CALLS[:3] + CALLS[5:6], ids=["noise", "salt", "gauss", "median"])
+def test_cuda_c_on_host_varshape_and_strided(emu, monkeypatch, op, kw):
+    rng = np.random.default_rng(2)
+    xs = [random_images(rng, 1, h, w, 3, "uint8")[0] for h, w in [(5, 7), (37, 75), (1, 33)]]
+    _compare(op, _emulated(emu, monkeypatch, op, xs, **kw), getattr(gpuaug, op)(xs, **kw), "uint8")
+    big = random_images(rng, 3, 40, 90, 4, "uint8")
+    view = big[:, 1:38, 3:80, :3]  # strided rows, 4-byte pixels of 3 channels: the scalar paths
+    _compare(op, _emulated(emu, monkeypatch, op, view, **kw), getattr(gpuaug, op)(view, **kw), "uint8")
+
+
+def test_cuda_c_on_host_blur_matches_reference(emu, monkeypatch):
+    rng = np.random.default_rng(3)
+    x = random_images(rng, 2, 70, 97, 4, "float32")
+    got = _emulated(emu, monkeypatch, "gaussian_blur", x, sigma=[1.5, 20.0], kernel_size=[11, 161])
+    for i, (s, k) in enumerate([(1.5, 11), (20.0, 161)]):
+        np.testing.assert_allclose(got[i], R.gaussian_blur(x[i].astype(np.float64), s, k), rtol=1e-5, atol=1e-5)
