@@ -120,14 +120,15 @@ def emulated(op, sms=132):
     lib = library(op)
     calls = []
 
-    def fake_apply(b, kernels, cols, *, out, backend, stream, channels=None, mean=None):
+    def fake_apply(b, kernels, cols, *, out, backend, stream, channels=None, mean=None, skip_mean=False):
         assert b.dtype.name in DTYPES, "float16 is not emulated"
         n = b.n
         result, dst = b.alloc(out, b.shapes, channels=channels)
         src_t, dst_t = host_table(b), host_table(dst)
         par = np.ascontiguousarray(column_stack(cols, n), np.float32).reshape(n, -1)
         launches, nparts = _colour.plan(src_t, dst_t, b.dtype.name, b.channels, dst.channels, n,
-                                        None if mean is None else mean[0], sms, channels is not None)
+                                        None if mean is None or skip_mean else mean[0], sms,
+                                        channels is not None)
         partials = np.zeros((n, max(nparts, 1)), np.float64)
         for ln in launches:
             name = ln.name.format(op=kernels.cu[1]).encode()

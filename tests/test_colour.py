@@ -159,6 +159,8 @@ def _cases(rng, n, c, dtype):
         ("hue", {"shift": s}, lambda a, i: R.hue(a, s[i], m)),
         ("color_jitter", {"brightness": jb, "contrast": jc, "saturation": js, "hue": s},
          lambda a, i: R.color_jitter(a, jb[i], jc[i], js[i], s[i], m, i8)),
+        ("color_jitter", {"brightness": jb, "saturation": js, "hue": s},  # contrast 1: no mean pass
+         lambda a, i: R.color_jitter(a, jb[i], 1.0, js[i], s[i], m, i8)),
         ("grayscale", {"num_output_channels": 3}, lambda a, i: R.grayscale(a, 3, i8)),
         ("grayscale", {}, lambda a, i: R.grayscale(a, 1, i8)),
         ("channel_shuffle", {"permutation": perm}, lambda a, i: R.channel_shuffle(a, perm[i])),

@@ -76,20 +76,23 @@ def _multiprocessors(cp):
     return _sm_count[dev]
 
 
-def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=None, mean=None):
+def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=None, mean=None,
+          skip_mean=False):
     """Run a colour op; return its result.
 
     ``cols``: per-sample parameter columns (the last one being :func:`maxv_column`).
     ``mean``: None, or ``(bright, (numba module, gray function))`` for ops that blend with
     the sample's mean grayscale: ``bright`` True when params column 0 (brightness) applies
     before the grayscale (color_jitter). ``channels``: the output's, for ops that choose it
-    (their kernels then take it as a third template argument).
+    (their kernels then take it as a third template argument). ``skip_mean``: the op knows
+    the mean is not used (e.g. every contrast factor is 1): no reduction runs, the mean is 0.
     """
     if not b.device:
         params = column_stack(cols, b.n)
         if mean is not None:
             target = "cuda" if backend == "numba" else "cpu"
-            params = np.concatenate([params, _numba_means(b, params, mean[1], target)[:, None]], axis=1)
+            means = np.zeros(b.n) if skip_mean else _numba_means(b, params, mean[1], target)
+            params = np.concatenate([params, means[:, None]], axis=1)
         return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                    channels=channels)
     cp = cupy_module()
@@ -99,11 +102,11 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
         params = column_stack(cols, b.n)
         if backend == "numba":
             if mean is not None:
-                means = _numba_means(b, params, mean[1], "cuda")
+                means = cp.zeros(b.n) if skip_mean else _numba_means(b, params, mean[1], "cuda")
                 params = cp.concatenate([cp.asarray(params, dtype=cp.float64), means[:, None]], axis=1)
             return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                        channels=channels)
-        return _run_cuda(b, kernels, params, out, channels, mean)
+        return _run_cuda(b, kernels, params, out, channels, None if skip_mean else mean)
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,9 @@ class Launch:
 
 
 def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False):
-    """The launches for one call (``mean_bright``: None for ops without a mean) and the
-    number of partial sums per sample. ``with_co``: the kernels take the output channel
+    """The launches for one call (``mean_bright``: None for ops without a mean, or whose mean
+    is not needed: with no partial sums the kernels' mean is 0) and the number of partial
+    sums per sample. ``with_co``: the kernels take the output channel
     count as a third template argument (grayscale). Pure host logic (tests replay it on an
     emulator)."""
     from gpuaug.kernels._cuda import grid_2d, kernel_name

@@ -1,6 +1,8 @@
 """contrast: blend each image with its mean grayscale, per sample (torchvision's adjust_contrast)."""
 from __future__ import annotations
 
+import numpy as np
+
 from gpuaug._batch import as_batch
 from gpuaug._params import per_sample
 from gpuaug._registry import OpSpec, Param
@@ -48,7 +50,9 @@ def contrast(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
     f = per_sample(factor, b.n, "factor", low=0, device=b.device)
-    return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream, mean=(False, GRAY))
+    skip = isinstance(f, np.ndarray) and bool((f == 1).all())  # the mean is not used
+    return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream, mean=(False, GRAY),
+                 skip_mean=skip)
 
 
 def _example(rng, n, h, w):
