@@ -27,13 +27,19 @@ def __getattr__(name):
         from gpuaug.scheduler import Scheduler
 
         return Scheduler
+    if name == "random" or name[:1].isupper():  # gpuaug.random; Compose and its transforms
+        import importlib
+
+        mod = importlib.import_module("gpuaug.random" if name == "random" else "gpuaug.policy")
+        if name == "random" or name in mod.__all__:
+            return mod if name == "random" else getattr(mod, name)
     if name in registry:
         return registry[name].func
     raise AttributeError(f"module 'gpuaug' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(registry) | {"geometry", "Scheduler"})
+    return sorted(set(globals()) | set(registry) | {"geometry", "Scheduler", "random", "Compose"})
 
 
 __all__ = ["registry", "__version__"]

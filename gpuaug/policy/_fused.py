@@ -1,0 +1,359 @@
+"""One fused stage of a Compose: parameter rows from the sampled parameters, the output, the launch.
+
+A stage (planned in :mod:`gpuaug.policy.compose`) holds a run of geometric transforms, a run
+of colour transforms (before or after the geometry) and the write transforms. Here it becomes
+one per-sample parameter row (layout: kernels/fused.cuh) and:
+
+- ``backend="cuda"``: the CUDA C kernel ``gpuaug_fused_dense`` (dense NHWC source, dense NHWC
+  or NCHW output) or ``gpuaug_fused`` (descriptor tables: anything else), specialised at
+  compile time on dtypes, channels, geometry kind, border and the colour program; before it,
+  when the program has contrast, one reduction launch for the per-sample mean
+  (``gpuaug_gray_sum``, color_jitter's own, when the jitter is the program's first step, else
+  ``gpuaug_fused_sum``);
+- ``backend="numba"`` / ``"cpu"``: kernels/numba/fused.py (one kernel for every policy, the
+  stage's shape passed as data).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuaug._batch import Batch, descriptor_table, max_size
+from gpuaug._util import cupy_module
+from gpuaug.policy import transforms as TF
+from gpuaug.policy._args import channels_of
+
+P_INTERP, P_MAP, P_FILL, P_SCALE, P_BIAS, P_IN, P_COLOUR = 0, 2, 11, 15, 19, 23, 24
+MAX_STEPS = 15  # 4-bit step codes in a 64-bit template argument, 0 ends the program
+DENSE_ROWS = 4  # GPUAUG_FUSED_ROWS in fused.cu
+MAX_PARTS = 32
+
+
+@dataclass
+class StageSpec:
+    """What the planner decided for one fused stage (no parameter values)."""
+
+    geometry: list = field(default_factory=list)   # policy indices
+    colour: list = field(default_factory=list)
+    writes: list = field(default_factory=list)
+    pre: bool = False           # colour before geometry: the program runs on the source taps
+    in_dtype: str = "uint8"     # storage dtype of the stage's input
+    sem: str = "uint8"          # the dtype whose value range the geometry and colour work in
+    in_scale: float = 1.0       # sem units per input unit (a leading ToDtype)
+    folded: list = field(default_factory=list)     # leading ToDtype / ToLayout folded in
+    layout: str | None = None   # output layout set by a ToLayout (None: the writes' or the input's)
+    contrast: bool = False
+
+    def empty(self):
+        return not (self.geometry or self.colour or self.writes or self.folded)
+
+
+def _inverse(m):
+    """(n, 3, 3) -> (n, 9) inverses (adjugate / determinant) and the determinants."""
+    a, b, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
+    d, e, f = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
+    g, h, i = m[:, 2, 0], m[:, 2, 1], m[:, 2, 2]
+    inv = np.empty((m.shape[0], 9))
+    inv[:, 0], inv[:, 3], inv[:, 6] = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * inv[:, 0] + b * inv[:, 3] + c * inv[:, 6]
+    inv[:, 1], inv[:, 4], inv[:, 7] = c * h - b * i, a * i - c * g, b * g - a * h
+    inv[:, 2], inv[:, 5], inv[:, 8] = b * f - c * e, c * d - a * f, a * e - b * d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv /= det[:, None]
+    return inv, det
+
+
+def _integer_maps(a):
+    """Per sample: the destination -> source map sends pixel centres onto pixel centres (a signed
+    permutation of the axes plus a whole-pixel shift: flips, quarter turns, integer crops), so
+    nearest sampling reproduces it exactly."""
+    lin = a[:, [0, 1, 3, 4]]
+    ok = np.all(np.isin(lin, (-1.0, 0.0, 1.0)), axis=1)
+    ok &= (np.abs(lin[:, 0]) + np.abs(lin[:, 1]) == 1) & (np.abs(lin[:, 2]) + np.abs(lin[:, 3]) == 1)
+    ok &= (a[:, 6] == 0) & (a[:, 7] == 0) & (a[:, 8] == 1)
+    ok &= (a[:, 2] == np.round(a[:, 2])) & (a[:, 5] == np.round(a[:, 5]))
+    return ok
+
+
+def _gray_matrix(on):
+    n = len(on)
+    m = np.zeros((n, 3, 4))
+    m[:, :, :3] = np.eye(3)
+    m[on, :, :3] = np.asarray(TF.GRAY_WEIGHTS)[None, None, :]
+    return m
+
+
+def colour_program(transforms, tparams, spec, channels):
+    """(codes, blocks, jidx): the colour program's step codes, their (n, k) parameter blocks and
+    the index of the step whose contrast needs the per-image mean (-1: none).
+
+    With float semantics, runs of linear steps (grayscale, channel permutations) are multiplied
+    into one 3x4 matrix on the host (exact there: nothing rounds or clamps between them); with
+    uint8 semantics each stays a step, rounded to the uint8 grid as a chain of ops would store it."""
+    steps = []  # (code, block, needs the mean)
+    for i in spec.colour:
+        t = transforms[i]
+        steps += [(code, block, t.contrast and code == TF.OP_JITTER) for code, block in t.steps(tparams[i], channels)]
+    if spec.sem != "uint8":
+        merged = []
+        for code, block, mean in steps:
+            if code in (TF.OP_GRAY, TF.OP_AFFINE):
+                m = _gray_matrix(block[:, 0] != 0) if code == TF.OP_GRAY else block.reshape(-1, 3, 4)
+                if merged and merged[-1][0] == TF.OP_AFFINE:
+                    prev = merged[-1][1].reshape(-1, 3, 4)
+                    full = np.concatenate([prev, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(prev), 1, 1))], axis=1)
+                    merged[-1] = (TF.OP_AFFINE, np.matmul(m, full).reshape(-1, 12), False)
+                    continue
+                merged.append((TF.OP_AFFINE, m.reshape(-1, 12), False))
+                continue
+            merged.append((code, block, mean))
+        steps = merged
+    if len(steps) > MAX_STEPS:
+        raise ValueError(f"transforms: a fused stage holds at most {MAX_STEPS} colour steps; got {len(steps)}")
+    jidx = next((k for k, s in enumerate(steps) if s[2]), -1)
+    return [s[0] for s in steps], [s[1] for s in steps], jidx
+
+
+def prog_value(codes):
+    return sum(int(c) << (4 * k) for k, c in enumerate(codes))
+
+
+@dataclass
+class Built:
+    """A stage ready to launch."""
+
+    rows: np.ndarray        # (n, P) float64
+    shapes: list            # output (h, w) per sample
+    codes: list
+    geo: int                # 0 none, 1 affine, 2 perspective
+    border: int             # 0 constant, 1 replicate
+    out_dtype: str
+    out_layout: str
+    jidx: int               # index of the contrast JITTER step, -1 for none
+
+
+def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
+    """The stage's parameter rows and output description for batch ``b`` (in ``layout``)."""
+    n, c = b.n, b.channels
+    if b.varshape:
+        sizes = np.asarray(b.shapes, np.int64).reshape(n, 2)
+    else:
+        sizes = np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (n, 2))
+    rows = np.zeros((n, P_COLOUR))
+    geo, border = 0, 1
+    if spec.geometry:
+        m = None
+        fill = None
+        bilinear = False
+        for i in spec.geometry:
+            t = transforms[i]
+            mi = t.matrices(tparams[i], sizes)
+            m = mi if m is None else np.matmul(mi, m)
+            sizes = t.out_sizes(sizes)
+            bilinear |= t.interpolation == "bilinear"
+            geo = max(geo, 2 if t.perspective else 1)
+            if t.needs_fill() and fill is None:
+                fill = t.fill
+        inv, det = _inverse(m)
+        if not (np.all(np.isfinite(inv)) and np.all(det != 0)):
+            raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
+                             "check the transforms' ranges")
+        rows[:, P_MAP:P_MAP + 9] = inv
+        rows[:, P_INTERP] = np.where(bilinear & ~_integer_maps(inv), 1.0, 0.0)
+        if fill is not None:
+            border = 0
+            rows[:, P_FILL:P_FILL + c] = channels_of("fill", fill, c) / spec.in_scale
+    rows[:, P_IN] = spec.in_scale
+    codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
+    st = {"dtype": spec.sem, "layout": spec.layout or layout, "scale": np.ones(c), "bias": np.zeros(c)}
+    for i in spec.writes:
+        st = transforms[i].apply(st)
+    rows[:, P_SCALE:P_SCALE + c] = st["scale"]
+    rows[:, P_BIAS:P_BIAS + c] = st["bias"]
+    if blocks:
+        rows = np.concatenate([rows] + [np.asarray(bl, np.float64).reshape(n, -1) for bl in blocks], axis=1)
+    shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else [tuple(int(v) for v in sizes[0])] * n
+    return Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
+
+
+# ------------------------------------------------------------------------------ outputs
+def allocate(b: Batch, out, built: Built):
+    """(result, dst Batch of NHWC views) for the stage's output."""
+    from gpuaug.ops._intensity import chw_list_out, uniform_out
+
+    c = b.channels
+    odt = np.dtype(built.out_dtype)
+    hw = built.shapes[0]
+    uniform = all(s == hw for s in built.shapes)
+    if not b.varshape:
+        return b.alloc(out, built.shapes, dtype=odt, channels=c, layout=built.out_layout)
+    if uniform:
+        result, views = uniform_out(b, out, hw, odt, c, built.out_layout)
+    elif built.out_layout == "NCHW":
+        result, views = chw_list_out(b, out, built.shapes, odt, c)
+    else:
+        return b.alloc(out, built.shapes, dtype=odt, channels=c)
+    dst = Batch(b.device, True, False, "NHWC", odt, c, views, list(built.shapes), list(views))
+    return result, dst
+
+
+# ------------------------------------------------------------------------------ launches
+def _ctype(dtype):
+    from gpuaug.kernels._cuda import CTYPES
+
+    return CTYPES[np.dtype(dtype).name]
+
+
+def _b(v):
+    return "true" if v else "false"
+
+
+def kernel_names(spec: StageSpec, built: Built, dtype, channels, dense, planar=False):
+    """The CUDA C kernels the stage launches, as NVRTC name expressions (for the compile checks too)."""
+    t, o = _ctype(dtype), _ctype(built.out_dtype)
+    semi = _b(spec.sem == "uint8")
+    prog = f"{prog_value(built.codes)}ull"
+    names = []
+    if built.jidx >= 0:
+        if _gray_sum_ok(spec, built, dtype):
+            names.append(f"gpuaug_gray_sum{{packed}}<{t}, {channels}, 1>")
+        else:
+            names.append(f"gpuaug_fused_sum<{t}, {channels}, {semi}, {prog_value(built.codes[:built.jidx + 1])}ull>")
+    if dense:
+        names.append(f"gpuaug_fused_dense<{t}, {channels}, {o}, {semi}, {built.geo}, {built.border}, {prog}, "
+                     f"{_b(planar)}>")
+    else:
+        names.append(f"gpuaug_fused<{t}, {channels}, {o}, {semi}, {built.geo}, {built.border}, {_b(spec.pre)}, {prog}>")
+    return names
+
+
+def _gray_sum_ok(spec, built, dtype):
+    """color_jitter's own reduction fits: the jitter comes first and the source is read as is,
+    in the semantics of its dtype."""
+    return built.jidx == 0 and spec.in_scale == 1.0 and (spec.sem == "uint8") == (np.dtype(dtype) == np.uint8)
+
+
+def _dense(src: Batch, dst: Batch, spec: StageSpec):
+    """(ok, planar): the dense kernel can run (dense NHWC source; dense NHWC / NCHW output)."""
+    if spec.pre or src.varshape or dst.varshape or src.layout != "NHWC":
+        return False, False
+    a, d = src.arrays[0], dst.arrays[0]
+    if not (a.flags.c_contiguous and d.flags.c_contiguous):
+        return False, False
+    n, h, w, c = src.nhwc.shape
+    hh, ww = dst.nhwc.shape[1:3]
+    if h * w * c >= 2 ** 31 or hh * ww * c >= 2 ** 31:
+        return False, False
+    return True, dst.layout == "NCHW"
+
+
+_sms: dict = {}
+
+
+def _nparts(cp, n, items):
+    dev = cp.cuda.runtime.getDevice()
+    if dev not in _sms:
+        _sms[dev] = cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"]
+    return max(1, min(MAX_PARTS, math.ceil(4 * _sms[dev] / n), math.ceil(items / 256)))
+
+
+def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
+    """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream)."""
+    from gpuaug.kernels._cuda import get_function, upload
+    from gpuaug.ops._colour import packed_layout
+
+    cp = cupy_module()
+    n, c = src.n, src.channels
+    dense, planar = _dense(src, dst, spec)
+    src_t = descriptor_table(src)
+    host = [np.ascontiguousarray(built.rows, np.float32)]
+    need_tables = not dense or built.jidx >= 0
+    if need_tables:
+        host += [src_t] if dense else [src_t, descriptor_table(dst)]
+    dev = upload(*host)
+    par = dev[0]
+    P, N = np.int32(par.shape[1]), np.int32(n)
+    names = kernel_names(spec, built, src.dtype, c, dense, planar)
+    partials, nparts = np.uint64(0), 0
+    if built.jidx >= 0:
+        tab = dev[1]
+        if _gray_sum_ok(spec, built, src.dtype):
+            ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
+            if not ok:
+                items = int((src_t[:, 1] * src_t[:, 2]).max())
+            nparts = _nparts(cp, n, items)
+            partials = cp.empty((n, nparts), cp.float64)
+            fn = get_function("fused.cu", names[0].format(packed="_packed" if ok else ""))
+            fn((nparts, min(n, 65535), 1), (256, 1, 1),
+               (tab, par, P, N, np.int32(P_COLOUR), partials, np.int32(nparts)))
+        else:
+            nparts = _nparts(cp, n, int((src_t[:, 1] * src_t[:, 2]).max()))
+            partials = cp.empty((n, nparts), cp.float64)
+            fn = get_function("fused.cu", names[0])
+            fn((nparts, min(n, 65535), 1), (256, 1, 1), (tab, par, P, N, partials, np.int32(nparts)))
+    fn = get_function("fused.cu", names[-1])
+    if dense:
+        _, h, w, _ = src.nhwc.shape
+        hh, ww = dst.nhwc.shape[1:3]
+        grid = ((ww + 31) // 32, (hh + 8 * DENSE_ROWS - 1) // (8 * DENSE_ROWS), min(n, 65535))
+        fn(grid, (256, 1, 1), (src.arrays[0], dst.arrays[0], par, P, N, np.int32(h), np.int32(w), np.int32(hh),
+                               np.int32(ww), partials, np.int32(nparts)))
+    else:
+        hmax, wmax = max_size(dst.shapes)
+        grid = ((wmax + 31) // 32, min((hmax + 7) // 8, 65535), min(n, 65535))
+        fn(grid, (256, 1, 1), (dev[1], dev[2], par, P, N, partials, np.int32(nparts)))
+
+
+def meta_array(spec: StageSpec, built: Built):
+    """kernels/numba/fused.py's ``meta``: [geo, border, pre, semi, ncodes, codes...]."""
+    return np.asarray([built.geo, built.border, int(spec.pre), int(spec.sem == "uint8"), len(built.codes)]
+                      + list(built.codes) + [0], np.int64)
+
+
+def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: str):
+    """Run the Numba twin: ``target`` "cpu" (njit) or "cuda" (Numba CUDA, or its simulator).
+
+    The CPU kernel gets C-contiguous float32 copies of the source and output (exact for every
+    dtype: uint8 and float16 values are float32 values, and the kernel rounds and saturates
+    uint8 results itself), so one compiled signature serves every dtype and layout."""
+    from gpuaug._run import _launch
+    from gpuaug.kernels.numba.fused import kernel, sum_kernel
+
+    xp = src.xp
+    n = src.n
+    meta = meta_array(spec, built)
+    cpu = target == "cpu"
+    if cpu:
+        params, meta_d = np.ascontiguousarray(built.rows, np.float64), meta
+    else:
+        params, meta_d = xp.asarray(built.rows, dtype=xp.float32), xp.asarray(meta)
+    if dst.dtype == np.uint8:
+        lo, hi, rnd = 0.0, 255.0, True
+    else:
+        lo, hi, rnd = -np.inf, np.inf, False
+    items = ([(src.nhwc, dst.nhwc, slice(None))] if not src.varshape else
+             [(src.views[i][None], dst.views[i][None], slice(i, i + 1)) for i in range(n)])
+
+    def source(s):
+        if cpu:
+            return np.ascontiguousarray(s, np.float32)
+        return s.astype(np.float32) if s.dtype == np.float16 else s
+
+    means = xp.zeros(n, np.float64)
+    if built.jidx >= 0:
+        skern = sum_kernel(target)
+        for s, _, sl in items:
+            s32 = source(s)
+            _launch(skern, target, src, s32.shape, (s32, means[sl], params[sl], meta_d, built.jidx))
+        counts = xp.asarray(np.array([h * w for h, w in src.shapes], np.float64))
+        means = means / counts
+    kern = kernel(target)
+    for s, d, sl in items:
+        s32 = source(s)
+        direct = d.dtype == np.float32 and (not cpu or d.flags.c_contiguous)
+        tmp = d if direct else xp.empty(d.shape, np.float32)
+        _launch(kern, target, src, tmp.shape, (s32, tmp, params[sl], meta_d, means[sl], lo, hi, rnd))
+        if tmp is not d:
+            d[...] = tmp.astype(d.dtype)

@@ -1,0 +1,416 @@
+"""Compose: a random augmentation policy that runs as few passes over the pixels as it can.
+
+The planner walks the transforms in order and packs them into *stages*:
+
+- a **fused** stage holds a run of geometric transforms (flips, crops, resizes, rotations,
+  affine and perspective warps), composed on the host into one per-sample 3x3 matrix and
+  applied as ONE resampling (bilinear); a run of colour transforms, compiled into one
+  per-sample colour program (linear parts as 3x4 matrices, then the nonlinear tail: hue,
+  gamma, solarize, posterize); and the write (Normalize, ToDtype, ToLayout: a per-channel
+  scale and bias, the output dtype and layout). It is one kernel launch, plus one small
+  reduction launch over the source when a ColorJitter has contrast (the per-image mean);
+- an **op** stage runs a transform that cannot fuse (GaussianBlur, GaussianNoise,
+  RandomErasing, RandomEqualize) as the existing gpuaug op.
+
+A new fused stage starts only where fusing would change the result: after an op stage; after
+a write (Normalize / ToDtype: values have left the image range); for geometry after colour
+that itself came after geometry, or colour after a pre-geometry colour run (one colour run per
+stage, before or after the resampling); for a second contrast in one stage (its mean would
+depend on the first); and for geometry whose fill differs from the stage's. A colour run that
+comes *before* the geometry runs on the source taps before they are interpolated (four
+programs per output pixel), which is what colour-then-warp computes. A leading ToDtype from
+uint8 to float makes the stage work on [0, 1] floats (scaled as it loads), a leading ToLayout
+only picks the output layout. So an all-fusible policy is one launch (two with contrast).
+
+How the fused result relates to running the ops one after another (op-by-op):
+
+- **one resampling instead of several**: the composed map is sampled once (bilinear from the
+  4 nearest source pixels), where op-by-op resamples (and, for uint8, rounds) after every
+  geometric op. Fused is the more accurate of the two; they differ wherever op-by-op blurs
+  twice or crops away what a later warp would bring back. Maps that send pixel centres onto
+  pixel centres (flips, quarter turns, integer crops, no scaling) are sampled exactly.
+- **borders**: a stage whose geometry can read outside the image (rotation, affine,
+  perspective, padded crops) uses a constant border with the transforms' fill for *every*
+  tap outside (so a resized crop that upsamples at the image's edge blends half a pixel of
+  fill there); otherwise taps are clamped into the image (replicate), as gpuaug.resized_crop.
+- **contrast's mean** is the mean gray of the stage's *source* image (after the colour steps
+  before the ColorJitter and its brightness, exactly as gpuaug.color_jitter takes it), taken
+  by a pre-pass before the resampling; op-by-op takes it over the warped image (a crop's mean).
+- **uint8 rounding**: with uint8 images every colour transform's output is rounded to the uint8
+  grid (floor(v + 0.5), saturated) -- where op-by-op stores uint8 --, but the resampled values
+  enter the colour program unrounded (one rounding fewer). The write (Normalize, ToDtype)
+  takes the last colour output (or the resampled value) and rounds only when it stores uint8.
+
+So for a policy without geometry the fused stage computes exactly what the chain of ops
+computes (the same maths on the same values: uint8 outputs bit for bit, float outputs to
+within float32 rounding of the normalisation's scale and bias, which the fused stage folds
+into one multiply-add per channel).
+
+Randomness: each transform draws its parameters per sample from a numpy Generator through
+:mod:`gpuaug.random` (``p`` per sample), so a seed fixes the parameters on every backend, and
+``last_params`` replays a call exactly.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuaug import random as R
+from gpuaug._batch import as_batch
+from gpuaug._run import choose_backend
+from gpuaug._util import cupy_module
+from gpuaug.policy import _fused as F
+from gpuaug.policy import transforms as TF
+from gpuaug.policy._args import LAYOUTS
+from gpuaug.policy._fused import StageSpec
+
+__all__ = ["Compose", "PolicyParams", "Stage"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a plan: what :meth:`Compose.plan` returns, one per pass over the pixels.
+
+    ``kind``: "fused" or "op". ``transforms``: the names of the transforms it runs, in order, and
+    ``indices`` their positions in the policy. ``launches``: the kernels (or op) it launches, in
+    order: a fused stage is ``("gpuaug_fused",)`` or, with contrast,
+    ``("gpuaug_gray_sum", "gpuaug_fused")`` / ``("gpuaug_fused_sum", "gpuaug_fused")``.
+    ``dtype`` and ``layout``: of its output. ``pre_colour``: the colour run comes before the
+    geometry (applied to the source taps).
+    """
+
+    kind: str
+    transforms: tuple
+    indices: tuple
+    launches: tuple
+    dtype: str
+    layout: str
+    pre_colour: bool = False
+
+    def __str__(self):
+        pre = ", colour before geometry" if self.pre_colour else ""
+        return (f"{self.kind}[{' + '.join(self.transforms)}] -> {self.dtype} {self.layout} "
+                f"({len(self.launches)} launch{'es' if len(self.launches) != 1 else ''}: "
+                f"{', '.join(self.launches)}{pre})")
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    """The parameters one call drew: ``values[i]`` is transform i's dict of per-sample arrays.
+
+    ``n`` and ``sizes`` ((n, 2) input heights and widths) say which batches it fits; pass it
+    back as ``policy(x, params=p)`` (or ``policy.replay(x, p)``) to repeat the call exactly.
+    """
+
+    n: int
+    sizes: np.ndarray
+    values: tuple
+
+    def __getitem__(self, i):
+        return self.values[i]
+
+    def __len__(self):
+        return len(self.values)
+
+
+# ------------------------------------------------------------------------------ planner
+def plan_stages(transforms, dtype="uint8"):
+    """[("fused", StageSpec) | ("op", index)] for a policy on input of ``dtype`` (see module docstring)."""
+    items = []
+    cur = np.dtype(dtype).name  # the dtype (value range) of the data at this point of the policy
+    spec = StageSpec(in_dtype=cur, sem=cur)
+    fill = None
+
+    def close():
+        nonlocal spec, fill
+        if not spec.empty():
+            items.append(("fused", spec))
+        spec = StageSpec(in_dtype=cur, sem=cur)
+        fill = None
+
+    for i, t in enumerate(transforms):
+        if t.kind == "op":
+            close()
+            items.append(("op", i))
+        elif t.kind == "geometry":
+            if spec.writes or (spec.colour and spec.geometry and not spec.pre):
+                close()  # written, or colour after geometry: this geometry resamples a new image
+            if t.needs_fill():
+                if fill is not None and tuple(fill) != tuple(t.fill):
+                    close()
+                fill = t.fill
+            if spec.colour and not spec.geometry:
+                spec.pre = True  # colour first: the program runs on the source taps
+            spec.geometry.append(i)
+        elif t.kind == "colour":
+            if (spec.writes or (spec.pre and spec.geometry) or (t.contrast and spec.contrast)
+                    or len(spec.colour) >= F.MAX_STEPS):
+                close()
+            spec.colour.append(i)
+            spec.contrast |= bool(t.contrast)
+        elif isinstance(t, TF.ToLayout) and not spec.writes:
+            spec.layout = t.layout  # no pass of its own: only where the stage writes
+            spec.folded.append(i)
+        elif (isinstance(t, TF.ToDtype) and not (spec.geometry or spec.colour or spec.writes)
+              and (t.dtype != "uint8" or cur == "uint8")):
+            # leading conversion: the stage works in the new range, scaling as it loads
+            spec.in_scale *= t.factor(spec.sem)
+            spec.sem = cur = t.dtype
+            spec.folded.append(i)
+        else:
+            spec.writes.append(i)
+            if not isinstance(t, TF.ToLayout):
+                cur = t.dtype
+    close()
+    return items
+
+
+# ------------------------------------------------------------------------------ Compose
+class Compose:
+    """A random augmentation policy over batches, planned into as few passes as possible.
+
+    ``policy = gpuaug.Compose([transforms...], seed=None)``; ``policy(x, seed=None)`` augments
+    the batch ``x`` (NHWC or NCHW via ``layout``, uint8/float16/float32, 1, 3 or 4 channels; a
+    NumPy array runs on the CPU twin, any CUDA array on the GPU; a list of HWC images of
+    different sizes is a varshape batch) and returns the result (CuPy for CUDA input, NumPy
+    for NumPy input; a list when the output sizes differ). See the module docstring for the
+    planning rules and how the fused result relates to the ops run one by one.
+
+    Args:
+        transforms: the transforms, in order (gpuaug.RandomHorizontalFlip, RandomAffine,
+            ColorJitter, Normalize, ...).
+        seed: seeds the policy's own generator, which calls without a ``seed`` draw from (None:
+            fresh entropy; an int, SeedSequence or Generator).
+
+    Call arguments:
+        x: the batch.
+        seed: None (the policy's generator), an int / SeedSequence (a fresh generator: the same
+            seed gives the same parameters and output everywhere) or a numpy Generator
+            (advanced by the call).
+        params: a :class:`PolicyParams` (e.g. ``policy.last_params``) to replay instead of
+            drawing; its batch size and image sizes must match ``x``.
+        out: array (or list) for the final output; layout: the input's layout; stream: CUDA
+            stream (None: CuPy's current one); backend: "cuda" (default for CUDA input),
+            "numba" (the Numba CUDA twin) or "cpu" (default for NumPy input).
+
+    After a call, ``policy.last_params`` holds what it drew. ``policy.plan()`` lists the stages.
+
+    It is a plain callable ``(batch, seed=None, *, params=None, ...)``, so it serves as the
+    scheduler's ``augment`` (it runs on CuPy's current stream, which the scheduler sets) and in
+    DALI: inside ``fn.python_function(..., device="gpu", batch_processing=True)`` DALI passes a
+    list of per-sample CuPy arrays on its own stream (CuPy's current stream while the function
+    runs); when the samples are back to back view them as one 4-D array (else pass the list),
+    call ``policy(batch, seed=...)`` with a seed per iteration for reproducibility, and return
+    ``list(result)`` (one array per sample). A DALI CPU pipeline passes NumPy arrays: the same
+    call runs the CPU twin.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> policy = gpuaug.Compose([
+        ...     gpuaug.RandomHorizontalFlip(),
+        ...     gpuaug.RandomAffine(degrees=10, translate=(0.1, 0.1)),
+        ...     gpuaug.ColorJitter(0.4, 0.4, 0.4, 0.1),
+        ...     gpuaug.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+        ... ])
+        >>> [str(s) for s in policy.plan()]  # doctest: +NORMALIZE_WHITESPACE
+        ['fused[RandomHorizontalFlip + RandomAffine + ColorJitter + Normalize] -> float32 NCHW
+          (2 launches: gpuaug_gray_sum, gpuaug_fused)']
+        >>> x = np.random.default_rng(0).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8)
+        >>> y = policy(x, seed=1)
+        >>> y.shape, y.dtype
+        ((2, 3, 16, 16), dtype('float32'))
+        >>> bool((policy(x, params=policy.last_params) == y).all())
+        True
+    """
+
+    def __init__(self, transforms, *, seed=None):
+        if isinstance(transforms, TF.Transform) or not hasattr(transforms, "__iter__"):
+            raise TypeError(f"transforms: got {type(transforms).__name__}; expected a list of gpuaug transforms")
+        transforms = tuple(transforms)
+        if not transforms:
+            raise ValueError("transforms: got an empty list; expected at least one transform")
+        for i, t in enumerate(transforms):
+            if not isinstance(t, TF.Transform):
+                raise TypeError(f"transforms[{i}]: got {type(t).__name__}; expected a gpuaug transform "
+                                "(gpuaug.RandomHorizontalFlip, gpuaug.ColorJitter, ...)")
+        self.transforms = transforms
+        self._rng = R.generator(seed)
+        self._lock = threading.Lock()
+        self._plans = {}
+        self.last_params = None
+
+    def __repr__(self):
+        inner = "".join(f"\n    {t!r}," for t in self.transforms)
+        return f"Compose([{inner}\n])"
+
+    # -- sampling -------------------------------------------------------------------------
+    def _draw(self, rng, n, sizes):
+        values, cur = [], sizes
+        for t in self.transforms:
+            values.append(t.sample(rng, n, cur))
+            cur = np.asarray(t.out_sizes(cur), np.int64)
+        return PolicyParams(n, np.array(sizes, np.int64), tuple(values))
+
+    def sample(self, x, seed=None, *, layout="NHWC"):
+        """Draw the parameters a call on ``x`` would use (without running it): a
+        :class:`PolicyParams`. ``x``: a batch, or an (n, 2) array of image sizes (h, w).
+
+        Example::
+
+            >>> import numpy as np, gpuaug
+            >>> p = gpuaug.Compose([gpuaug.RandomHorizontalFlip()]).sample(np.zeros((4, 8, 8, 3), np.uint8), seed=0)
+            >>> p[0]["apply"]
+            array([ True, False, False, False])
+        """
+        sizes = _sizes_of(x, layout)
+        return self._sample(len(sizes), sizes, seed)
+
+    def _sample(self, n, sizes, seed):
+        if seed is None:
+            with self._lock:
+                return self._draw(self._rng, n, sizes)
+        return self._draw(R.generator(seed), n, sizes)
+
+    # -- planning -------------------------------------------------------------------------
+    def _items(self, dtype):
+        items = self._plans.get(dtype)
+        if items is None:
+            items = self._plans[dtype] = plan_stages(self.transforms, dtype)
+        return items
+
+    def plan(self, x=None, *, dtype="uint8", channels=3, layout="NHWC"):
+        """The stages a call will run, as :class:`Stage` s (one pass over the pixels each).
+
+        ``x``: a batch to plan for (its dtype, channels and layout); else ``dtype``,
+        ``channels`` and ``layout`` describe the input.
+
+        Example::
+
+            >>> import gpuaug
+            >>> p = gpuaug.Compose([gpuaug.RandomResizedCrop(64), gpuaug.GaussianBlur(5),
+            ...                     gpuaug.Normalize(0.5, 0.25)])
+            >>> [s.kind for s in p.plan()]
+            ['fused', 'op', 'fused']
+        """
+        if x is not None:
+            b = as_batch(x, layout)
+            dtype, channels, layout = b.dtype.name, b.channels, b.layout
+        else:
+            from gpuaug.policy._args import dtype as check_dtype
+            dtype = check_dtype("dtype", dtype)
+            if channels not in (1, 3, 4):
+                raise ValueError(f"channels: got {channels!r}; expected 1, 3 or 4")
+            if layout not in LAYOUTS:
+                raise ValueError(f"layout: got {layout!r}; expected one of {', '.join(map(repr, LAYOUTS))}")
+        out, cur_dtype, cur_layout = [], dtype, layout
+        for kind, item in self._items(dtype):
+            if kind == "op":
+                t = self.transforms[item]
+                out.append(Stage("op", (type(t).__name__,), (item,), (t.op,), cur_dtype, cur_layout))
+                continue
+            spec = item
+            st = {"dtype": spec.sem, "layout": spec.layout or cur_layout, "scale": np.ones(channels),
+                  "bias": np.zeros(channels)}
+            for i in spec.writes:
+                st = self.transforms[i].apply(st)
+            idx = tuple(sorted(spec.geometry + spec.colour + spec.writes + spec.folded))
+            launches = ("gpuaug_fused",)
+            if spec.contrast:
+                first = self.transforms[spec.colour[0]]
+                gray = (first.contrast and spec.in_scale == 1.0
+                        and (spec.sem == "uint8") == (np.dtype(spec.in_dtype) == np.uint8))
+                launches = ("gpuaug_gray_sum" if gray else "gpuaug_fused_sum",) + launches
+            out.append(Stage("fused", tuple(type(self.transforms[i]).__name__ for i in idx), idx, launches,
+                             st["dtype"], st["layout"], bool(spec.pre)))
+            cur_dtype, cur_layout = st["dtype"], st["layout"]
+        return tuple(out)
+
+    # -- running --------------------------------------------------------------------------
+    def __call__(self, x, seed=None, *, params=None, out=None, layout="NHWC", stream=None, backend=None):
+        b = as_batch(x, layout)
+        be = choose_backend(b, backend)
+        sizes = _batch_sizes(b)
+        if params is not None:
+            if seed is not None:
+                raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
+            _check_params(params, b, sizes, len(self.transforms))
+        else:
+            params = self._sample(b.n, sizes, seed)
+        if b.device:
+            from gpuaug._stream import on_stream
+
+            cp = cupy_module()
+            with cp.cuda.Device(b.device_id()), on_stream(stream):
+                y = self._run(x, b, params, out, be)
+        else:
+            y = self._run(x, b, params, out, be)
+        self.last_params = params
+        return y
+
+    def replay(self, x, params, **kwargs):
+        """Run the policy with ``params`` (a :class:`PolicyParams`, e.g. ``last_params``) instead of
+        drawing new ones: ``policy.replay(x, p)`` is ``policy(x, params=p)``.
+
+        Example::
+
+            >>> import numpy as np, gpuaug
+            >>> pol = gpuaug.Compose([gpuaug.RandomRotation(30)])
+            >>> x = np.zeros((2, 8, 8, 1), np.float32)
+            >>> bool((pol(x, seed=3) == pol.replay(x, pol.last_params)).all())
+            True
+        """
+        return self(x, params=params, **kwargs)
+
+    def _run(self, x, b, params, out, backend):
+        items = self._items(b.dtype.name)
+        cur, cur_b, cur_layout, cur_dtype = x, b, b.layout, b.dtype.name
+        for k, (kind, item) in enumerate(items):
+            last = k == len(items) - 1
+            if cur_b is None:
+                cur_b = as_batch(cur, cur_layout)
+            if kind == "op":
+                t = self.transforms[item]
+                cur = t.run(cur, params[item], dtype=cur_dtype, layout=cur_layout, backend=backend, stream=None,
+                            out=out if last else None)
+            else:
+                cur, cur_layout, cur_dtype = self._fused(item, cur_b, params, out if last else None, backend)
+            cur_b = None
+        return cur
+
+    def _fused(self, spec, b, params, out, backend):
+        built = F.build(spec, self.transforms, params.values, b, b.layout)
+        result, dst = F.allocate(b, out, built)
+        if backend == "cuda":
+            F.launch_cuda(spec, built, b, dst)
+        else:
+            F.launch_numba(spec, built, b, dst, "cpu" if backend == "cpu" else "cuda")
+        return result, built.out_layout, built.out_dtype
+
+
+def _batch_sizes(b):
+    if b.varshape:
+        return np.asarray(b.shapes, np.int64).reshape(b.n, 2)
+    return np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (b.n, 2))
+
+
+def _sizes_of(x, layout):
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 2 and np.issubdtype(x.dtype, np.integer):
+        if np.any(x <= 0):
+            raise ValueError("x: got sizes with a zero or negative entry; expected (n, 2) positive (h, w)")
+        return x.astype(np.int64)
+    return _batch_sizes(as_batch(x, layout))
+
+
+def _check_params(params, b, sizes, count):
+    if not isinstance(params, PolicyParams):
+        raise TypeError(f"params: got {type(params).__name__}; expected a PolicyParams (e.g. policy.last_params)")
+    if len(params.values) != count:
+        raise ValueError(f"params: holds {len(params.values)} transforms' parameters; the policy has {count}")
+    if params.n != b.n:
+        raise ValueError(f"params: were drawn for {params.n} samples; the batch has {b.n}")
+    if not np.array_equal(params.sizes, sizes):
+        raise ValueError("params: were drawn for images of other sizes "
+                         f"(first {tuple(params.sizes[0])}, the batch's {tuple(sizes[0])}); expected the same sizes")

@@ -1,0 +1,207 @@
+"""Randomness for gpuaug: every random draw the library makes happens here.
+
+Samplers take an explicit :class:`numpy.random.Generator` (make one with
+:func:`generator` from a seed) and the number of samples ``n``, and return per-sample
+parameters as NumPy arrays of length ``n``: the same seed gives the same parameters on
+every machine and backend, and a call's parameters can be kept and replayed (that is
+what :class:`gpuaug.Compose` does with ``last_params``). Kernels never draw random numbers;
+the noise ops take a seed drawn here (:func:`seed64`) and run a counter-based generator.
+
+Draws are vectorised over the batch (one NumPy call per quantity, never a Python loop
+over samples), in a fixed order, so the stream of numbers a sampler consumes depends only
+on ``n`` and its arguments.
+
+Sizes are per sample: ``sizes`` is an ``(n, 2)`` integer array of ``(height, width)``.
+
+    >>> import numpy as np
+    >>> from gpuaug import random as R
+    >>> rng = R.generator(0)
+    >>> R.bernoulli(rng, 0.5, 4)
+    array([ True, False, False, False])
+    >>> boxes = R.resized_crop_boxes(R.generator(1), np.array([[240, 320]] * 2))
+    >>> boxes.shape, boxes.dtype
+    ((2, 4), dtype('int64'))
+
+Everything here is host (NumPy) code.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["generator", "bernoulli", "uniform", "integers", "seed64", "affine", "resized_crop_boxes",
+           "perspective_corners", "erasing_boxes", "crop_offsets", "permutations"]
+
+
+def generator(seed=None) -> np.random.Generator:
+    """A NumPy Generator from ``seed``: None (fresh entropy from the OS), an int >= 0, a
+    :class:`numpy.random.SeedSequence`, or a Generator (returned as it is, so draws advance it).
+
+    Example::
+
+        >>> from gpuaug import random as R
+        >>> R.generator(7).integers(100) == R.generator(7).integers(100)
+        True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed: got {seed!r}; expected None, an int >= 0, a numpy.random.SeedSequence "
+                        "or a numpy.random.Generator")
+    if seed < 0:
+        raise ValueError(f"seed: got {seed}; expected an int >= 0")
+    return np.random.default_rng(int(seed))
+
+
+def bernoulli(rng, p, n) -> np.ndarray:
+    """``n`` bools, each True with probability ``p`` (one uniform draw per sample)."""
+    return rng.random(n) < p
+
+
+def uniform(rng, low, high, n) -> np.ndarray:
+    """``n`` floats uniform in ``[low, high)`` (``low`` and ``high`` numbers or (n,) arrays)."""
+    return low + (np.asarray(high, np.float64) - low) * rng.random(n)
+
+
+def integers(rng, low, high, n) -> np.ndarray:
+    """``n`` ints uniform in ``[low, high)``; bounds may be per-sample (n,) arrays.
+
+    Drawn as ``low + floor(u * (high - low))`` from one uniform per sample, so per-sample
+    bounds cost one vectorised draw."""
+    low = np.asarray(low, np.int64)
+    span = np.asarray(high, np.int64) - low
+    return low + np.minimum(np.floor(rng.random(n) * span).astype(np.int64), np.maximum(span - 1, 0))
+
+
+def seed64(rng) -> int:
+    """One int in [0, 2**63) to key a counter-based noise generator (gpuaug.gaussian_noise)."""
+    return int(rng.integers(0, 2 ** 63, dtype=np.int64))
+
+
+def _sizes(sizes, n):
+    s = np.asarray(sizes, np.int64).reshape(-1, 2)
+    if s.shape[0] == 1 and n != 1:
+        s = np.broadcast_to(s, (n, 2))
+    return s
+
+
+def affine(rng, n, sizes, degrees=(0.0, 0.0), translate=None, scale=None, shear=None) -> dict:
+    """torchvision's RandomAffine parameters, one set per sample.
+
+    ``degrees``: (lo, hi); ``translate``: None or (fx, fy), fractions of the width/height:
+    ``tx = round(U(-fx w, fx w))`` (whole pixels, as torchvision); ``scale``: None or
+    (lo, hi); ``shear``: None or (x_lo, x_hi) or (x_lo, x_hi, y_lo, y_hi) degrees.
+    Returns ``angle, tx, ty, scale, shear_x, shear_y`` (n,) float64 arrays. Draws, in
+    order: angle, tx, ty, scale, shear_x, shear_y (each only when its range is given)."""
+    s = _sizes(sizes, n)
+    out = {"angle": uniform(rng, degrees[0], degrees[1], n)}
+    if translate is not None:
+        mx, my = translate[0] * s[:, 1], translate[1] * s[:, 0]
+        out["tx"] = np.rint(uniform(rng, -mx, mx, n))
+        out["ty"] = np.rint(uniform(rng, -my, my, n))
+    else:
+        out["tx"] = np.zeros(n)
+        out["ty"] = np.zeros(n)
+    out["scale"] = uniform(rng, scale[0], scale[1], n) if scale is not None else np.ones(n)
+    out["shear_x"] = np.zeros(n)
+    out["shear_y"] = np.zeros(n)
+    if shear is not None:
+        out["shear_x"] = uniform(rng, shear[0], shear[1], n)
+        if len(shear) == 4:
+            out["shear_y"] = uniform(rng, shear[2], shear[3], n)
+    return out
+
+
+def resized_crop_boxes(rng, sizes, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), attempts=10) -> np.ndarray:
+    """torchvision's RandomResizedCrop.get_params for every sample: ``(n, 4)`` int64 boxes
+    ``(top, left, height, width)``.
+
+    Up to ``attempts`` tries per sample (drawn all at once): area ``A U(scale)`` and aspect
+    ratio ``exp(U(log ratio))`` give ``w = round(sqrt(area ratio))``, ``h = round(sqrt(area /
+    ratio))``; the first try that fits the image wins, placed uniformly; samples where none
+    fits take torchvision's fallback (the central crop of the ratio nearest the image's).
+    ``round`` is round-half-to-even (Python's, as torchvision)."""
+    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    n = s.shape[0]
+    hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
+    area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
+    logr = rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts))
+    ar = np.exp(logr)
+    w = np.rint(np.sqrt(area * ar))
+    h = np.rint(np.sqrt(area / ar))
+    ok = (w > 0) & (w <= ww[:, None]) & (h > 0) & (h <= hh[:, None])
+    first = np.argmax(ok, axis=1)
+    found = ok[np.arange(n), first]
+    bh = h[np.arange(n), first]
+    bw = w[np.arange(n), first]
+    # fallback: torchvision's central crop
+    in_ratio = ww / hh
+    lo, hi = min(ratio), max(ratio)
+    fw = np.where(in_ratio < lo, ww, np.where(in_ratio > hi, np.rint(hh * hi), ww))
+    fh = np.where(in_ratio < lo, np.rint(ww / lo), hh)
+    bh = np.where(found, bh, fh).astype(np.int64)
+    bw = np.where(found, bw, fw).astype(np.int64)
+    top = integers(rng, 0, s[:, 0] - bh + 1, n)
+    left = integers(rng, 0, s[:, 1] - bw + 1, n)
+    top = np.where(found, top, (s[:, 0] - bh) // 2)
+    left = np.where(found, left, (s[:, 1] - bw) // 2)
+    return np.stack([top, left, bh, bw], axis=1)
+
+
+def perspective_corners(rng, sizes, distortion_scale=0.5) -> np.ndarray:
+    """torchvision's RandomPerspective.get_params for every sample: ``(n, 4, 2)`` float64
+    end points ``(x, y)`` of the corners top-left, top-right, bottom-right, bottom-left
+    (each moved inwards by up to ``distortion_scale`` of half the size, whole pixels)."""
+    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    n = s.shape[0]
+    h, w = s[:, 0], s[:, 1]
+    bh = (distortion_scale * (h // 2)).astype(np.int64) + 1
+    bw = (distortion_scale * (w // 2)).astype(np.int64) + 1
+    tl = (integers(rng, 0, bw, n), integers(rng, 0, bh, n))
+    tr = (integers(rng, w - bw, w, n), integers(rng, 0, bh, n))
+    br = (integers(rng, w - bw, w, n), integers(rng, h - bh, h, n))
+    bl = (integers(rng, 0, bw, n), integers(rng, h - bh, h, n))
+    return np.stack([np.stack(c, axis=1) for c in (tl, tr, br, bl)], axis=1).astype(np.float64)
+
+
+def erasing_boxes(rng, sizes, scale=(0.02, 0.33), ratio=(0.3, 3.3), attempts=10) -> np.ndarray:
+    """torchvision's RandomErasing.get_params for every sample: ``(n, 4)`` int64 boxes
+    ``(top, left, height, width)``; a sample where no try fits gets an empty box (0 x 0).
+
+    A try draws area ``A U(scale)`` and ratio ``exp(U(log ratio))``: ``h = round(sqrt(area
+    ratio))``, ``w = round(sqrt(area / ratio))``, which must be smaller than the image."""
+    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    n = s.shape[0]
+    hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
+    area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
+    ar = np.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts)))
+    h = np.rint(np.sqrt(area * ar))
+    w = np.rint(np.sqrt(area / ar))
+    ok = (h < hh[:, None]) & (w < ww[:, None])
+    first = np.argmax(ok, axis=1)
+    found = ok[np.arange(n), first]
+    bh = np.where(found, h[np.arange(n), first], 0).astype(np.int64)
+    bw = np.where(found, w[np.arange(n), first], 0).astype(np.int64)
+    top = integers(rng, 0, s[:, 0] - bh + 1, n)
+    left = integers(rng, 0, s[:, 1] - bw + 1, n)
+    return np.stack([top, left, bh, bw], axis=1)
+
+
+def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
+    """Random crop windows: ``(n, 2)`` int64 ``(top, left)`` of a ``size = (h, w)`` window,
+    uniform over the positions inside the image padded by ``padding = (left, top, right,
+    bottom)`` (the top-left corner may then be negative)."""
+    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    n = s.shape[0]
+    pl, pt, pr, pb = padding
+    top = integers(rng, -pt, s[:, 0] + pb - size[0] + 1, n)
+    left = integers(rng, -pl, s[:, 1] + pr - size[1] + 1, n)
+    return np.stack([top, left], axis=1)
+
+
+def permutations(rng, n, k) -> np.ndarray:
+    """``(n, k)`` int64: a uniformly random permutation of ``range(k)`` per sample."""
+    return np.argsort(rng.random((n, k)), axis=1)
