@@ -85,10 +85,8 @@ def size(name, v):
     """(h, w) from an int or a pair of ints, > 0."""
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name}: got {v!r}; expected an int or a pair (height, width) of ints")
-    if isinstance(v, (numbers.Integral,)):
-        v = (v, v)
     try:
-        t = tuple(v)
+        t = (v, v) if isinstance(v, numbers.Integral) else tuple(v)
     except TypeError:
         raise TypeError(f"{name}: got {_show(v)}; expected an int or a pair (height, width) of ints") from None
     if len(t) == 1:
