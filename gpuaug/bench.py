@@ -319,7 +319,7 @@ def backend_status() -> dict:
                 out["numba"] = {"usable": False, "why": reason}
         except Exception as e:  # noqa: BLE001
             out["numba"] = {"usable": False, "why": f"numba.cuda failed to import: {type(e).__name__}: {e}"}
-        out["cpu"] = {"usable": True, "why": f"Numba {_dist_version('numba')} njit (parallel) on "
+        out["cpu"] = {"usable": True, "why": f"Numba {_dist_version('numba')} njit on "
                       f"{os.cpu_count()} CPU threads"}
     if importlib.util.find_spec("nvidia") is None or importlib.util.find_spec("nvidia.dali") is None:
         out["dali_gpu"] = out["dali_cpu"] = {"usable": False, "why": "NVIDIA DALI is not installed"}

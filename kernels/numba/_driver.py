@@ -11,7 +11,8 @@ in through a bound global (see :mod:`._dual`):
   ``store(v, lo, hi, rnd)``: rounded half up and clamped to [lo, hi] when ``rnd``
   (uint8), as is otherwise.
 
-CPU kernels run in parallel over samples (``prange``); CUDA kernels use one thread per
+CPU kernels loop over samples with ``prange`` (threads only with GPUAUG_CPU_PARALLEL=1, see
+``_dual.cpu_parallel``); CUDA kernels use one thread per
 output pixel with ``cuda.grid(3)`` = (x, y, sample).
 """
 from __future__ import annotations

@@ -23,12 +23,25 @@ def dual(fn):
     return fn
 
 
+def cpu_parallel() -> bool:
+    """Whether CPU kernels use Numba's thread pool (``prange``): ``GPUAUG_CPU_PARALLEL=1``.
+
+    Off by default: a parallel kernel costs about 3x the compile time and milliseconds per
+    call in thread-pool start-up on small machines, and the callers that need throughput
+    (DALI's CPU pipelines, the scheduler's workers) already run samples on their own
+    threads; the kernels release the GIL (``nogil``) so those threads overlap.
+    """
+    import os
+
+    return os.environ.get("GPUAUG_CPU_PARALLEL", "0") not in ("", "0")
+
+
 def _jit(fn, target, kind):
     if target == "cpu":
         import numba
 
         if kind == "kernel":
-            return numba.njit(parallel=True, nogil=True)(fn)
+            return numba.njit(parallel=cpu_parallel(), nogil=True)(fn)
         return numba.njit(nogil=True)(fn)
     if target == "cuda":
         from numba import cuda
