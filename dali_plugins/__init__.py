@@ -38,8 +38,8 @@ import importlib
 from gpuaug._registry import REGISTRY as registry
 
 _LAZY = {
-    "compose": "gpuaug.dali.compose",
-    "Compose": "gpuaug.dali.compose",
+    "compose": "gpuaug.dali._compose",
+    "Compose": "gpuaug.dali._compose",
     "image_folder_pipeline": "gpuaug.dali.pipelines",
     "validation_pipeline": "gpuaug.dali.pipelines",
     "default_augment": "gpuaug.dali.pipelines",

@@ -164,7 +164,20 @@ class Chain:
         if isinstance(x, list) and step.layout != "NHWC":
             x = xp.stack(x)
         kw = op_kwargs(step, x, lists, n, xp, self.calls)
-        return REGISTRY[step.op].func(x, **kw, layout=step.layout, backend=self.backend)
+        return call_op(REGISTRY[step.op].func, x, dict(kw, layout=step.layout, backend=self.backend),
+                       REGISTRY[step.op].changes_shape)
+
+
+def call_op(func, x, kw, changes_shape):
+    """``func(x, **kw)``; when an op that changes shapes refuses a uniform batch (its
+    per-sample output sizes differ: rot90 with mixed k, per-sample padding...), the same
+    samples again as a varshape list: DALI's outputs are per sample anyway."""
+    try:
+        return func(x, **kw)
+    except ValueError:
+        if not changes_shape or isinstance(x, list) or kw.get("layout") != "NHWC" or x.shape[0] == 1:
+            raise
+    return func(list(x), **kw)
 
 
 def op_kwargs(step, x, lists, n, xp, calls):

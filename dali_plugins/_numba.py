@@ -40,7 +40,7 @@ import numpy as np
 
 from gpuaug._registry import REGISTRY
 
-from ._callback import _channels, batch_view, op_kwargs, wrap_error
+from ._callback import _channels, batch_view, call_op, op_kwargs, wrap_error
 from ._steps import SAMPLE_LAYOUT, op_error
 
 #: Launch shape of the GPU run function, per sample (it strides over larger images).
@@ -96,20 +96,15 @@ def capture(func, x, kw):
 
 @functools.lru_cache(maxsize=None)
 def _probe(op):
-    """None when ``op`` plans through ``gpuaug._run.run`` with a copy/value twin, else why not."""
+    """None when ``op`` runs through ``gpuaug._run.run`` with a per-pixel copy/value twin (what
+    numba_function can run), else why not; read from the registry (``kernels``), nothing runs."""
     spec = REGISTRY[op]
-    c = 3 if 3 in spec.channels else spec.channels[0]
-    x = np.zeros((2, 8, 8, c), np.uint8)
-    kw = spec.example(np.random.default_rng(0), 2, 8, 8) if spec.example else {}
-    try:
-        plan = capture(spec.func, x, dict(kw, backend="cpu"))
-    except Exception as e:  # noqa: BLE001 - the reason is reported, not raised
-        return f"its parameters could not be planned ({type(e).__name__}: {e})"
-    if plan is None:
+    kernels = spec.kernels
+    if kernels is None or kernels.kind not in ("copy", "value"):
+        return f"its Numba twin is of kind {getattr(kernels, 'kind', None)!r}, not a per-pixel map"
+    if kernels.numba[1] == "kernel":  # gpuaug.ops._launch.run_custom's convention: kernel(target)
         return ("its Numba kernel picks its own launch shape (filters and noise do not go through "
                 "gpuaug._run.run)")
-    if getattr(plan.kernels, "kind", None) not in ("copy", "value"):
-        return f"its Numba twin is of kind {getattr(plan.kernels, 'kind', None)!r}, not a per-pixel map"
     return None
 
 
@@ -177,8 +172,7 @@ def numba_node(step, data, nodes, input_dtype):
         warn_once((op, device, why), f"gpuaug.dali.{op}: backend='numba' runs {where}: {why}")
         return python_function_node([step], data, nodes, "numba" if device == "gpu" else "cpu")
 
-    from nvidia.dali import fn, types
-    from nvidia.dali.plugin.numba.fn.experimental import numba_function
+    from nvidia.dali import fn
 
     gpu = device == "gpu"
     par_dt = np.dtype(np.float32 if gpu else np.float64)
@@ -188,16 +182,34 @@ def numba_node(step, data, nodes, input_dtype):
     carrier, params, fills = fn.python_function(data, *nodes, function=planner, batch_processing=True,
                                                 device=device, num_outputs=3)
     x4 = fn.expand_dims(data, axes=[0])
-    kind = step.spec.kernels.kind
-    run_fn = run_function(op, "cuda" if gpu else "cpu", kind, step.layout, step.out_layout, in_dt.name,
-                          out_dt.name)
-    kw = dict(blocks=list(BLOCKS), threads_per_block=list(THREADS)) if gpu else {}
-    out = numba_function(carrier, x4, params, fills, run_fn=run_fn, setup_fn=setup_function(step.out_layout),
-                         out_types=[_dali_type(out_dt)],
-                         in_types=[types.UINT8, _dali_type(in_dt), _dali_type(par_dt), _dali_type(out_dt)],
-                         outs_ndim=[4], ins_ndim=[4, 4, 2, 2], device=device, **kw)
-    out = fn.squeeze(out, axes=[0])
+    operator = numba_operator(op, device, step.spec.kernels.kind, step.layout, step.out_layout, in_dt.name,
+                              out_dt.name, _device_id() if gpu else None)
+    out = fn.squeeze(operator(carrier, x4, params, fills), axes=[0])
     return fn.reshape(out, layout=SAMPLE_LAYOUT[step.out_layout])
+
+
+def _device_id():
+    from nvidia.dali.pipeline import Pipeline
+
+    pipe = Pipeline.current()
+    return getattr(pipe, "device_id", None) if pipe is not None else None
+
+
+@functools.lru_cache(maxsize=None)
+def numba_operator(op, device, kind, in_layout, out_layout, in_dtype, out_dtype, device_id=None):
+    """DALI's NumbaFunction operator (ops API) for one op variant, made once per process:
+    DALI compiles its wrappers for every instance (seconds each), and an instance can be
+    called in any number of pipelines. ``device_id``: the GPU it compiles for."""
+    from nvidia.dali import types
+    from nvidia.dali.plugin.numba import NumbaFunction
+
+    gpu = device == "gpu"
+    par_dt = np.dtype(np.float32 if gpu else np.float64)
+    run_fn = run_function(op, "cuda" if gpu else "cpu", kind, in_layout, out_layout, in_dtype, out_dtype)
+    kw = dict(blocks=list(BLOCKS), threads_per_block=list(THREADS)) if gpu else {}
+    return NumbaFunction(run_fn=run_fn, setup_fn=setup_function(out_layout), out_types=[_dali_type(out_dtype)],
+                         in_types=[types.UINT8, _dali_type(in_dtype), _dali_type(par_dt), _dali_type(out_dtype)],
+                         outs_ndim=[4], ins_ndim=[4, 4, 2, 2], device=device, **kw)
 
 
 class Planner:
@@ -223,7 +235,9 @@ class Planner:
             kw = op_kwargs(step, x, lists, n, xp, self.calls)
             self.calls += 1
             backend = "numba" if self.device == "gpu" else "cpu"
-            plan = capture(step.spec.func, x, dict(kw, layout=step.layout, backend=backend))
+            changes = step.spec.changes_shape
+            plan = capture(lambda x, **k: call_op(step.spec.func, x, k, changes), x,
+                           dict(kw, layout=step.layout, backend=backend))
             if plan is None:
                 raise op_error(step.op, "the op ran without planning a launch (no per-pixel Numba map)",
                                RuntimeError)

@@ -1,0 +1,241 @@
+"""Ready-made DALI pipelines: an image folder (one subfolder per class) to normalised
+``(images, labels)`` batches, with gpuaug doing the geometry and the augmentation.
+
+Training::
+
+    fn.readers.file -> fn.decoders.image (device="mixed", or "cpu" with device_id=None)
+      -> gpuaug: random resized crop (resized_crop, boxes drawn per sample as torchvision's
+         RandomResizedCrop) -> the augment policy (default: random flip, rotation,
+         brightness and contrast) -> crop_mirror_normalize (float32, CHW)
+
+all gpuaug steps fused into one DALI operator (:func:`gpuaug.dali.compose`). Validation:
+the same without random ops, a centre crop of ``crop_pct`` of the shorter side resized
+to ``size``.
+"""
+from __future__ import annotations
+
+import math
+
+IMAGENET_MEAN = (123.675, 116.28, 103.53)  # uint8 units, as DALI's crop_mirror_normalize takes them
+IMAGENET_STD = (58.395, 57.12, 57.375)
+
+
+def _float(node):
+    from nvidia.dali import fn, types
+
+    return fn.cast(node, dtype=types.FLOAT)
+
+
+def random_resized_crop_boxes(shape, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """Per-sample boxes ``(top, left, height, width)`` (float32 DataNode, CPU) for a random
+    resized crop, from a DataNode of image shapes ``(H, W, C)`` (``fn.peek_image_shape``).
+
+    One draw per sample: area fraction ``s ~ U(scale)``, aspect ``r = exp(U(log ratio))``,
+    ``w = sqrt(s H W r)``, ``h = sqrt(s H W / r)`` clamped to the image, position uniform
+    inside it (torchvision tries 10 times before its fallback; clamping replaces that).
+    Call inside a pipeline definition.
+    """
+    from nvidia.dali import fn
+    from nvidia.dali import math as dmath
+
+    h_img, w_img = _float(shape[0]), _float(shape[1])
+    area = h_img * w_img * fn.random.uniform(range=list(scale))
+    r = dmath.exp(fn.random.uniform(range=[math.log(ratio[0]), math.log(ratio[1])]))
+    w = dmath.clamp(dmath.sqrt(area * r), 1.0, w_img)
+    h = dmath.clamp(dmath.sqrt(area / r), 1.0, h_img)
+    top = fn.random.uniform(range=[0.0, 1.0]) * (h_img - h)
+    left = fn.random.uniform(range=[0.0, 1.0]) * (w_img - w)
+    return fn.stack(top, left, h, w)
+
+
+def center_boxes(shape, crop_pct=0.875):
+    """Per-sample centred square boxes of side ``crop_pct * min(H, W)`` (validation)."""
+    from nvidia.dali import fn
+    from nvidia.dali import math as dmath
+
+    h_img, w_img = _float(shape[0]), _float(shape[1])
+    side = dmath.min(h_img, w_img) * float(crop_pct)
+    return fn.stack((h_img - side) * 0.5, (w_img - side) * 0.5, side, side)
+
+
+def default_augment(flip=0.5, degrees=15.0, brightness=0.2, contrast=0.2, border="reflect"):
+    """The default training policy as a :class:`gpuaug.dali.Compose`: per sample, a
+    horizontal flip with probability ``flip``, a rotation by ``U(-degrees, degrees)``
+    (``border`` rule outside the image), and brightness and contrast factors drawn from
+    ``U(1 - b, 1 + b)`` and ``U(1 - c, 1 + c)`` (one colour_jitter pass). Zero disables a
+    step. Call inside a pipeline definition (the random draws are DALI operators)."""
+    from nvidia.dali import fn
+
+    from ._compose import Compose
+
+    items = []
+    if flip:
+        items.append(("flip", {"horizontal": fn.random.coin_flip(probability=float(flip))}))
+    if degrees:
+        items.append(("rotate", {"angle": fn.random.uniform(range=[-float(degrees), float(degrees)]),
+                                 "border": border}))
+    jitter = {}
+    if brightness:
+        jitter["brightness"] = fn.random.uniform(range=[1 - brightness, 1 + brightness])
+    if contrast:
+        jitter["contrast"] = fn.random.uniform(range=[1 - contrast, 1 + contrast])
+    if jitter:
+        items.append(("color_jitter", jitter))
+    return Compose(items)
+
+
+def _items(augment):
+    """The augment argument -> compose items (fusable) or one callable."""
+    from ._compose import Compose
+
+    if augment is None:
+        return []
+    if isinstance(augment, str):
+        if augment != "default":
+            raise ValueError(f"augment: got {augment!r}; expected 'default', None, a list of gpuaug.dali.compose "
+                             "items, a Compose, or a callable DataNode -> DataNode")
+        augment = default_augment()
+    if isinstance(augment, Compose):
+        return [(name, params, lay) if name is not None else (None, params, None)
+                for name, params, lay in augment.items]
+    if isinstance(augment, (list, tuple)):
+        return Compose(list(augment)).items
+    if callable(augment):
+        return [(None, augment, None)]
+    raise TypeError(f"augment: got {type(augment).__name__}; expected 'default', None, a list, a Compose or a callable")
+
+
+def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards, mean, std, *, training,
+              num_threads, seed, random_shuffle, scale, ratio, crop_pct, dtype, output_layout, backend,
+              reader_name, reader_kwargs, pipeline_kwargs):
+    from nvidia.dali import fn, pipeline_def, types
+
+    from ._compose import Compose
+
+    size = (int(size), int(size)) if isinstance(size, (int, float)) else tuple(int(s) for s in size)
+
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id, seed=seed,
+                  **pipeline_kwargs)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=file_root, shard_id=shard_id, num_shards=num_shards,
+                                        random_shuffle=training if random_shuffle is None else random_shuffle,
+                                        name=reader_name, **reader_kwargs)
+        shape = fn.peek_image_shape(jpegs)
+        images = fn.decoders.image(jpegs, device="cpu" if device_id is None else "mixed", output_type=types.RGB)
+        if training:
+            boxes = random_resized_crop_boxes(shape, scale, ratio)
+        else:
+            boxes = center_boxes(shape, crop_pct)
+        items = [("resized_crop", {"boxes": boxes, "size": size}, None)]
+        if training:
+            items += _items(augment)
+        items.append(("crop_mirror_normalize", {"mean": list(mean), "std": list(std), "dtype": dtype,
+                                                "output_layout": output_layout}, None))
+        chain = Compose([])
+        chain.items = items
+        chain.backend = backend
+        images = chain(images)
+        if device_id is not None:
+            labels = labels.gpu()
+        return images, labels
+
+    return pipe()
+
+
+def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64, device_id=0, shard_id=0,
+                          num_shards=1, mean=IMAGENET_MEAN, std=IMAGENET_STD, *, training=True, num_threads=4,
+                          seed=-1, random_shuffle=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), crop_pct=0.875,
+                          dtype="float32", output_layout="CHW", backend=None, reader_name="Reader",
+                          reader_kwargs=None, **pipeline_kwargs):
+    """A DALI training pipeline over a class-per-folder image tree -> ``(images, labels)``.
+
+    Args:
+        file_root: a folder with one subfolder per class (labels 0.. in sorted order), as
+            ``fn.readers.file`` / torchvision's ImageFolder read it.
+        augment: "default" (:func:`default_augment`), None, a list of
+            :func:`gpuaug.dali.compose` items, a Compose, or any callable DataNode -> DataNode
+            (called on the (size x size) uint8 HWC crops).
+        size: output height and width (int or (h, w)).
+        batch_size, device_id, num_threads, seed: the pipeline's; ``device_id=None`` makes a
+            CPU pipeline (CPU decode, Numba njit twins; no GPU needed).
+        shard_id, num_shards: this process's shard (one per GPU / rank).
+        mean, std: per channel, in uint8 units (ImageNet's by default).
+        training: False gives :func:`validation_pipeline`.
+        scale, ratio: the random resized crop's area fraction and aspect ranges.
+        crop_pct: validation centre crop, as a fraction of the shorter side.
+        dtype, output_layout: of the images, "float32"/"float16" and "CHW"/"HWC".
+        backend: gpuaug backend (None: CUDA C on GPU, njit on CPU; "numba").
+        reader_name: name of the reader (the PyTorch iterator sizes epochs by it).
+        reader_kwargs: more ``fn.readers.file`` arguments; other keywords go to the pipeline.
+
+    Returns:
+        An unbuilt ``nvidia.dali.Pipeline`` with outputs ``images`` ((3, h, w) float32 per
+        sample) and ``labels`` ((1,) int32), on the GPU unless ``device_id`` is None.
+
+    Example::
+
+        pipe = gpuaug.dali.image_folder_pipeline("data/train", size=224, batch_size=128, device_id=0)
+        pipe.build()
+        images, labels = pipe.run()
+    """
+    return _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards, mean, std,
+                     training=training, num_threads=num_threads, seed=seed, random_shuffle=random_shuffle,
+                     scale=scale, ratio=ratio, crop_pct=crop_pct, dtype=dtype, output_layout=output_layout,
+                     backend=backend, reader_name=reader_name, reader_kwargs=dict(reader_kwargs or {}),
+                     pipeline_kwargs=pipeline_kwargs)
+
+
+def validation_pipeline(file_root, size=224, batch_size=64, device_id=0, shard_id=0, num_shards=1,
+                        mean=IMAGENET_MEAN, std=IMAGENET_STD, **kwargs):
+    """:func:`image_folder_pipeline` without random ops: files in order, a centre crop of
+    ``crop_pct`` (default 0.875) of the shorter side resized to ``size``, normalised."""
+    kwargs.setdefault("reader_kwargs", {})
+    return image_folder_pipeline(file_root, None, size, batch_size, device_id, shard_id, num_shards, mean, std,
+                                 training=False, **kwargs)
+
+
+class TorchLoader:
+    """A DALI pipeline as a PyTorch data loader: iterating gives ``(images, labels)`` torch
+    tensors (labels as int64 of shape (N,)), one epoch per ``for`` loop; ``len()`` is the
+    number of batches per epoch for this shard."""
+
+    def __init__(self, pipe, *, reader_name="Reader", drop_last=True):
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+        self.pipe = pipe
+        policy = LastBatchPolicy.DROP if drop_last else LastBatchPolicy.PARTIAL
+        self._it = DALIGenericIterator(pipe, ["images", "labels"], reader_name=reader_name,
+                                       last_batch_policy=policy, auto_reset=True)
+        self._drop = drop_last
+
+    def __iter__(self):
+        for batch in self._it:
+            b = batch[0]
+            yield b["images"], b["labels"].reshape(-1).long()
+
+    def __len__(self):
+        size = self._it.size  # samples in this shard
+        bs = self.pipe.max_batch_size
+        return size // bs if self._drop else -(-size // bs)
+
+
+def torch_loader(file_root, size=224, batch_size=64, device_id=0, shard_id=0, num_shards=1, *, training=True,
+                 augment="default", drop_last=None, **kwargs):
+    """:func:`image_folder_pipeline` (or :func:`validation_pipeline` with ``training=False``)
+    wrapped in DALI's PyTorch iterator: a drop-in for a ``torch.utils.data.DataLoader``.
+
+    Example::
+
+        loader = gpuaug.dali.torch_loader("data/train", size=224, batch_size=128, device_id=0)
+        for epoch in range(epochs):
+            for images, labels in loader:      # CUDA tensors: float32 (N, 3, 224, 224), int64 (N,)
+                loss = criterion(model(images), labels)
+    """
+    if training:
+        pipe = image_folder_pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards,
+                                     **kwargs)
+    else:
+        pipe = validation_pipeline(file_root, size, batch_size, device_id, shard_id, num_shards, **kwargs)
+    pipe.build()
+    return TorchLoader(pipe, reader_name=kwargs.get("reader_name", "Reader"),
+                       drop_last=training if drop_last is None else drop_last)
