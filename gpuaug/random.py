@@ -17,7 +17,7 @@ Sizes are per sample: ``sizes`` is an ``(n, 2)`` integer array of ``(height, wid
     >>> from gpuaug import random as R
     >>> rng = R.generator(0)
     >>> R.bernoulli(rng, 0.5, 4)
-    array([ True, False, False, False])
+    array([False,  True,  True,  True])
     >>> boxes = R.resized_crop_boxes(R.generator(1), np.array([[240, 320]] * 2))
     >>> boxes.shape, boxes.dtype
     ((2, 4), dtype('int64'))
@@ -41,7 +41,7 @@ def generator(seed=None) -> np.random.Generator:
     Example::
 
         >>> from gpuaug import random as R
-        >>> R.generator(7).integers(100) == R.generator(7).integers(100)
+        >>> int(R.generator(7).integers(100)) == int(R.generator(7).integers(100))
         True
     """
     if isinstance(seed, np.random.Generator):
@@ -94,24 +94,25 @@ def affine(rng, n, sizes, degrees=(0.0, 0.0), translate=None, scale=None, shear=
     ``degrees``: (lo, hi); ``translate``: None or (fx, fy), fractions of the width/height:
     ``tx = round(U(-fx w, fx w))`` (whole pixels, as torchvision); ``scale``: None or
     (lo, hi); ``shear``: None or (x_lo, x_hi) or (x_lo, x_hi, y_lo, y_hi) degrees.
-    Returns ``angle, tx, ty, scale, shear_x, shear_y`` (n,) float64 arrays. Draws, in
-    order: angle, tx, ty, scale, shear_x, shear_y (each only when its range is given)."""
+    Returns ``angle, tx, ty, scale, shear_x, shear_y`` (n,) float64 arrays. Draws n uniforms
+    for each of: angle, tx, ty, scale, shear_x, shear_y (each only when its range is given),
+    in that order (as one block)."""
     s = _sizes(sizes, n)
-    out = {"angle": uniform(rng, degrees[0], degrees[1], n)}
+    k = 1 + 2 * (translate is not None) + (scale is not None) + (0 if shear is None else len(shear) // 2)
+    u = iter(rng.random((k, n)))
+    out = {"angle": degrees[0] + (degrees[1] - degrees[0]) * next(u)}
     if translate is not None:
         mx, my = translate[0] * s[:, 1], translate[1] * s[:, 0]
-        out["tx"] = np.rint(uniform(rng, -mx, mx, n))
-        out["ty"] = np.rint(uniform(rng, -my, my, n))
+        out["tx"] = np.rint(mx * (2 * next(u) - 1))
+        out["ty"] = np.rint(my * (2 * next(u) - 1))
     else:
-        out["tx"] = np.zeros(n)
-        out["ty"] = np.zeros(n)
-    out["scale"] = uniform(rng, scale[0], scale[1], n) if scale is not None else np.ones(n)
-    out["shear_x"] = np.zeros(n)
-    out["shear_y"] = np.zeros(n)
+        out["tx"] = out["ty"] = np.zeros(n)
+    out["scale"] = scale[0] + (scale[1] - scale[0]) * next(u) if scale is not None else np.ones(n)
+    out["shear_x"] = out["shear_y"] = np.zeros(n)
     if shear is not None:
-        out["shear_x"] = uniform(rng, shear[0], shear[1], n)
+        out["shear_x"] = shear[0] + (shear[1] - shear[0]) * next(u)
         if len(shear) == 4:
-            out["shear_y"] = uniform(rng, shear[2], shear[3], n)
+            out["shear_y"] = shear[2] + (shear[3] - shear[2]) * next(u)
     return out
 
 

@@ -614,6 +614,17 @@ def test_bad_call_arguments():
         gpuaug.Compose([gpuaug.RandomHorizontalFlip()]).plan(channels=2)
 
 
+def test_docstring_examples():
+    import doctest
+
+    import gpuaug.policy.compose
+    import gpuaug.policy.transforms
+
+    for mod in (gpuaug.random, gpuaug.policy, gpuaug.policy.compose, gpuaug.policy.transforms):
+        res = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert res.failed == 0 and res.attempted > 0, mod.__name__
+
+
 def test_import_stays_light():
     code = ("import sys, gpuaug; p = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.2)]); "
             "p.plan(); import gpuaug.random; "
@@ -649,6 +660,36 @@ def test_cuda_c_compiles():
 
 
 # ------------------------------------------------------------------------------ Numba CUDA twin
+_PTX = r"""
+import os, types as pytypes
+from numba import cuda, types
+import numba.cuda.dispatcher as D
+D.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))  # no GPU needed
+from gpuaug.kernels.numba import fused as FN
+from gpuaug.kernels.numba._dual import specialize
+A = lambda dt, nd: types.Array(dt, nd, "A")
+for dt in (types.uint8, types.float32):
+    sig = (A(dt, 4), A(types.float32, 4), A(types.float32, 2), A(types.int64, 1), A(types.float64, 1),
+           types.float64, types.float64, types.boolean)
+    cuda.compile_ptx(specialize(FN._fused_cuda, "cuda", "kernel").py_func, sig, cc=(9, 0))
+sig = (A(types.uint8, 4), A(types.float64, 1), A(types.float32, 2), A(types.int64, 1), types.int64)
+cuda.compile_ptx(specialize(FN._sum_cuda, "cuda", "kernel").py_func, sig, cc=(9, 0))
+print("ok")
+"""
+
+
+def test_numba_cuda_twin_compiles():
+    """The simulator interprets Python; this compiles the Numba CUDA twin to PTX (sm_90) as a GPU
+    would, so typing errors show without one (a subprocess: conftest turned the simulator on)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    r = subprocess.run([sys.executable, "-c", _PTX], env=env, capture_output=True, text=True, timeout=600)
+    if "NvvmSupportError" in r.stderr or "libNVVM" in r.stderr:
+        pytest.skip(f"no NVVM here: {r.stderr.strip().splitlines()[-1][:200]}")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
 @pytest.mark.skipif(not SIM, reason="the Numba CUDA twin on NumPy input needs the CUDA simulator "
                     "(NUMBA_ENABLE_CUDASIM=1, set by conftest when there is no GPU)")
 @pytest.mark.parametrize("name", ["bench-u8", "colour-first-u8"])

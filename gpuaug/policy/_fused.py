@@ -69,12 +69,15 @@ def _integer_maps(a):
     """Per sample: the destination -> source map sends pixel centres onto pixel centres (a signed
     permutation of the axes plus a whole-pixel shift: flips, quarter turns, integer crops), so
     nearest sampling reproduces it exactly."""
-    lin = a[:, [0, 1, 3, 4]]
-    ok = np.all(np.isin(lin, (-1.0, 0.0, 1.0)), axis=1)
-    ok &= (np.abs(lin[:, 0]) + np.abs(lin[:, 1]) == 1) & (np.abs(lin[:, 2]) + np.abs(lin[:, 3]) == 1)
-    ok &= (a[:, 6] == 0) & (a[:, 7] == 0) & (a[:, 8] == 1)
-    ok &= (a[:, 2] == np.round(a[:, 2])) & (a[:, 5] == np.round(a[:, 5]))
-    return ok
+    v = a[:, :6]
+    ok = np.all(v == np.round(v), axis=1)  # integer entries ...
+    if not ok.any():
+        return ok
+    al = np.abs(a[:, [0, 1, 3, 4]])
+    # ... one +-1 per row of the linear part (integers with |row| sums of 1), no perspective
+    ok &= (al[:, 0] + al[:, 1] == 1) & (al[:, 2] + al[:, 3] == 1) & (al[:, 0] + al[:, 2] == 1)
+    return ok & (a[:, 6] == 0) & (a[:, 7] == 0) & (a[:, 8] == 1)
+
 
 
 def _gray_matrix(on):
@@ -141,7 +144,9 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
         sizes = np.asarray(b.shapes, np.int64).reshape(n, 2)
     else:
         sizes = np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (n, 2))
-    rows = np.zeros((n, P_COLOUR))
+    codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
+    widths = [np.shape(bl)[1] if np.ndim(bl) == 2 else 1 for bl in blocks]
+    rows = np.zeros((n, P_COLOUR + sum(widths)))
     geo, border = 0, 1
     if spec.geometry:
         m = None
@@ -166,14 +171,15 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
             border = 0
             rows[:, P_FILL:P_FILL + c] = channels_of("fill", fill, c) / spec.in_scale
     rows[:, P_IN] = spec.in_scale
-    codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
+    o = P_COLOUR
+    for bl, wd in zip(blocks, widths):
+        rows[:, o:o + wd] = np.asarray(bl, np.float64).reshape(n, wd)
+        o += wd
     st = {"dtype": spec.sem, "layout": spec.layout or layout, "scale": np.ones(c), "bias": np.zeros(c)}
     for i in spec.writes:
         st = transforms[i].apply(st)
     rows[:, P_SCALE:P_SCALE + c] = st["scale"]
     rows[:, P_BIAS:P_BIAS + c] = st["bias"]
-    if blocks:
-        rows = np.concatenate([rows] + [np.asarray(bl, np.float64).reshape(n, -1) for bl in blocks], axis=1)
     shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else [tuple(int(v) for v in sizes[0])] * n
     return Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
 

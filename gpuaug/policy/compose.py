@@ -263,7 +263,7 @@ class Compose:
             >>> import numpy as np, gpuaug
             >>> p = gpuaug.Compose([gpuaug.RandomHorizontalFlip()]).sample(np.zeros((4, 8, 8, 3), np.uint8), seed=0)
             >>> p[0]["apply"]
-            array([ True, False, False, False])
+            array([False,  True,  True,  True])
         """
         sizes = _sizes_of(x, layout)
         return self._sample(len(sizes), sizes, seed)

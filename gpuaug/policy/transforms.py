@@ -85,8 +85,11 @@ class Transform:
 
 
 # ------------------------------------------------------------------------------ geometry
+_EYE9 = np.eye(3).reshape(9)
+
+
 def _eye(n):
-    return np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
+    return np.tile(_EYE9, (n, 1)).reshape(n, 3, 3)
 
 
 def _cos_sin(deg):
@@ -95,11 +98,13 @@ def _cos_sin(deg):
     deg = np.asarray(deg, np.float64)
     r = np.deg2rad(deg)
     c, s = np.cos(r), np.sin(r)
-    q = np.round(deg / 90.0)
-    exact = (deg / 90.0) == q
-    k = np.mod(q, 4).astype(np.int64)
-    return (np.where(exact, np.array([1.0, 0.0, -1.0, 0.0])[k], c),
-            np.where(exact, np.array([0.0, 1.0, 0.0, -1.0])[k], s))
+    q = deg * (1.0 / 90.0)
+    exact = q == np.round(q)
+    if exact.any():
+        k = np.mod(np.round(q), 4).astype(np.int64)
+        c = np.where(exact, np.array([1.0, 0.0, -1.0, 0.0])[k], c)
+        s = np.where(exact, np.array([0.0, 1.0, 0.0, -1.0])[k], s)
+    return c, s
 
 
 def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
@@ -112,8 +117,8 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
     cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
     cr, sr = _cos_sin(angle)
-    sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
-    if np.any(sx) or np.any(sy):
+    if np.any(shear_x) or np.any(shear_y):
+        sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
         crs, srs = _cos_sin(np.asarray(angle) - shear_y)
         a = crs / cos_sy
@@ -122,13 +127,12 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
         d = cr - c * tan_sx
     else:
         a, b, c, d = cr, -sr, sr, cr
-    m = np.zeros((n, 3, 3))
-    m[:, 0, 0], m[:, 0, 1] = a * scale, b * scale
-    m[:, 1, 0], m[:, 1, 1] = c * scale, d * scale
-    m[:, 0, 2] = cx + tx - m[:, 0, 0] * cx - m[:, 0, 1] * cy
-    m[:, 1, 2] = cy + ty - m[:, 1, 0] * cx - m[:, 1, 1] * cy
-    m[:, 2, 2] = 1.0
-    return m
+    m = np.zeros((n, 9))
+    m[:, 0], m[:, 1], m[:, 3], m[:, 4] = a * scale, b * scale, c * scale, d * scale
+    m[:, 2] = cx + tx - m[:, 0] * cx - m[:, 1] * cy
+    m[:, 5] = cy + ty - m[:, 3] * cx - m[:, 4] * cy
+    m[:, 8] = 1.0
+    return m.reshape(n, 3, 3)
 
 
 def box_matrices(boxes, out_hw):
@@ -191,8 +195,8 @@ class _Flip(_Geometric):
         m = _eye(len(on))
         k = self.axis  # 1: x (horizontal), 0: y
         row = 0 if k == 1 else 1
-        m[:, row, row] = np.where(on, -1.0, 1.0)
-        m[:, row, 2] = np.where(on, sizes[:, k] - 1.0, 0.0)
+        m[:, row, row] = 1.0 - 2.0 * on
+        m[:, row, 2] = on * (sizes[:, k] - 1.0)
         return m
 
 
@@ -560,11 +564,19 @@ class ColorJitter(_Colour):
                 "hue": self.hue, "p": self.p}
 
     def sample(self, rng, n, sizes):
-        out = {"apply": R.bernoulli(rng, self.p, n)}
-        for key, r, neutral in (("brightness", self.brightness, 1.0), ("contrast", self.contrast_range, 1.0),
-                                ("saturation", self.saturation, 1.0), ("hue", self.hue, 0.0)):
-            v = R.uniform(rng, r[0], r[1], n) if r is not None else np.full(n, neutral)
-            out[key] = np.where(out["apply"], v, neutral)
+        # one block: n uniforms for p, then for each range that is given, in this order
+        ranges = (("brightness", self.brightness, 1.0), ("contrast", self.contrast_range, 1.0),
+                  ("saturation", self.saturation, 1.0), ("hue", self.hue, 0.0))
+        u = rng.random((1 + sum(r is not None for _, r, _ in ranges), n))
+        on = u[0] < self.p
+        out, k = {"apply": on}, 1
+        for key, r, neutral in ranges:
+            if r is None:
+                out[key] = np.full(n, neutral)
+                continue
+            v = r[0] + (r[1] - r[0]) * u[k]
+            k += 1
+            out[key] = v if self.p == 1.0 else np.where(on, v, neutral)
         return out
 
     def steps(self, params, channels):
