@@ -450,6 +450,10 @@ def test_op_stages_equal_the_ops():
     want = gpuaug.gaussian_noise(want, 0.0, 0.05 * 255, int(p[1]["seed"][0]))
     want = gpuaug.erase(want, p[2]["boxes"][:, None], np.array([[10.0, 20, 30]]))
     np.testing.assert_array_equal(y, want)
+    eq = gpuaug.Compose([gpuaug.RandomEqualize(0.5)])
+    y = eq(x, seed=1)
+    on = eq.last_params[0]["apply"]
+    np.testing.assert_array_equal(y, np.where(on[:, None, None, None], gpuaug.equalize(x), x))
 
 
 # ------------------------------------------------------------------------------ randomness

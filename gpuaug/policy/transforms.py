@@ -1000,23 +1000,21 @@ class RandomEqualize(_Op):
 
         on = params["apply"]
         idx = np.flatnonzero(on)
+        if len(idx) == len(on):
+            return gpuaug.equalize(x, out=out, layout=layout, backend=backend, stream=stream)
         if isinstance(x, list):
             y = [a.copy() for a in x] if out is None else out
             if out is not None:
                 for o, a in zip(out, x):
                     o[...] = a
             if len(idx):
-                eq = gpuaug.equalize([x[i] for i in idx], backend=backend, stream=stream)
-                for i, e in zip(idx, eq):
+                for i, e in zip(idx, gpuaug.equalize([x[i] for i in idx], backend=backend, stream=stream)):
                     y[i][...] = e
             return y
         y = x.copy() if out is None else out
         if out is not None:
             y[...] = x
-        if len(idx) == len(on):
-            return gpuaug.equalize(x, out=out, layout=layout, backend=backend, stream=stream)
         if len(idx):
-            xp = np if isinstance(x, np.ndarray) else __import__("cupy")
-            sel = xp.asarray(idx)
+            sel = idx if isinstance(x, np.ndarray) else __import__("cupy").asarray(idx)
             y[sel] = gpuaug.equalize(x[sel], layout=layout, backend=backend, stream=stream)
         return y
