@@ -25,6 +25,12 @@ _INT_KINDS = "biu"
 _NUM_KINDS = "biuf"
 
 
+#: How the callbacks saw their image batches (for tests and benchmarks): "dense" (one 4-D
+#: view), "list" (gpuaug's varshape path), "stacked" (copied into one array: uniform CHW
+#: samples that did not lie back to back).
+STATS = {"dense": 0, "list": 0, "stacked": 0}
+
+
 class CallbackError(RuntimeError):
     """An error inside a gpuaug DALI callback that did not come from a ValueError/TypeError."""
 
@@ -63,18 +69,23 @@ def batch_view(samples, xp, op, layout):
         raise _err(op, f"the data samples have shape {tuple(a0.shape)}; expected 3-D images "
                        f"({'HWC' if layout == 'NHWC' else 'CHW'}, set by layout=)")
     if len(samples) == 1:
+        STATS["dense"] += 1
         return a0[None]
     shape, dt = a0.shape, a0.dtype
     if all(a.shape == shape and a.dtype == dt for a in samples):
         view = _dense(samples, xp)
         if view is not None:
+            STATS["dense"] += 1
             return view
         if layout == "NCHW":  # gpuaug's varshape path holds HWC images
+            STATS["stacked"] += 1
             return xp.stack(samples)
+        STATS["list"] += 1
         return list(samples)
     if layout == "NCHW":
         raise _err(op, "layout: 'CHW' samples of different sizes are not supported (gpuaug's varshape "
                        "batches hold HWC images); use layout='HWC' data or resize to one size first")
+    STATS["list"] += 1
     return list(samples)
 
 
