@@ -120,6 +120,9 @@ def test_color_jitter_gpu(backend, dtype, layout):
             check_op(gpuaug.color_jitter, _ref(dtype, *f), x,
                      {"brightness": f[0], "contrast": f[1], "saturation": f[2], "hue": f[3]},
                      layout=layout, backend=backend)
+        f = _factors(rng, n)  # contrast 1 everywhere: no mean pass
+        check_op(gpuaug.color_jitter, _ref(dtype, f[0], np.ones(n), f[2], f[3]), x,
+                 {"brightness": f[0], "saturation": f[2], "hue": f[3]}, layout=layout, backend=backend)
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in SIZES]
     f = _factors(rng, 3)
     check_op(gpuaug.color_jitter, _ref(dtype, *f), xs,
