@@ -97,6 +97,14 @@ class Compose:
         self.backend, self.layout, self.input_dtype = backend, layout, input_dtype
         self.operators = 0  # DALI operators made by the last call
 
+    @classmethod
+    def from_parsed(cls, items, *, backend=None, layout="HWC", input_dtype="uint8"):
+        """A Compose over already parsed items ``(op name, params, layout or None)`` /
+        ``(None, callable, None)`` (as in :attr:`items`)."""
+        c = cls([], backend=backend, layout=layout, input_dtype=input_dtype)
+        c.items = list(items)
+        return c
+
     def __call__(self, data):
         from ._ops import check_backend, python_function_node, step_for
 

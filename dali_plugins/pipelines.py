@@ -96,8 +96,7 @@ def _items(augment):
                              "items, a Compose, or a callable DataNode -> DataNode")
         augment = default_augment()
     if isinstance(augment, Compose):
-        return [(name, params, lay) if name is not None else (None, params, None)
-                for name, params, lay in augment.items]
+        return list(augment.items)
     if isinstance(augment, (list, tuple)):
         return Compose(list(augment)).items
     if callable(augment):
@@ -131,10 +130,7 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
             items += _items(augment)
         items.append(("crop_mirror_normalize", {"mean": list(mean), "std": list(std), "dtype": dtype,
                                                 "output_layout": output_layout}, None))
-        chain = Compose([])
-        chain.items = items
-        chain.backend = backend
-        images = chain(images)
+        images = Compose.from_parsed(items, backend=backend)(images)
         if device_id is not None:
             labels = labels.gpu()
         return images, labels
@@ -206,7 +202,6 @@ class TorchLoader:
         policy = LastBatchPolicy.DROP if drop_last else LastBatchPolicy.PARTIAL
         self._it = DALIGenericIterator(pipe, ["images", "labels"], reader_name=reader_name,
                                        last_batch_policy=policy, auto_reset=True)
-        self._drop = drop_last
 
     def __iter__(self):
         for batch in self._it:
@@ -214,9 +209,7 @@ class TorchLoader:
             yield b["images"], b["labels"].reshape(-1).long()
 
     def __len__(self):
-        size = self._it.size  # samples in this shard
-        bs = self.pipe.max_batch_size
-        return size // bs if self._drop else -(-size // bs)
+        return len(self._it)
 
 
 def torch_loader(file_root, size=224, batch_size=64, device_id=0, shard_id=0, num_shards=1, *, training=True,
