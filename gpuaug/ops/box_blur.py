@@ -48,7 +48,7 @@ def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=No
 
 
 def _example(rng, n, h, w):
-    return {"kernel_size": rng.choice([1, 3, 5, 7], n)}
+    return {"kernel_size": rng.choice([3, 5], n)}
 
 
 SPECS = (
