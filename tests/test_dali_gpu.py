@@ -173,6 +173,41 @@ def test_no_host_sync_in_callback(op):
     assert dt < 0.25, f"{op}: the callback took {dt * 1e3:.0f} ms behind a 500 ms kernel: it waited for the GPU"
 
 
+def test_repeated_batches():
+    """Several batches through one pipeline: the kept output buffer is rewritten each batch,
+    and rot90 switches between one 4-D output and per-sample shapes as k varies."""
+    import cupy as cp
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def, types
+
+    rng = np.random.default_rng(9)
+    batches = [_images(seed=s) for s in range(4)]
+    angles = [rng.uniform(-40, 40, N).astype(np.float32) for _ in range(4)]
+    ks = [np.array(k, np.int32) for k in ([1, 1, 3, 1], [0, 1, 2, 3], [2, 2, 0, 0], [1, 3, 1, 1])]
+
+    def src(info):
+        return [batches[info.iteration % 4][i] for i in range(N)]
+
+    @pipeline_def(batch_size=N, num_threads=2, device_id=0, prefetch_queue_depth=1)
+    def pipe():
+        d = fn.external_source(source=src, batch=True, device="gpu", layout="HWC", batch_info=True)
+        a = fn.external_source(source=lambda info: list(angles[info.iteration % 4]), batch=True, batch_info=True)
+        k = fn.external_source(source=lambda info: list(ks[info.iteration % 4]), batch=True, batch_info=True,
+                               dtype=types.INT32)
+        return gd.rotate(d, angle=a), gd.rot90(d, k=k)
+
+    p = pipe()
+    p.build()
+    for it in range(4):
+        rot, r90 = p.run()
+        xb = cp.asarray(batches[it])
+        _close([np.array(t) for t in rot.as_cpu()], gpuaug.rotate(xb, angle=angles[it]), f"rotate batch {it}")
+        ref = gpuaug.rot90([xb[i] for i in range(N)], k=ks[it])
+        for i, t in enumerate(r90.as_cpu()):
+            _close([np.array(t)], [ref[i]], f"rot90 batch {it} sample {i}")
+    del p
+
+
 def test_compose_gpu():
     import cupy as cp
     import gpuaug.dali as gd
