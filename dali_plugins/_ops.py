@@ -81,6 +81,27 @@ def apply(op, data, params, *, backend=None, layout="HWC", input_dtype="uint8"):
     return python_function_node([step], data, nodes, be)
 
 
+def _example_args(spec):
+    """A call's arguments for the docstring: a per-sample DataNode for the first per-sample
+    number (its range from the registry's example), constants for host-only ones."""
+    import numpy as np
+
+    args = []
+    ex = spec.example(np.random.default_rng(0), 64, 224, 224) if spec.example else {}
+    for p in spec.params:
+        if p.name not in ex or p.name == "seed":
+            continue
+        v = ex[p.name]
+        if p.per_sample and p.kind in ("float", "bool") and p.shape == () and not args:
+            a = np.asarray(v, np.float64)
+            node = ("fn.random.coin_flip()" if p.kind == "bool" else
+                    f"fn.random.uniform(range=({a.min():.3g}, {a.max():.3g}))")
+            args.append(f"{p.name}={node}")
+        elif p.kind == "size" or not p.per_sample:
+            args.append(f"{p.name}={tuple(np.asarray(v).tolist()) if np.ndim(v) else v!r}")
+    return "".join(", " + a for a in args)
+
+
 def _doc(spec):
     params = "\n".join(f"        {p.name}: {p.doc or p.kind}" + (" (constant only)" if p.kind == "size" or not p.per_sample
                                                                else " (constant or per-sample DataNode)")
@@ -100,7 +121,15 @@ def _doc(spec):
     sample (``fn.random.uniform(...)``, ``fn.random.coin_flip()``, ...).
 
     Returns:
-        DataNode of the results.
+        DataNode of the results, one sample per input sample.
+
+    Example::
+
+        @pipeline_def(batch_size=64, num_threads=4, device_id=0)
+        def pipe():
+            jpegs, labels = fn.readers.file(file_root="images/")
+            images = fn.decoders.image(jpegs, device="mixed")
+            return gpuaug.dali.{spec.name}(images{_example_args(spec)}), labels
 
     The standalone op:
 
