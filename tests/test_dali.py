@@ -135,6 +135,24 @@ def test_numba_function(op):
         assert any("box_blur" in str(w.message) and "python_function" in str(w.message) for w in caught)
 
 
+def test_numba_varshape():
+    """numba_function runs per sample, so images of different sizes need nothing special."""
+    import gpuaug.dali as gd
+
+    rng = _rng(6)
+    imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((9, 11), (12, 7), (10, 10))]
+    angles = [np.float32(v) for v in (10, -20, 33)]
+    ks = [np.int32(v) for v in (1, 2, 3)]
+
+    def graph():
+        x = images_node(imgs)
+        return gd.rotate(x, angle=feed(angles), backend="numba"), gd.rot90(x, k=feed(ks), backend="numba")
+
+    rot, r90, _ = run_pipeline(graph)
+    _check_same(rot, gpuaug.rotate(imgs, angle=np.stack(angles)), "rotate numba varshape")
+    _check_same(r90, gpuaug.rot90(imgs, k=np.stack(ks)), "rot90 numba varshape")
+
+
 def test_numba_support_table():
     from gpuaug.dali import numba_support
 
