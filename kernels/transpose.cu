@@ -19,25 +19,25 @@ __global__ void gpuaug_transpose(const gpuaug::i64* src, const gpuaug::i64* dst,
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, TransposeMap());
 }
 
-// gpuaug_transpose_tiles<PB>: the fast path of transpose and odd-k rot90 for dense
+// gpuaug_transpose_tiles<PB, TS>: the fast path of transpose and odd-k rot90 for dense
 // batches (contiguous NHWC, or NCHW seen as N*C one-channel planes; PB = bytes per pixel
-// of a plane row). A block moves a 32 x 32-pixel tile through shared memory: it reads
+// of a plane row). A block moves a TS x TS-pixel tile through shared memory (TS = 64 for
+// pixels of up to 4 bytes, so each thread has several loads in flight; 32 above): it reads
 // source rows (coalesced) and writes output rows (coalesced), the output W x H being the
 // source H x W turned. Output pixel (oy, ox) reads source (sy, sx) with
 //   transpose: (ox, oy)   rot90 k=1 (fx): (ox, W-1-oy)   rot90 k=3 (fy): (H-1-ox, oy),
 // k taken per plane from params[sample * P + kcol] (kcol < 0: transpose). Tiles are
-// aligned to 32 pixels in source columns and output columns, so with `words` (source and
+// aligned to TS pixels in source columns and output columns, so with `words` (source and
 // output rows a multiple of 4 bytes, 4-byte aligned bases) every global access is an
 // aligned 32-bit word; otherwise bytes. The shared pitch (PW words) makes the column
 // reads of the store phase fall in distinct banks: odd for byte pixels, PB/4 mod 32 for
 // word pixels (so consecutive output words walk consecutive banks).
-template <int PB>
+template <int PB, int TS>
 __global__ void gpuaug_transpose_tiles(const unsigned char* __restrict__ src,
                                        unsigned char* __restrict__ dst,
                                        const float* __restrict__ params, int P, int kcol,
                                        int planes, int planes_per_sample, int H, int W, int words) {
-  constexpr int TS = 32;
-  constexpr int PW = 8 * PB + (PB % 4 == 0 ? PB / 4 : 1);
+  constexpr int PW = TS * PB / 4 + (PB % 4 == 0 ? PB / 4 : 1);
   __shared__ unsigned int tile_w[TS * PW];
   unsigned char* tile = reinterpret_cast<unsigned char*>(tile_w);
   const int ox0 = blockIdx.x * TS, sx0 = blockIdx.y * TS;

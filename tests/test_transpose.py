@@ -76,8 +76,8 @@ def test_transpose_gpu(backend, dtype, layout):
     check_op(gpuaug.transpose, lambda s, i: R.transpose(s), xs, {}, varshape=True, backend=backend)
 
 
-EMU_CASES = [("NHWC", 3, (37, 53), 0, 0), ("NHWC", 3, (64, 36), 0, 0), ("NHWC", 4, (9, 40), 3, 8),
-             ("NCHW", 1, (33, 64), 0, 4), ("NCHW", 1, (33, 64), 1, 0), ("NHWC", 1, (5, 8), 0, 0)]
+EMU_CASES = [("NHWC", 3, (37, 53), 0, 0), ("NHWC", 3, (72, 36), 0, 0), ("NHWC", 4, (9, 40), 3, 8),
+             ("NCHW", 1, (33, 132), 0, 4), ("NCHW", 1, (65, 64), 1, 0), ("NHWC", 1, (5, 8), 0, 0)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -117,7 +117,8 @@ def test_fast_path_plans():
     assert rows_plan(2, 1, 37, 54, 2, 36, 52, "float16", 0, 8)[0] == "gpuaug_window_rows<gpuaug::half, 8>"
     assert rows_plan(2, 1, 37, 54, 4, 36, 50, "float32", 0, 4)[0] == "gpuaug_window_rows<float, 4>"
     name, grid, block, args = tiles_plan(256, 1, 224, 224, 3, 0, 0)
-    assert name == "gpuaug_transpose_tiles<3>" and grid == (7, 7, 256) and args[-1] == 1
+    assert name == "gpuaug_transpose_tiles<3, 64>" and grid == (4, 4, 256) and args[-1] == 1
+    assert tiles_plan(2, 1, 224, 224, 12, 0, 0)[:2] == ("gpuaug_transpose_tiles<12, 32>", (7, 7, 2))
     assert tiles_plan(2, 1, 37, 53, 3, 0, 0)[3][-1] == 0   # rows not whole words: bytes
     assert tiles_plan(2, 1, 32, 64, 4, 2, 0)[3][-1] == 0   # unaligned base: bytes
     assert tiles_plan(2, 1, 32, 64, 5, 0, 0) is None

@@ -10,8 +10,16 @@ from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 #: Bytes per pixel of a plane row that the tile kernel is instantiated for (NHWC: channels x
 #: element size; NCHW: element size).
 TILE_PB = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def tile_size(pb):
+    """Tile side in pixels: 64 for pixels of up to 4 bytes (several loads in flight per
+    thread, <= 17 KB of shared memory), 32 for wider pixels."""
+    return 64 if pb <= 4 else 32
+
+
 KERNELS = Kernels(cu=("transpose.cu", "gpuaug_transpose"), numba=("transpose", "transpose_map"),
-                  variants=tuple(f"gpuaug_transpose_tiles<{pb}>" for pb in TILE_PB))
+                  variants=tuple(f"gpuaug_transpose_tiles<{pb}, {tile_size(pb)}>" for pb in TILE_PB))
 
 
 def transpose(x, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -57,15 +65,18 @@ def tiles_plan(planes, pps, h, w, pb, src_ptr, dst_ptr):
     """Launch plan of ``gpuaug_transpose_tiles`` for a dense batch of ``planes`` ``h x w``
     planes of ``pb``-byte pixels (``pps`` per sample), or None where it does not apply.
 
-    32 x 32-pixel tiles, 256 threads; ``words`` (32-bit global accesses) when source rows
+    ``tile_size(pb)``-pixel square tiles, 256 threads; ``words`` (32-bit global accesses) when source rows
     (``w * pb``) and output rows (``h * pb``) are multiples of 4 bytes and both bases are
     4-byte aligned. Returns ``(name, grid, block, int_args)``.
     """
-    if pb not in TILE_PB or (w + 31) // 32 > 65535 or planes * h * w * pb >= 2 ** 62:
+    if pb not in TILE_PB:
+        return None
+    ts = tile_size(pb)
+    if (w + ts - 1) // ts > 65535 or planes * h * w * pb >= 2 ** 62:
         return None
     words = int((w * pb) % 4 == 0 and (h * pb) % 4 == 0 and src_ptr % 4 == 0 and dst_ptr % 4 == 0)
-    grid = ((h + 31) // 32, (w + 31) // 32, min(planes, 65535))
-    return f"gpuaug_transpose_tiles<{pb}>", grid, (256,), (planes, pps, h, w, words)
+    grid = ((h + ts - 1) // ts, (w + ts - 1) // ts, min(planes, 65535))
+    return f"gpuaug_transpose_tiles<{pb}, {ts}>", grid, (256,), (planes, pps, h, w, words)
 
 
 def tiles_fast(kcol=-1):
