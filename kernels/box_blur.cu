@@ -15,3 +15,11 @@ __global__ void __launch_bounds__(256) gpuaug_box_blur_1(const gpuaug::i64* src,
                                                               const float* params, int P, int n) {
   gpuaug::separable_tile<T, C, 1>(src, dst, params, P, n);
 }
+
+// gpuaug_box_blur_k<T, C, K>: the same for batches whose largest k is at most K (3..15, odd),
+// with the window loops unrolled (the fast path).
+template <typename T, int C, int K>
+__global__ void __launch_bounds__(256) gpuaug_box_blur_k(const gpuaug::i64* src, const gpuaug::i64* dst,
+                                                         const float* params, int P, int n) {
+  gpuaug::separable_tile_k<T, C, K>(src, dst, params, P, n);
+}

@@ -26,13 +26,14 @@ from gpuaug._util import cupy_module
 
 @dataclass(frozen=True)
 class CudaPlan:
-    """How to launch a CUDA C kernel: ``name<T, C>`` on ``grid`` x ``block`` threads."""
+    """How to launch a CUDA C kernel: ``name<T, C, *template>`` on ``grid`` x ``block`` threads."""
 
     name: str
     grid: tuple
     block: tuple
     shared_mem: int = 0
     extra: tuple = ()
+    template: tuple = ()  # template arguments after T and C
 
 
 def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
@@ -78,7 +79,7 @@ def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
     else:
         src_t, dst_t = upload(*tables)
         par = cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)
-    fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels))
+    fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels, *plan.template))
     fn(plan.grid, plan.block, (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)) + tuple(plan.extra),
        shared_mem=plan.shared_mem)
 
@@ -153,12 +154,20 @@ def separable_params(weights) -> np.ndarray:
     return p
 
 
+#: largest k of the unrolled fast path (<base>_k<T, C, K>, K odd, static shared memory)
+MAX_UNROLLED_K = 15
+
+
 def separable_plan(base: str, kmax: int):
-    """Plan for kernels/separable.cuh: 32x32 tiles, all channels per pass when they fit."""
+    """Plan for kernels/separable.cuh: 32x32 tiles; the unrolled kernel for K = kmax <= 15,
+    else the generic one, with all channels per pass when they fit in 48 KiB."""
     r = kmax // 2
     wlen = (kmax + 6 + 3) & ~3
 
     def plan(dst):
+        if kmax <= MAX_UNROLLED_K:
+            grid, block = tile_grid(dst, 32, 32, (32, 8, 1))
+            return CudaPlan(base + "_k", grid, block, template=(max(kmax, 3),))
         smem = 4 * (wlen + dst.channels * (32 + 2 * r) * 32)
         name = base
         if smem > _SMEM_LIMIT:
