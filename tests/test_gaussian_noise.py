@@ -192,3 +192,22 @@ def test_gaussian_noise_gpu(backend, dtype, layout):
     dev = gpuaug.gaussian_noise([cupy.asarray(a) for a in xs], std=0.5, seed=11, backend=backend)
     for a, b in zip(cpu, dev):
         assert a.tobytes() == cupy.asnumpy(b).tobytes()
+
+
+@gpu
+def test_noise_parameters_on_the_gpu():
+    """Per-sample parameters given as CUDA arrays (no host round trip): the same bits."""
+    import cupy
+
+    rng = np.random.default_rng(6)
+    x = random_images(rng, 4, 33, 47, 3, "uint8")
+    std, mean = rng.uniform(0, 20, 4), rng.uniform(-3, 3, 4)
+    want = gpuaug.gaussian_noise(x, mean=mean, std=std, seed=5)
+    for backend in ("cuda", "numba"):
+        got = gpuaug.gaussian_noise(cupy.asarray(x), mean=cupy.asarray(mean), std=cupy.asarray(std), seed=5,
+                                    backend=backend)
+        assert cupy.asnumpy(got).tobytes() == want.tobytes()
+    prob = rng.uniform(0, 0.5, 4)
+    want = gpuaug.salt_and_pepper(x, prob, seed=5)
+    got = gpuaug.salt_and_pepper(cupy.asarray(x), cupy.asarray(prob), seed=5)
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
