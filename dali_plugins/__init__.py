@@ -26,7 +26,8 @@ inputs::
   DALI accepts the CUDA toolkit, else the Numba CUDA twin inside python_function, with a
   warning that says why).
 
-Also: :func:`compose` (several ops as one DALI operator), :func:`image_folder_pipeline`,
+Also: :func:`compose` (several ops as one DALI operator), :func:`policy` (a random
+``gpuaug.Compose`` policy, fused passes, as one DALI operator), :func:`image_folder_pipeline`,
 :func:`validation_pipeline`, :func:`default_augment` and :func:`torch_loader`.
 
 Importing this module does not import DALI; the first op call does.
@@ -48,6 +49,7 @@ _LAZY = {
     "IMAGENET_MEAN": "gpuaug.dali.pipelines",
     "IMAGENET_STD": "gpuaug.dali.pipelines",
     "numba_support": "gpuaug.dali._numba",
+    "policy": "gpuaug.dali._policy",
 }
 
 

@@ -295,6 +295,25 @@ def test_compose_with_dali_ops_and_numba():
     _check_same(b, gpuaug.rotate(gpuaug.flip(x, vertical=True), 90.0), "compose numba")
 
 
+def test_policy():
+    """A gpuaug.Compose policy as one DALI operator: with a fixed seed it gives what the policy
+    gives standalone with the same seed."""
+    import gpuaug.dali as gd
+
+    imgs = _images(n=4)
+
+    def make():
+        return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(20),
+                               gpuaug.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))], seed=5)
+
+    def graph():
+        return gd.policy(images_node(imgs), make())
+
+    got, layouts = run_pipeline(graph, batch_size=4)
+    _check_same(got, make()(np.stack(imgs)), "policy")
+    assert layouts == ["CHW"]
+
+
 def test_default_augment_runs():
     import gpuaug.dali as gd
 
