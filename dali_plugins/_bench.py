@@ -21,8 +21,9 @@ pipeline returning the external_source output):
   hsv, crop_mirror_normalize) with random per-sample arguments;
 - ``gpuaug.dali.compose`` of flip + rotate + color_jitter(brightness, contrast) +
   crop_mirror_normalize (random per sample, one python_function) against the chain of
-  DALI's fn.flip, fn.rotate, fn.brightness_contrast, fn.crop_mirror_normalize, and against
-  the same four gpuaug ops unfused.
+  DALI's fn.flip, fn.rotate, fn.brightness_contrast, fn.crop_mirror_normalize, against
+  the same four gpuaug ops unfused, and against ``gpuaug.dali.policy`` running the
+  equivalent ``gpuaug.Compose`` policy (its fused passes).
 
 ``--device cpu`` runs the same on a CPU pipeline (small batch), to check the script
 without a GPU. Writes JSON and prints a table.
@@ -252,8 +253,16 @@ class Bench:
             return fn.crop_mirror_normalize(x, mirror=fn.random.coin_flip(), mean=MEAN, std=STD,
                                             dtype=types.FLOAT, output_layout="CHW")
 
-        return {"gpuaug.dali.compose (one python_function)": fused, "gpuaug.dali ops unfused (4 python_functions)":
-                unfused, "DALI fn.flip+rotate+brightness_contrast+crop_mirror_normalize": dali}
+        def policy(x):
+            pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(30),
+                                  gpuaug.ColorJitter(brightness=0.5, contrast=0.5),
+                                  gpuaug.Normalize([m / 255 for m in MEAN], [s / 255 for s in STD])], seed=0)
+            return gd.policy(x, pol)
+
+        return {"gpuaug.dali.compose (one python_function)": fused,
+                "gpuaug.dali.policy(gpuaug.Compose, fused passes)": policy,
+                "gpuaug.dali ops unfused (4 python_functions)": unfused,
+                "DALI fn.flip+rotate+brightness_contrast+crop_mirror_normalize": dali}
 
     def floor_graph(self, x):
         """A python_function that returns its inputs: DALI's cost of any Python operator."""

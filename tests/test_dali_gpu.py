@@ -234,6 +234,26 @@ def test_compose_gpu():
     assert layout == "CHW"
 
 
+def test_policy_gpu():
+    import cupy as cp
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    x = _images(n=8)
+
+    def make():
+        return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(20),
+                               gpuaug.ColorJitter(0.3, 0.3), gpuaug.Normalize((0.5,) * 3, (0.25,) * 3)], seed=5)
+
+    def graph():
+        d = fn.external_source(source=lambda: [x[i] for i in range(8)], batch=True, device="gpu", layout="HWC")
+        return gd.policy(d, make())
+
+    (got, layout), = _run_gpu_pipeline(graph, batch_size=8)
+    _close(got, make()(cp.asarray(x)), "policy")
+    assert layout == "CHW"
+
+
 def test_varshape_gpu():
     import cupy as cp
     import gpuaug.dali as gd
