@@ -67,6 +67,7 @@ def emu(tmp_path_factory):
     for base in ("gpuaug_gaussian_noise", "gpuaug_salt_and_pepper", "gpuaug_gaussian_blur", "gpuaug_gaussian_blur_1",
                  "gpuaug_box_blur", "gpuaug_median_blur", "gpuaug_sharpen", "gpuaug_erase", "gpuaug_grid_mask"):
         names += [kernel_name(base, dt, c) for dt, c in CASES]
+    names += [kernel_name("gpuaug_median_blur_3", dt, c) for dt, c in CASES]
     for base in ("gpuaug_gaussian_blur_k", "gpuaug_box_blur_k"):  # the unrolled kernels the CALLS use
         names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (5, 13, 15)]
     old = cuda_emu.KERNEL_DIR
@@ -140,6 +141,7 @@ CALLS = [
     ("box_blur", {"kernel_size": [3, 13, 1]}),
     ("gaussian_blur", {"sigma": [1.5, 1.1, 0.3], "kernel_size": [13, 5, 1]}),
     ("median_blur", {"kernel_size": [3, 5, 3]}),
+    ("median_blur", {"kernel_size": 3}),
     ("sharpen", {"factor": [0.0, 0.6, 3.0]}),
     ("erase", {"boxes": [[[1, 2, 5, 70]], [[-3, -3, 8, 8]], [[30, 40, 20, 20]]], "value": [7.0, 250.0, 0.5]}),
     ("grid_mask", {"tile": [5, 9.5, 16], "ratio": [0.4, 0.5, 0.7], "angle": [0.0, 30.0, -77.0],
@@ -179,7 +181,8 @@ def test_cuda_c_on_host_matches_cpu_twin(emu, monkeypatch, op, kw, dtype, channe
     _compare(op, got, want, dtype)
 
 
-@pytest.mark.parametrize("op, kw", [CALLS[i] for i in (0, 1, 2, 6, 7)], ids=["noise", "salt", "gauss", "gauss_k", "median"])
+@pytest.mark.parametrize("op, kw", [CALLS[i] for i in (0, 1, 2, 6, 7, 8)],
+                         ids=["noise", "salt", "gauss", "gauss_k", "median", "median3"])
 def test_cuda_c_on_host_varshape_and_strided(emu, monkeypatch, op, kw):
     rng = np.random.default_rng(2)
     xs = [random_images(rng, 1, h, w, 3, "uint8")[0] for h, w in [(5, 7), (37, 75), (1, 33)]]

@@ -9,10 +9,12 @@ from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
 from gpuaug.ops._launch import odd_sizes, run_custom, separable_params, separable_plan, store_range
 
-KERNELS = Kernels(cu=("box_blur.cu", "gpuaug_box_blur"), numba=("box_blur", "kernel"), kind="value",
-                  variants=tuple(kernel_name("gpuaug_box_blur_1", d, c) for d in DTYPES for c in (1, 3, 4))
-                  + tuple(kernel_name("gpuaug_box_blur_k", d, c, k) for d in DTYPES for c in (1, 3, 4) for k in (3, 11))
-                  + (kernel_name("gpuaug_box_blur_k", "uint8", 3, 15),))
+_ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
+KERNELS = Kernels(
+    cu=("box_blur.cu", "gpuaug_box_blur"), numba=("box_blur", "kernel"), kind="value",
+    variants=tuple(kernel_name("gpuaug_box_blur_1", d, c) for d, c in _ALL)
+    + tuple(kernel_name("gpuaug_box_blur_k", d, c, k) for d, c in _ALL for k in (3, 11))
+    + (kernel_name("gpuaug_box_blur_k", "uint8", 3, 15),))
 
 
 def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):

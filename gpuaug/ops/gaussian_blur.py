@@ -11,10 +11,12 @@ from gpuaug.kernels._cuda import kernel_name
 from gpuaug.ops._launch import (MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_params, separable_plan,
                                 store_range)
 
-KERNELS = Kernels(cu=("gaussian_blur.cu", "gpuaug_gaussian_blur"), numba=("gaussian_blur", "kernel"), kind="value",
-                  variants=tuple(kernel_name("gpuaug_gaussian_blur_1", d, c) for d in DTYPES for c in (1, 3, 4))
-                  + tuple(kernel_name("gpuaug_gaussian_blur_k", d, c, k) for d in DTYPES for c in (1, 3, 4) for k in (3, 11))
-                  + (kernel_name("gpuaug_gaussian_blur_k", "uint8", 3, 15),))
+_ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
+KERNELS = Kernels(
+    cu=("gaussian_blur.cu", "gpuaug_gaussian_blur"), numba=("gaussian_blur", "kernel"), kind="value",
+    variants=tuple(kernel_name("gpuaug_gaussian_blur_1", d, c) for d, c in _ALL)
+    + tuple(kernel_name("gpuaug_gaussian_blur_k", d, c, k) for d, c in _ALL for k in (3, 11))
+    + (kernel_name("gpuaug_gaussian_blur_k", "uint8", 3, 15),))
 
 
 def gaussian_kernel_size(sigma, dtype):

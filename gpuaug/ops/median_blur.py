@@ -4,16 +4,21 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._registry import OpSpec, Param
+from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
+from gpuaug.kernels._cuda import kernel_name
 from gpuaug.ops._launch import CudaPlan, odd_sizes, run_custom, tile_grid
 
-KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_blur", "kernel"), kind="value")
+KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_blur", "kernel"), kind="value",
+                  variants=tuple(kernel_name("gpuaug_median_blur_3", d, c) for d in DTYPES for c in (1, 3, 4)))
 
 
-def _plan(dst):
-    grid, block = tile_grid(dst, 128, 8, (32, 8, 1))  # a thread makes 4 adjacent outputs
-    return CudaPlan(KERNELS.cu[1], grid, block)
+def _plan(only3):
+    def plan(dst):
+        grid, block = tile_grid(dst, 128, 8, (32, 8, 1))  # a thread makes 4 adjacent outputs
+        return CudaPlan(KERNELS.cu[1] + ("_3" if only3 else ""), grid, block)
+
+    return plan
 
 
 def median_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -45,8 +50,8 @@ def median_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend
     be = choose_backend(b, backend)
     k = odd_sizes(kernel_size, b.n, allowed=(3, 5))
     params = k.astype(float).reshape(b.n, 1)
-    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
-                      numba_module=KERNELS.numba[0])
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
+                      plan=_plan(bool(np.all(k == 3))), numba_module=KERNELS.numba[0])
 
 
 def _example(rng, n, h, w):
