@@ -322,8 +322,10 @@ struct Pipe {
 #pragma unroll
         for (int c = 0; c < C; ++c) v[c] = ldg_float(q + c * src.s.sc);
       }
+      if constexpr (!SEMI) {  // uint8 semantics only come from uint8 sources: in_scale is 1
 #pragma unroll
-      for (int c = 0; c < C; ++c) v[c] *= in_scale;
+        for (int c = 0; c < C; ++c) v[c] *= in_scale;
+      }
       prog(v);
     }
 #pragma unroll

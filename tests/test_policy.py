@@ -509,6 +509,16 @@ def test_in_scheduler_on_the_cpu():
         np.testing.assert_array_equal(g, ref(data[4 * k:4 * k + 4]))
 
 
+def test_pickles_and_repr():
+    import pickle
+
+    policy = gpuaug.Compose(_bench_policy().transforms, seed=3)
+    clone = pickle.loads(pickle.dumps(policy))
+    x = np.random.default_rng(0).integers(0, 256, (2, 8, 9, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(clone(x), policy(x))  # the generator's state travels too
+    assert "RandomAffine(degrees=(-15.0, 15.0)" in repr(policy) and repr(policy).startswith("Compose([")
+
+
 def test_samplers():
     sizes = np.array([[240, 320], [100, 50], [7, 7], [1, 1]] * 50)
     boxes = R.resized_crop_boxes(R.generator(0), sizes)

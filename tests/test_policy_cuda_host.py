@@ -44,11 +44,13 @@ _SHIM = r"""
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+// Internal linkage (and -fno-gnu-unique below): other host emulations loaded into the same
+// process define globals of these names, and GNU "unique" symbols would be shared with them.
 struct dim3i { unsigned x = 1, y = 1, z = 1; };
-inline thread_local dim3i threadIdx, blockIdx;
-inline dim3i blockDim, gridDim;
+static thread_local dim3i threadIdx, blockIdx;
+static dim3i blockDim, gridDim;
 struct WarpX { std::barrier<> bar{32}; unsigned long long slot[32]; };
-inline thread_local WarpX* warp_x;
+static thread_local WarpX* warp_x;
 template <class T> inline T shfl_idx(T v, int src) {
   const int lane = (int)((threadIdx.y * blockDim.x + threadIdx.x) & 31);
   unsigned long long b = 0; std::memcpy(&b, &v, sizeof(T));
@@ -215,16 +217,18 @@ def emulator(tmp_path_factory):
             src = src.replace(a, b)
         (d / f).write_text(src)
     names = _kernel_names()
-    lines = [_HARNESS, 'extern "C" {']
+    lines = [_HARNESS, 'extern "C" {', "#define EMU_API __attribute__((visibility(\"default\")))"]
     table = {}
     for j, nm in enumerate(names):
         runner = "run_seq" if "_sum" in nm else "run"
-        lines.append(f"void k{j}(const unsigned* g, const unsigned* b, const uint64_t* s) {{ {runner}(&{nm}, g, b, s); }}")
+        lines.append(f"EMU_API void k{j}(const unsigned* g, const unsigned* b, const uint64_t* s) "
+                     f"{{ {runner}(&{nm}, g, b, s); }}")
         table[nm] = f"k{j}"
     lines.append("}")
     (d / "shim.h").write_text(_SHIM)
     (d / "harness.cpp").write_text("\n".join(lines))
-    r = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", "-shared", "-fPIC", "-w", "-include", "shim.h",
+    r = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", "-shared", "-fPIC", "-w", "-fno-gnu-unique",
+                        "-fvisibility=hidden", "-include", "shim.h",
                         f"-I{d}", "harness.cpp", "-o", "harness.so"], cwd=d, capture_output=True, text=True)
     if r.returncode != 0:
         raise AssertionError(f"the host build of fused.cu failed:\n{r.stderr[-3000:]}")

@@ -242,6 +242,15 @@ class Compose:
         self._plans = {}
         self.last_params = None
 
+    def __getstate__(self):  # picklable (DataLoader workers pickle datasets and their transforms)
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __repr__(self):
         inner = "".join(f"\n    {t!r}," for t in self.transforms)
         return f"Compose([{inner}\n])"
