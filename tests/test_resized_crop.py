@@ -189,8 +189,11 @@ def test_resized_crop_gpu(backend, dtype, layout):
         boxes = _boxes(rng, 4, 37, 53)
         for m in MODES:
             for size in SIZES:
+                # float32: the GPU contracts the float32 coordinate maths into FMAs, so
+                # weights differ from the reference's by ~1e-6 and values by up to ~2e-5.
                 check_op(gpuaug.resized_crop, lambda s, i: RR.resized_crop(s, boxes[i], size, m), x,
-                         {"boxes": boxes, "size": size, "interpolation": m}, layout=layout, backend=backend)
+                         {"boxes": boxes, "size": size, "interpolation": m}, layout=layout, backend=backend,
+                         rtol=1e-4)
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (1, 9)]]
     boxes = np.array([(1, 1, 3, 5), (4.5, 2.25, 30, 41.75), (0, 2, 1, 5)])
     for m in MODES:
