@@ -106,7 +106,7 @@ def _items(augment):
 
 def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards, mean, std, *, training,
               num_threads, seed, random_shuffle, scale, ratio, crop_pct, dtype, output_layout, backend,
-              reader_name, reader_kwargs, pipeline_kwargs):
+              interpolation, reader_name, reader_kwargs, pipeline_kwargs):
     from nvidia.dali import fn, pipeline_def, types
 
     from ._compose import Compose
@@ -125,7 +125,7 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
             boxes = random_resized_crop_boxes(shape, scale, ratio)
         else:
             boxes = center_boxes(shape, crop_pct)
-        items = [("resized_crop", {"boxes": boxes, "size": size}, None)]
+        items = [("resized_crop", {"boxes": boxes, "size": size, "interpolation": interpolation}, None)]
         if training:
             items += _items(augment)
         items.append(("crop_mirror_normalize", {"mean": list(mean), "std": list(std), "dtype": dtype,
@@ -141,8 +141,8 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
 def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64, device_id=0, shard_id=0,
                           num_shards=1, mean=IMAGENET_MEAN, std=IMAGENET_STD, *, training=True, num_threads=4,
                           seed=-1, random_shuffle=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), crop_pct=0.875,
-                          dtype="float32", output_layout="CHW", backend=None, reader_name="Reader",
-                          reader_kwargs=None, **pipeline_kwargs):
+                          dtype="float32", output_layout="CHW", backend=None, interpolation="bilinear",
+                          reader_name="Reader", reader_kwargs=None, **pipeline_kwargs):
     """A DALI training pipeline over a class-per-folder image tree -> ``(images, labels)``.
 
     Args:
@@ -161,6 +161,8 @@ def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64,
         crop_pct: validation centre crop, as a fraction of the shorter side.
         dtype, output_layout: of the images, "float32"/"float16" and "CHW"/"HWC".
         backend: gpuaug backend (None: CUDA C on GPU, njit on CPU; "numba").
+        interpolation: of the crop's resize, "bilinear" (default), "area" (averages the
+            source pixels: antialiased downscaling) or "nearest".
         reader_name: name of the reader (the PyTorch iterator sizes epochs by it).
         reader_kwargs: more ``fn.readers.file`` arguments; other keywords go to the pipeline.
 
@@ -177,7 +179,8 @@ def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64,
     return _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards, mean, std,
                      training=training, num_threads=num_threads, seed=seed, random_shuffle=random_shuffle,
                      scale=scale, ratio=ratio, crop_pct=crop_pct, dtype=dtype, output_layout=output_layout,
-                     backend=backend, reader_name=reader_name, reader_kwargs=dict(reader_kwargs or {}),
+                     backend=backend, interpolation=interpolation, reader_name=reader_name,
+                     reader_kwargs=dict(reader_kwargs or {}),
                      pipeline_kwargs=pipeline_kwargs)
 
 
