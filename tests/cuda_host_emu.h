@@ -19,10 +19,13 @@
 #define __restrict__
 #define __shared__ static
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
-inline thread_local dim3 threadIdx, blockIdx;
-inline dim3 blockDim, gridDim;
-inline std::barrier<>* g_bar = nullptr;
-inline void __syncthreads() { g_bar->arrive_and_wait(); }
+// Internal linkage (static, not inline): other host-emulation libraries loaded into the same
+// process define the same names, and inline variables would be merged across libraries
+// (GNU unique symbols); the test also builds with -fvisibility=hidden -fno-gnu-unique.
+static thread_local dim3 threadIdx, blockIdx;
+static dim3 blockDim, gridDim;
+static std::barrier<>* g_bar = nullptr;
+static inline void __syncthreads() { g_bar->arrive_and_wait(); }
 struct uint4 { unsigned int x, y, z, w; };
 struct uint2 { unsigned int x, y; };
 struct float4 { float x, y, z, w; };
@@ -43,7 +46,7 @@ inline int atomicMax(int* p, int v) { int o = *p; while (o < v && !__atomic_comp
 #include <math.h>
 
 template <typename F>
-void launch(dim3 g, dim3 b, F body) {
+static void launch(dim3 g, dim3 b, F body) {
   gridDim = g; blockDim = b;
   int nt = b.x * b.y * b.z;
   for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by) for (unsigned bx = 0; bx < g.x; ++bx) {

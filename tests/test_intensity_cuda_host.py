@@ -27,21 +27,22 @@ using gpuaug::i64;
 #define G dim3{(unsigned)gx, (unsigned)gy, (unsigned)gz}
 #define B dim3{(unsigned)bx, (unsigned)by, (unsigned)bz}
 #define LA int gx, int gy, int gz, int bx, int by, int bz
+#define EXPORT __attribute__((visibility("default")))
 extern "C" {
-#define VEC(NAME, K) void NAME(LA, const void* s, void* d, int nvec, const float* p, int P, int n) { \
+#define VEC(NAME, K) EXPORT void NAME(LA, const void* s, void* d, int nvec, const float* p, int P, int n) { \
   launch(G, B, [=] { K((const uint4*)s, (uint4*)d, nvec, p, P, n); }); }
 VEC(gamma_u8, gpuaug_gamma_u8) VEC(invert_u8, gpuaug_invert_u8) VEC(solarize_u8, gpuaug_solarize_u8)
 VEC(posterize_u8, gpuaug_posterize_u8)
 VEC(equalize_u8_1, gpuaug_equalize_u8<1>) VEC(equalize_u8_3, gpuaug_equalize_u8<3>) VEC(equalize_u8_4, gpuaug_equalize_u8<4>)
-#define HIST(NAME, C) void NAME(LA, const void* s, int nvec, unsigned* h, int n) { \
+#define HIST(NAME, C) EXPORT void NAME(LA, const void* s, int nvec, unsigned* h, int n) { \
   launch(G, B, [=] { gpuaug_equalize_hist_u8<C>((const uint4*)s, nvec, h, n); }); }
 HIST(hist_u8_1, 1) HIST(hist_u8_3, 3) HIST(hist_u8_4, 4)
-#define GHIST(NAME, T, C) void NAME(LA, const i64* t, unsigned* h, int n) { \
+#define GHIST(NAME, T, C) EXPORT void NAME(LA, const i64* t, unsigned* h, int n) { \
   launch(G, B, [=] { gpuaug_equalize_hist<T, C>(t, h, n); }); }
 GHIST(ghist_u8_3, unsigned char, 3) GHIST(ghist_f32_3, float, 3)
-void eq_lut(LA, const unsigned* h, float* lut, int P, int C, int f) {
+EXPORT void eq_lut(LA, const unsigned* h, float* lut, int P, int C, int f) {
   launch(G, B, [=] { gpuaug_equalize_lut(h, lut, P, C, f); }); }
-#define GEN(NAME, K) void NAME(LA, const i64* s, const i64* d, const float* p, int P, int n) { \
+#define GEN(NAME, K) EXPORT void NAME(LA, const i64* s, const i64* d, const float* p, int P, int n) { \
   launch(G, B, [=] { K(s, d, p, P, n); }); }
 GEN(gamma_g_u8_3, (gpuaug_gamma<unsigned char, 3>)) GEN(gamma_g_f32_3, (gpuaug_gamma<float, 3>))
 GEN(posterize_g_u8_3, (gpuaug_posterize<unsigned char, 3>)) GEN(posterize_g_f32_3, (gpuaug_posterize<float, 3>))
@@ -69,7 +70,10 @@ def lib(tmp_path_factory):
     src = d / "kernels.cpp"
     src.write_text(WRAPPERS)
     so = d / "libk.so"
-    r = subprocess.run([gxx, "-std=c++20", "-O1", "-fPIC", "-shared", f"-I{KDIR}", "-include",
+    # Hidden symbols and no GNU unique symbols: other tests load host-emulation libraries
+    # with the same C++ names into this process.
+    r = subprocess.run([gxx, "-std=c++20", "-O1", "-fPIC", "-shared", "-fvisibility=hidden",
+                        "-fvisibility-inlines-hidden", "-fno-gnu-unique", f"-I{KDIR}", "-include",
                         os.path.join(HERE, "cuda_host_emu.h"), str(src), "-o", str(so), "-lpthread"],
                        capture_output=True, text=True)
     if r.returncode != 0 and "c++20" in r.stderr:
