@@ -1,5 +1,6 @@
 """What warp_affine, warp_perspective and rotate share: argument checks, matrix inversion
-(on the host, or on the device without synchronising), fill values, and the launch.
+(on the host, or on the device without synchronising), fill values, and the dense-batch
+launch (run()'s ``fast`` hook).
 
 Every warp hands its kernels the *inverse* map (destination pixel -> source point), one
 row of parameters per sample::
@@ -11,10 +12,10 @@ carry no branches on them).
 """
 from __future__ import annotations
 
-import numpy as np
-
 import contextlib
 import math
+
+import numpy as np
 
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._util import check_choice, cupy_module
