@@ -385,7 +385,7 @@ int go(int dense, void* a, void* b, const float* par, int Pn, int n, int h, int 
 }
 #define CASE(T, TC, C, I, B, P) \
   if (dt == TC && c == C && in == I && bo == B && p == P) return go<T, C, I, B, P>(dense, a, b, par, Pn, n, h, w, H, W, gy);
-extern "C" int run(int dt, int c, int in, int bo, int p, int dense, void* a, void* b, const float* par, int Pn,
+extern "C" __attribute__((visibility("default"))) int run(int dt, int c, int in, int bo, int p, int dense, void* a, void* b, const float* par, int Pn,
                    int n, int h, int w, int H, int W, int gy) {
   CASE(unsigned char, 0, 1, 1, 0, false) CASE(unsigned char, 0, 3, 1, 0, false) CASE(unsigned char, 0, 4, 1, 0, false)
   CASE(unsigned char, 0, 3, 0, 0, false) CASE(unsigned char, 0, 4, 0, 3, false) CASE(unsigned char, 0, 3, 1, 3, false)
@@ -425,7 +425,10 @@ def host_kernels(tmp_path_factory):
         shutil.copy(os.path.join(KERNEL_DIR, f), d / f)
     (d / "shim.h").write_text(_SHIM)
     (d / "harness.cpp").write_text(_HARNESS)
-    r = subprocess.run([cxx, "-O1", "-frounding-math", "-std=c++20", "-pthread", "-shared", "-fPIC", "-include", "shim.h",
+    # hidden, non-unique symbols: other host emulations in this process define the same names
+    r = subprocess.run([cxx, "-O1", "-frounding-math", "-std=c++20", "-pthread", "-shared", "-fPIC",
+                        "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fno-gnu-unique", "-Wl,-Bsymbolic",
+                        "-include", "shim.h",
                         f"-I{d}", "harness.cpp", "-o", "harness.so"], cwd=d, capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"the host emulation does not build here: {r.stderr[-400:]}")
