@@ -1,15 +1,17 @@
-"""Running the filter and noise ops, whose kernels choose their own launch shape.
+"""Running the filter and noise ops, whose kernels choose their own launch shape, and
+their shared argument checks (seeds, odd kernel sizes, separable-filter parameters).
 
 The contract is :func:`gpuaug._run.run`'s (output allocation and ``out=`` checks,
 streams, descriptor tables, float16 handled as float32 on the Numba twins), but:
 
-- CUDA C: the op gives a :class:`CudaPlan` (template base name, grid, block, dynamic
-  shared memory) for the batch, e.g. one block per 32x32 output tile; the kernel
-  ``name<T, C>`` gets ``(src_table, dst_table, params, P, n) + extra``;
+- CUDA C: the op gives ``plan(dst) -> CudaPlan`` (kernel name and extra template
+  arguments, grid, block, dynamic shared memory), e.g. one block per 32x32 output tile;
+  the kernel ``name<T, C, ...>`` gets ``(src_table, dst_table, params, P, n) + extra``;
 - Numba: the op's module under ``kernels/numba`` gives ``kernel(target)``, a compiled
-  kernel called as ``kernel(src, dst, params, *numba_extra)`` on 4-D NHWC arrays; CUDA
-  kernels are launched with one thread per output pixel (x, y, sample), as
-  :func:`gpuaug._run._launch` does, and may map threads to work as they like.
+  kernel called as ``kernel(src, dst, params, *numba_extra)`` on 4-D NHWC arrays (one
+  call per sample for a varshape batch); CUDA kernels are launched with one thread per
+  output pixel (x, y, sample), as :func:`gpuaug._run._launch` does, and may map threads
+  to work as they like.
 """
 from __future__ import annotations
 
