@@ -195,7 +195,8 @@ try:
 
     ks = KA.AugmentationSequential(KA.RandomHorizontalFlip(), KA.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5),
                                    KA.ColorJitter(0.4, 0.4, 0.4, 0.1, p=1.0),
-                                   KA.Normalize(torch.tensor(MEAN), torch.tensor(STD))).cuda()
+                                   KA.Normalize(torch.tensor(MEAN, device="cuda"),
+                                                torch.tensor(STD, device="cuda")))
     tx8 = [torch.from_dlpack(x).permute(0, 3, 1, 2).contiguous() for x in xs]
     import kornia
     res["kornia"] = kornia.__version__
