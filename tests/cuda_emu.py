@@ -132,7 +132,8 @@ class Emulator:
         for j, name in enumerate(names):
             fi = next(i for i, fn in enumerate(files) if re.match(r"\w+", name).group(0) in
                       open(os.path.join(KERNEL_DIR, fn)).read())
-            src.append(f"void emu_k{j}(const unsigned* g, const unsigned* b, const uint64_t* s) "
+            src.append(f"__attribute__((visibility(\"default\"))) "
+                       f"void emu_k{j}(const unsigned* g, const unsigned* b, const uint64_t* s) "
                        f"{{ emu_run(&emu_f{fi}::{name}, g, b, s); }}")
             self.names[(files[fi], name)] = f"emu_k{j}"
         src.append("}")
@@ -140,7 +141,10 @@ class Emulator:
         with open(cpp, "w") as f:
             f.write("\n".join(src))
         so = os.path.join(self.dir, "libemu.so")
+        # Hidden, non-unique symbols: other host-emulation libraries loaded into the same
+        # process define the same names (gridDim, template instances, thread_locals).
         r = subprocess.run(["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
+                            "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fno-gnu-unique",
                             f"-I{self.dir}", "-o", so, cpp], capture_output=True, text=True)
         if r.returncode:
             raise RuntimeError(f"g++ failed:\n{r.stderr[-4000:]}")
