@@ -271,14 +271,20 @@ class Bench:
         return fn.python_function(x, function=_identity, batch_processing=True,
                                   device="gpu" if self.gpu else "cpu", output_layouts="HWC")
 
+    def save(self):
+        """Write what is measured so far (a timeout still leaves the JSON)."""
+        if self.args.out:
+            with open(self.args.out, "w") as f:
+                json.dump(self.res, f, indent=1)
+
     def over_budget(self):
         return time.perf_counter() - self.t_start > self.args.budget
 
     def run(self):
         a = self.args
-        res = {"device": self.device_name(), "dali": self.dali_version(), "batch": list(self.shape),
-               "executor": "synchronous (exec_async=False, exec_pipelined=False)", "ops": {}, "builtins": {},
-               "compose": {}, "unit": "ms per batch over the bare pipeline"}
+        res = self.res = {"device": self.device_name(), "dali": self.dali_version(), "batch": list(self.shape),
+                          "executor": "synchronous (exec_async=False, exec_pipelined=False)", "ops": {},
+                          "builtins": {}, "compose": {}, "unit": "ms per batch over the bare pipeline"}
         bare, _ = self.time_graph(lambda x: x)
         res["bare_ms"] = bare
         floor, _ = self.time_graph(self.floor_graph)
@@ -292,6 +298,7 @@ class Bench:
             t, host = self.time_graph(g)
             res["compose"][name] = {"ms": t - bare, "host_ms": host}
             print(f"  {name:60s} +{t - bare:7.3f} ms", flush=True)
+        self.save()
         ops = a.ops.split(",") if a.ops else sorted(gpuaug.registry)
         numba_ops = (ops if a.numba == "all" else [] if a.numba == "none" else
                      [o for o in ops if o in ("flip", "rotate", "brightness", "crop_mirror_normalize", "warp_affine",
@@ -318,6 +325,7 @@ class Bench:
                 row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             res["ops"][op] = row
             self.print_row(op, row)
+            self.save()
         res["elapsed_s"] = time.perf_counter() - self.t_start
         return res
 
@@ -392,12 +400,12 @@ def main(argv=None):
     import warnings
 
     warnings.simplefilter("ignore", RuntimeWarning)
-    res = Bench(args).run()
+    bench = Bench(args)
+    res = bench.run()
+    bench.save()
     text = table(res)
     print("\n" + text)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(res, f, indent=1)
         with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
             f.write(text + "\n")
         print(f"wrote {args.out}")
