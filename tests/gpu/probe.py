@@ -58,6 +58,7 @@ def main(ops):
     bufs = [cp.asarray(x) for x in host]
     nbytes = bufs[0].nbytes
     outs = [cp.empty_like(b) for b in bufs]
+    # The copy is timed like the ops (queued behind the spin kernel, back to back).
     tcopy = timeit(lambda b: outs[0].__setitem__(Ellipsis, b), bufs)
     copy_gbs = 2 * nbytes / tcopy / 1e6
     print(f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}: D2D copy {nbytes/1e6:.1f} MB "
