@@ -1,28 +1,36 @@
 // gpuaug_erase<T, C>: pixels inside any of K boxes take the sample's fill value, the rest
 // are copied. params: [fill_0..fill_3, K, (top, left, height, width) x K]; a box covers
 // top <= y < top + height, left <= x < left + width (integers, exact in float32).
+// Launch: replace_rows (rowvec.cuh): a thread tests its 16 / sizeof(T) pixels of a row
+// against the boxes that cross the row, and moves them as 16-byte vectors.
 #include "common.cuh"
+#include "rowvec.cuh"
 
 namespace {
-struct EraseMap {
-  __device__ __forceinline__ bool operator()(const gpuaug::Sample&, const gpuaug::Sample&,
-                                             const float* p, int y, int x, int& sy, int& sx) const {
+template <typename T>
+struct Erase {
+  static constexpr int PPT = gpuaug::replace_ppt(sizeof(T));
+  __device__ __forceinline__ void decide(const float* p, const gpuaug::Sample&, int, int y, int x0,
+                                         int (&what)[PPT]) const {
+#pragma unroll
+    for (int j = 0; j < PPT; ++j) what[j] = 0;
     const int k = (int)p[4];
-    const float fy = (float)y, fx = (float)x;
+    const float fy = (float)y;
     for (int i = 0; i < k; ++i) {
       const float* b = p + 5 + 4 * i;
-      if (fy >= b[0] && fy < b[0] + b[2] && fx >= b[1] && fx < b[1] + b[3]) return false;
+      if (fy >= b[0] && fy < b[0] + b[2]) {
+        const int lo = (int)b[1] - x0, hi = (int)(b[1] + b[3]) - x0;  // pixels [lo, hi) of the chunk
+#pragma unroll
+        for (int j = 0; j < PPT; ++j) what[j] |= (j >= lo && j < hi);
+      }
     }
-    sy = y;
-    sx = x;
-    return true;
   }
-  __device__ __forceinline__ float fill(const float* p, int c) const { return p[c]; }
+  __device__ __forceinline__ T value(const float* p, int, int c) const { return gpuaug::from_float<T>(p[c]); }
 };
 }  // namespace
 
 template <typename T, int C>
 __global__ void gpuaug_erase(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
                              int P, int n) {
-  gpuaug::copy_driver<T, C>(src, dst, params, P, n, EraseMap());
+  gpuaug::replace_rows<T, C>(src, dst, params, P, n, Erase<T>());
 }

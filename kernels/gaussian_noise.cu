@@ -14,15 +14,15 @@ __global__ void gpuaug_gaussian_noise(const gpuaug::i64* src_tab, const gpuaug::
                                       const float* params, int P, int n) {
   using namespace gpuaug;
   constexpr int EPT = 16 / sizeof(T);
-  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
   for (int s = blockIdx.y; s < n; s += gridDim.y) {
     const Sample d = sample_at(dst_tab, s);
     const int m = d.w * C;
-    const int cpr = (m + EPT - 1) / EPT;
-    if (t >= (long long)cpr * d.h) continue;
+    const unsigned int cpr = (m + EPT - 1) / EPT;
+    if (t >= cpr * (unsigned int)d.h) continue;  // 32-bit index maths (a 64-bit division is slow)
     const Sample src = sample_at(src_tab, s);
     const int y = (int)(t / cpr);
-    const int e0 = (int)(t - (long long)y * cpr) * EPT;
+    const int e0 = (int)(t - (unsigned int)y * cpr) * EPT;
     const float* p = params + (i64)s * P;
     const float mean = p[0], sd = p[1];
     unsigned int k0, k1;

@@ -75,4 +75,110 @@ template <typename T> __device__ __forceinline__ void vset(vec16& v, int j, T x)
   vec16_elem<T>::set(v, j, to_bits(x));
 }
 
+// -- shared-memory tiles for the stencil kernels ---------------------------------------------
+// load_tile: tile[r][q * C + c] = src(row ys + r, col xs + q, channel c) for r < rows, q < cols,
+// rows and columns outside the image mapped by border_index(mode). One warp per tile row,
+// lanes on consecutive elements: for a dense row away from the side borders the warp reads
+// consecutive addresses (coalesced even for uint8), which scattered per-thread window loads
+// are not. Call from all threads of the block; synchronise before reading the tile.
+template <typename T, int C>
+__device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int rows, int cols, int mode,
+                                          T* tile) {
+  const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
+  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
+  const int nwarps = (blockDim.x * blockDim.y) >> 5;
+  const int len = cols * C;
+  const bool contiguous = s.sx == C && s.sc == 1 && xs >= 0 && xs + cols <= s.w;
+  for (int r = warp; r < rows; r += nwarps) {
+    const T* rp = pixel<T>(s, border_index(ys + r, s.h, mode), 0);
+    T* out = tile + r * len;
+    if (contiguous) {
+      const T* in = rp + (i64)xs * C;
+      for (int e = lane; e < len; e += 32) out[e] = ldg_elem(in + e);
+    } else {
+      for (int e = lane; e < len; e += 32) {
+        const int q = e / C, c = e - q * C;
+        out[e] = ldg_elem(rp + (i64)border_index(xs + q, s.w, mode) * s.sx + (i64)c * s.sc);
+      }
+    }
+  }
+}
+
+// store_tile: dst(row y0 + r, col x0 + q, c) = tile[r][q * C + c] for the rows and columns
+// inside the image; coalesced like load_tile when the rows are dense.
+template <typename T, int C>
+__device__ __forceinline__ void store_tile(const Sample& d, int y0, int x0, int rows, int cols, const T* tile) {
+  const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
+  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
+  const int nwarps = (blockDim.x * blockDim.y) >> 5;
+  const int ncols = min(cols, d.w - x0), nrows = min(rows, d.h - y0);
+  const int len = ncols * C;
+  const bool dense = d.sx == C && d.sc == 1;
+  for (int r = warp; r < nrows; r += nwarps) {
+    T* rp = pixel<T>(d, y0 + r, x0);
+    const T* in = tile + r * cols * C;
+    if (dense) {
+      for (int e = lane; e < len; e += 32) rp[e] = in[e];
+    } else {
+      for (int e = lane; e < len; e += 32) {
+        const int q = e / C, c = e - q * C;
+        rp[(i64)q * d.sx + (i64)c * d.sc] = in[e];
+      }
+    }
+  }
+}
+
+// -- whole-pixel replacement over row chunks (salt_and_pepper, erase, grid_mask) --------------
+// Launch: grid (ceil(max_n(h * chunks) / blockDim.x), min(N, 65535)), 1-D blocks; a thread
+// owns PPT = 16 / sizeof(T) pixels of one row (C 16-byte vectors when the row is dense and
+// aligned). Op provides
+//   void decide(const float* p, const Sample& d, int s, int y, int x0, int (&what)[PPT]):
+//       0 keeps pixel x0 + j, w > 0 replaces it by value(p, w, c) (channel c);
+//   T value(const float* p, int w, int c).
+__host__ __device__ constexpr int replace_ppt(int itemsize) { return 16 / itemsize; }
+
+template <typename T, int C, typename Op>
+__device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_tab, const float* params,
+                                             int P, int n, Op op) {
+  constexpr int PPT = replace_ppt(sizeof(T));
+  const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int s = blockIdx.y; s < n; s += gridDim.y) {
+    const Sample d = sample_at(dst_tab, s);
+    const unsigned int cpr = (d.w + PPT - 1) / PPT;
+    if (t >= cpr * (unsigned int)d.h) continue;
+    const Sample src = sample_at(src_tab, s);
+    const int y = (int)(t / cpr);
+    const int x0 = (int)(t - (unsigned int)y * cpr) * PPT;
+    const float* p = params + (i64)s * P;
+    int what[PPT];
+    op.decide(p, d, s, y, x0, what);
+    const T* srow = pixel<T>(src, y, 0);
+    T* drow = pixel<T>(d, y, 0);
+    const bool dense = src.sx == C && src.sc == 1 && d.sx == C && d.sc == 1;
+    if (dense && x0 + PPT <= d.w && aligned16(srow + x0 * C) && aligned16(drow + x0 * C)) {
+#pragma unroll
+      for (int v = 0; v < C; ++v) {  // vector v: elements [v PPT, (v + 1) PPT) of the chunk
+        vec16 a = load16(srow + x0 * C + v * PPT);
+#pragma unroll
+        for (int j = 0; j < PPT; ++j) {
+          const int w = what[(v * PPT + j) / C];
+          if (w) vset<T>(a, j, op.value(p, w, (v * PPT + j) % C));
+        }
+        store16(drow + x0 * C + v * PPT, a);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < PPT; ++j) {
+        const int x = x0 + j;
+        if (x < d.w) {
+          const T* i = pixel<T>(src, y, x);
+          T* o = pixel<T>(d, y, x);
+#pragma unroll
+          for (int c = 0; c < C; ++c) o[c * d.sc] = what[j] ? op.value(p, what[j], c) : ldg_elem(i + c * src.sc);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace gpuaug

@@ -122,12 +122,18 @@ __device__ __forceinline__ void separable_tile(const i64* src_tab, const i64* ds
 // The same filter with the tap count K (odd, 3..15) fixed at compile time: every sample's
 // k <= K, its taps centred in K (zero weights outside), so each window loop is fully
 // unrolled with the weights in registers and no zero-padded taps: K multiply-adds per
-// output per pass. hbuf is static shared memory (C (32 + K - 1) 32 floats, <= 23.5 KiB).
+// output per pass. The input tile (32 + 2R rows and columns, element type T) is first
+// loaded into shared memory with coalesced row reads (load_tile), and the output tile is
+// staged in the same space and written back row by row (store_tile).
+// Dynamic shared memory: sep_k_smem_bytes(T, C, K) = tile + hbuf (the host computes the same).
 template <typename T, int C, int K>
 __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* dst_tab,
                                                  const float* params, int P, int n) {
-  constexpr int R = K / 2, ROWS = SEP_TH + 2 * R;
-  __shared__ float hbuf[C][ROWS][SEP_TW];
+  constexpr int R = K / 2, ROWS = SEP_TH + 2 * R, COLS = SEP_TW + 2 * R;
+  constexpr int TILE_BYTES = (ROWS * COLS * C * (int)sizeof(T) + 15) & ~15;
+  extern __shared__ float4 sep_smem[];
+  T* tile = reinterpret_cast<T*>(sep_smem);              // [ROWS][COLS * C], then the output [32][32 * C]
+  float* hbuf = reinterpret_cast<float*>(reinterpret_cast<char*>(sep_smem) + TILE_BYTES);  // [C][ROWS][32]
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int nthreads = blockDim.x * blockDim.y;
   const int x0 = blockIdx.x * SEP_TW, y0 = blockIdx.y * SEP_TH;
@@ -140,14 +146,13 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
     float w[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) w[j] = (j >= off && j < off + k) ? __ldg(p + 1 + j - off) : 0.f;
-    const bool inner_x = x0 - R >= 0 && x0 + SEP_TW + R <= src.w;
-    __syncthreads();  // the previous sample's vertical pass is done with hbuf
+    __syncthreads();  // the previous sample is done with the tile
+    load_tile<T, C>(src, y0 - R, x0 - R, ROWS, COLS, BORDER_REFLECT101, tile);
+    __syncthreads();
     // 1. horizontal pass: unit u = (tile row r, group g of 4 columns)
     for (int u = tid; u < ROWS * (SEP_TW / 4); u += nthreads) {
       const int r = u / (SEP_TW / 4), g = u % (SEP_TW / 4);
-      const int gy = border_index(y0 - R + r, src.h, BORDER_REFLECT101);
-      const int xs = x0 + 4 * g - R;
-      const T* row = pixel<T>(src, gy, 0);
+      const T* row = tile + (r * COLS + 4 * g) * C;
       float acc[C][4];
 #pragma unroll
       for (int c = 0; c < C; ++c)
@@ -155,11 +160,9 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
         for (int o = 0; o < 4; ++o) acc[c][o] = 0.f;
 #pragma unroll
       for (int j = 0; j < K + 3; ++j) {
-        const int gx = inner_x ? xs + j : border_index(xs + j, src.w, BORDER_REFLECT101);
-        const T* px = row + (i64)gx * src.sx;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const float v = to_float(ldg_elem(px + (i64)c * src.sc));
+          const float v = to_float(row[j * C + c]);
 #pragma unroll
           for (int o = 0; o < 4; ++o)
             if (j - o >= 0 && j - o < K) acc[c][o] = __fmaf_rn(w[j - o], v, acc[c][o]);
@@ -167,9 +170,10 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
       }
 #pragma unroll
       for (int c = 0; c < C; ++c)
-        *reinterpret_cast<float4*>(&hbuf[c][r][4 * g]) = make_float4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+        *reinterpret_cast<float4*>(hbuf + (c * ROWS + r) * SEP_TW + 4 * g) =
+            make_float4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
     }
-    __syncthreads();
+    __syncthreads();  // hbuf complete; the input tile is free for the output
     // 2. vertical pass: thread (tx, ty) makes rows 4 ty .. 4 ty + 3 of column tx
     const int tx = threadIdx.x, ty = threadIdx.y;
     float acc[C][4];
@@ -181,24 +185,18 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
     for (int j = 0; j < K + 3; ++j) {
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        const float v = hbuf[c][4 * ty + j][tx];
+        const float v = hbuf[(c * ROWS + 4 * ty + j) * SEP_TW + tx];
 #pragma unroll
         for (int o = 0; o < 4; ++o)
           if (j - o >= 0 && j - o < K) acc[c][o] = __fmaf_rn(w[j - o], v, acc[c][o]);
       }
     }
-    const int x = x0 + tx;
-    if (x < d.w) {
 #pragma unroll
-      for (int o = 0; o < 4; ++o) {
-        const int y = y0 + 4 * ty + o;
-        if (y < d.h) {
-          T* out = pixel<T>(d, y, x);
+    for (int o = 0; o < 4; ++o)
 #pragma unroll
-          for (int c = 0; c < C; ++c) out[(i64)c * d.sc] = from_float<T>(acc[c][o]);
-        }
-      }
-    }
+      for (int c = 0; c < C; ++c) tile[((4 * ty + o) * SEP_TW + tx) * C + c] = from_float<T>(acc[c][o]);
+    __syncthreads();
+    store_tile<T, C>(d, y0, x0, SEP_TH, SEP_TW, tile);
   }
 }
 

@@ -30,6 +30,7 @@ EXTRA = r"""
 #pragma once
 #include <cmath>
 #define __launch_bounds__(n)
+#define __host__
 struct float4 { float x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((uint64_t)a * b) >> 32); }
@@ -58,8 +59,8 @@ def emu(tmp_path_factory):
         f.write(EXTRA)
     sep = os.path.join(d, "separable.cuh")
     src = open(sep).read()
-    src, k = re.subn(r"extern __shared__ float4 sep_smem\[\];", "static float4 sep_smem[48 * 1024 / 16];", src)
-    assert k == 1
+    src, k = re.subn(r"extern __shared__ float4 sep_smem\[\];", "static float4 sep_smem[96 * 1024 / 16];", src)
+    assert k == 2
     open(sep, "w").write(src)
     with open(os.path.join(d, "common.cuh"), "a") as f:  # my headers at global scope, once
         f.write('\n#include "emu_extra.h"\n#include "rowvec.cuh"\n#include "philox.cuh"\n#include "separable.cuh"\n')
@@ -101,7 +102,7 @@ def _emulated(emu, monkeypatch, op, x, layout="NHWC", **kw):
     """Run op's CUDA C kernel on the host with the params and launch shape the op makes."""
     import importlib
 
-    from gpuaug.kernels._cuda import grid_2d
+    from gpuaug.ops._launch import rows_grid
 
     mod = importlib.import_module(f"gpuaug.ops.{op}")
     custom = hasattr(mod, "run_custom")
@@ -123,9 +124,10 @@ def _emulated(emu, monkeypatch, op, x, layout="NHWC", **kw):
         plan = got["plan"](b)  # the output has the input's shape and dtype
         name, grid, block = kernel_name(plan.name, b.dtype.name, b.channels, *plan.template), plan.grid, plan.block
         cu = got["cu_file"]
-    else:
+    else:  # run(..., fast=rows_fast(...)): the replace_rows kernel
+        assert got.get("fast") is not None
         name = kernel_name(mod.KERNELS.cu[1], b.dtype.name, b.channels)
-        grid, block = grid_2d(max(h for h, _ in b.shapes), max(w for _, w in b.shapes), b.n)
+        grid, block = rows_grid(b)
         cu = mod.KERNELS.cu[0]
     fn = emu.get_function(cu, name)
     fn(grid, block, (_table(src_views), _table(dst_views), params, np.int32(params.shape[1]), np.int32(b.n)))
@@ -181,8 +183,8 @@ def test_cuda_c_on_host_matches_cpu_twin(emu, monkeypatch, op, kw, dtype, channe
     _compare(op, got, want, dtype)
 
 
-@pytest.mark.parametrize("op, kw", [CALLS[i] for i in (0, 1, 2, 6, 7, 8)],
-                         ids=["noise", "salt", "gauss", "gauss_k", "median", "median3"])
+@pytest.mark.parametrize("op, kw", [CALLS[i] for i in (0, 1, 2, 6, 7, 8, 9, 10, 11)],
+                         ids=["noise", "salt", "gauss", "gauss_k", "median", "median3", "sharpen", "erase", "grid"])
 def test_cuda_c_on_host_varshape_and_strided(emu, monkeypatch, op, kw):
     rng = np.random.default_rng(2)
     xs = [random_images(rng, 1, h, w, 3, "uint8")[0] for h, w in [(5, 7), (37, 75), (1, 33)]]

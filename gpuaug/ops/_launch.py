@@ -82,6 +82,8 @@ def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
         src_t, dst_t = upload(*tables)
         par = cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)
     fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels, *plan.template))
+    if plan.shared_mem > _SMEM_LIMIT and fn.max_dynamic_shared_size_bytes < plan.shared_mem:
+        fn.max_dynamic_shared_size_bytes = plan.shared_mem  # opt in (Hopper: up to 227 KiB)
     fn(plan.grid, plan.block, (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)) + tuple(plan.extra),
        shared_mem=plan.shared_mem)
 
@@ -167,9 +169,12 @@ def separable_plan(base: str, kmax: int):
     wlen = (kmax + 6 + 3) & ~3
 
     def plan(dst):
-        if kmax <= MAX_UNROLLED_K:
+        if kmax <= MAX_UNROLLED_K:  # separable_tile_k: T input tile + float hbuf, 16-byte aligned
+            k = max(kmax, 3)
+            side = 32 + 2 * (k // 2)
+            tile = (side * side * dst.channels * dst.dtype.itemsize + 15) & ~15
             grid, block = tile_grid(dst, 32, 32, (32, 8, 1))
-            return CudaPlan(base + "_k", grid, block, template=(max(kmax, 3),))
+            return CudaPlan(base + "_k", grid, block, tile + 4 * dst.channels * side * 32, template=(k,))
         smem = 4 * (wlen + dst.channels * (32 + 2 * r) * 32)
         name = base
         if smem > _SMEM_LIMIT:
@@ -183,3 +188,38 @@ def separable_plan(base: str, kmax: int):
 def store_range(dtype):
     """(lo, hi, rnd) for the Numba store rule: uint8 rounds and saturates, floats pass."""
     return (0.0, 255.0, True) if np.dtype(dtype) == np.uint8 else (-np.inf, np.inf, False)
+
+
+# -- whole-pixel replacement over row chunks (rowvec.cuh replace_rows) ------------------------
+
+def rows_grid(dst: Batch, block=256):
+    """Grid for replace_rows: one thread per 16 bytes' worth of pixels (16 / itemsize) of a row."""
+    ppt = 16 // dst.dtype.itemsize
+    work = max(h * -(-w // ppt) for h, w in dst.shapes)
+    return (-(-work // block), min(dst.n, 65535), 1), (block, 1, 1)
+
+
+def rows_plan(name):
+    """``plan(dst)`` for a replace_rows kernel ``name<T, C>``."""
+    def plan(dst):
+        return CudaPlan(name, *rows_grid(dst))
+
+    return plan
+
+
+def rows_fast(cu_file, name):
+    """A ``fast`` hook for :func:`gpuaug._run.run` that launches the replace_rows kernel
+    ``name<T, C>`` (any batch: it reads the descriptor tables) instead of one thread per pixel."""
+    def fast(src, dst):
+        from gpuaug.kernels._cuda import get_function, kernel_name, upload
+
+        fn = get_function(cu_file, kernel_name(name, src.dtype.name, src.channels))
+        src_t, dst_t = upload(descriptor_table(src), descriptor_table(dst))
+        grid, block = rows_grid(dst)
+
+        def launch(par):
+            fn(grid, block, (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(src.n)))
+
+        return launch
+
+    return fast

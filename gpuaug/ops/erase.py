@@ -8,6 +8,7 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, is_cuda_array
+from gpuaug.ops._launch import rows_fast
 
 KERNELS = Kernels(cu=("erase.cu", "gpuaug_erase"), numba=("erase", "erase_map"))
 
@@ -94,7 +95,8 @@ def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=No
     fill4[:, :b.channels] = vals
     params = column_stack([fill4, np.full(b.n, float(k)), bx], b.n)
     fill = vals if xp is np or be == "cuda" else cupy_module().asnumpy(vals)  # Numba twins: host fills
-    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fill=fill)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fill=fill,
+               fast=rows_fast(*KERNELS.cu))
 
 
 def _example(rng, n, h, w):

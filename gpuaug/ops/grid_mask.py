@@ -8,6 +8,7 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
+from gpuaug.ops._launch import rows_fast
 
 KERNELS = Kernels(cu=("grid_mask.cu", "gpuaug_grid_mask"), numba=("grid_mask", "grid_mask_map"))
 
@@ -65,7 +66,8 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     f32 = (lambda v: v.astype(xp.float32).astype(xp.float64))  # the values every backend sees
     t32 = f32(t)
     params = column_stack([f32(xp.cos(rad)), f32(xp.sin(rad)), f32(s), t32, f32(r * t32)], b.n)
-    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
+               fast=rows_fast(*KERNELS.cu))
 
 
 def _example(rng, n, h, w):

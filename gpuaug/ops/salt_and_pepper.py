@@ -8,17 +8,13 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import cupy_module
-from gpuaug.ops._launch import CudaPlan, host_seed, run_custom, seed_columns
+from gpuaug.ops._launch import host_seed, rows_plan, run_custom, seed_columns
 
 KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
                   numba=("salt_and_pepper", "kernel"), kind="value")
-_BLOCK = 256
 
 
-def _plan(dst):
-    ppt = 16 // dst.dtype.itemsize  # pixels per thread: C 16-byte vectors of a row
-    work = max(h * -(-w // ppt) for h, w in dst.shapes)
-    return CudaPlan("gpuaug_salt_and_pepper", (-(-work // _BLOCK), min(dst.n, 65535), 1), (_BLOCK, 1, 1))
+_plan = rows_plan(KERNELS.cu[1])  # replace_rows: 16 / itemsize pixels of a row per thread
 
 
 def _split(t, xp):

@@ -6,9 +6,15 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels, choose_backend
+from gpuaug.ops._launch import CudaPlan, run_custom, store_range, tile_grid
 
-KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "sharpen_value"), kind="value")
+KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "kernel"), kind="value")
+
+
+def _plan(dst):
+    grid, block = tile_grid(dst, 32, 32, (32, 8, 1))  # 32 x 32 output tiles, 4 rows per thread
+    return CudaPlan(KERNELS.cu[1], grid, block)
 
 
 def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -49,7 +55,8 @@ def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     f = per_sample(factor, b.n, "factor", low=0.0, device=b.device)
     u8 = b.dtype == np.uint8
     params = column_stack([f, np.full(b.n, 255.0 if u8 else 1.0), np.full(b.n, float(u8))], b.n)
-    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream)
+    return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                      numba_module=KERNELS.numba[0], numba_extra=store_range(b.dtype))
 
 
 def _example(rng, n, h, w):

@@ -23,3 +23,10 @@ def sharpen_value(src, n, y, x, c, p):
     if h > 2 and w > 2:
         o = min(max(o, 0.0), p[1])
     return o
+
+
+def kernel(target):
+    """``kernel(src, dst, params, lo, hi, rnd)``: the value driver over :func:`sharpen_value`."""
+    from ._driver import value_kernel
+
+    return value_kernel(sharpen_value, target)
