@@ -25,7 +25,12 @@ struct Erase {
       }
     }
   }
-  __device__ __forceinline__ T value(const float* p, int, int c) const { return gpuaug::from_float<T>(p[c]); }
+  T fill[4];
+  __device__ __forceinline__ void prepare(const float* p) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) fill[c] = gpuaug::from_float<T>(p[c]);
+  }
+  __device__ __forceinline__ T value(int, int c) const { return fill[c]; }
 };
 }  // namespace
 

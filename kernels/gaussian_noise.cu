@@ -42,8 +42,8 @@ __global__ void gpuaug_gaussian_noise(const gpuaug::i64* src_tab, const gpuaug::
       vec16 out;
 #pragma unroll
       for (int j = 0; j < EPT; ++j) {
-        const float v = __fmaf_rn(sd, z[j], __fadd_rn(to_float(vget<T>(in, j)), mean));
-        vset<T>(out, j, from_float<T>(v));
+        const float v = __fmaf_rn(sd, z[j], __fadd_rn(fast_float(vget<T>(in, j)), mean));
+        vset<T>(out, j, fast_store<T>(v));
       }
       store16(drow + e0, out);
     } else {
@@ -52,8 +52,8 @@ __global__ void gpuaug_gaussian_noise(const gpuaug::i64* src_tab, const gpuaug::
         const int e = e0 + j;
         if (e < m) {
           const int x = e / C, c = e - x * C;
-          const float xv = to_float(ldg_elem(pixel<T>(src, y, x) + c * src.sc));
-          pixel<T>(d, y, x)[c * d.sc] = from_float<T>(__fmaf_rn(sd, z[j], __fadd_rn(xv, mean)));
+          const float xv = fast_float(ldg_elem(pixel<T>(src, y, x) + c * src.sc));
+          pixel<T>(d, y, x)[c * d.sc] = fast_store<T>(__fmaf_rn(sd, z[j], __fadd_rn(xv, mean)));
         }
       }
     }

@@ -26,7 +26,9 @@ struct GridMask {
       what[j] = mod_tile(u, p[4]) < p[5] && mod_tile(v, p[4]) < p[5];
     }
   }
-  __device__ __forceinline__ T value(const float*, int, int) const { return gpuaug::from_float<T>(0.f); }
+  T zero;
+  __device__ __forceinline__ void prepare(const float*) { zero = gpuaug::from_float<T>(0.f); }
+  __device__ __forceinline__ T value(int, int) const { return zero; }
 };
 }  // namespace
 

@@ -47,9 +47,9 @@ __device__ __forceinline__ void median_tile(const gpuaug::i64* src_tab, const gp
         float lo[6], mid[6], hi[6];
 #pragma unroll
         for (int j = 0; j < 6; ++j) {
-          float a = to_float(base[j * C + c]);
-          float b = to_float(base[(COLS + j) * C + c]);
-          float e = to_float(base[(2 * COLS + j) * C + c]);
+          float a = fast_float(base[j * C + c]);
+          float b = fast_float(base[(COLS + j) * C + c]);
+          float e = fast_float(base[(2 * COLS + j) * C + c]);
           sort2(a, b); sort2(b, e); sort2(a, b);
           lo[j] = a; mid[j] = b; hi[j] = e;
         }
@@ -57,7 +57,7 @@ __device__ __forceinline__ void median_tile(const gpuaug::i64* src_tab, const gp
         for (int o = 0; o < 4; ++o) {
           const float m = med3(fmaxf(fmaxf(lo[o], lo[o + 1]), lo[o + 2]), med3(mid[o], mid[o + 1], mid[o + 2]),
                                fminf(fminf(hi[o], hi[o + 1]), hi[o + 2]));
-          otile[(ty * MED_TW + 4 * tx + o) * C + c] = from_float<T>(m);
+          otile[(ty * MED_TW + 4 * tx + o) * C + c] = fast_store<T>(m);
         }
       }
     } else {  // k == 5 (only in the general kernel, R = 2)
@@ -70,12 +70,12 @@ __device__ __forceinline__ void median_tile(const gpuaug::i64* src_tab, const gp
 #pragma unroll
           for (int i = 0; i < 5; ++i)
 #pragma unroll
-            for (int j = 0; j < 5; ++j) v[5 * i + j] = to_float(base[(i * COLS + o + j) * C + c]);
+            for (int j = 0; j < 5; ++j) v[5 * i + j] = fast_float(base[(i * COLS + o + j) * C + c]);
 #pragma unroll
           for (int i = 0; i < 13; ++i)
 #pragma unroll
             for (int j = i + 1; j < 25; ++j) sort2(v[i], v[j]);
-          otile[(ty * MED_TW + 4 * tx + o) * C + c] = from_float<T>(v[12]);
+          otile[(ty * MED_TW + 4 * tx + o) * C + c] = fast_store<T>(v[12]);
         }
       }
     }

@@ -97,12 +97,15 @@ __device__ __forceinline__ void box_muller(unsigned int ra, unsigned int rb, flo
     p = __fmaf_rn(p, s, LP7);
     p = __fmaf_rn(p, s, LP8);
     const float lnv = __fadd_rn(s, __fmaf_rn(-0.5f, s2, __fmul_rn(__fmul_rn(p, s), s2)));
-    float a = __fmaf_rn(__int2float_rn(e), LN2, -lnv);  // -ln u1
+    const float ef = __fsub_rn(__uint_as_float(0x4B000000u | (unsigned int)e), 8388608.f);  // = e, no I2F
+    float a = __fmaf_rn(ef, LN2, -lnv);  // -ln u1
     a = __fadd_rn(a, a);
     if (a > 0.f) r = __fsqrt_rn(a);
   }
   const unsigned int o = rb >> 29;
-  float t = __fmul_rn(__uint2float_rn((rb >> 5) & 0xFFFFFFu), TWO_M24);  // exact
+  // t = ((rb >> 5) & 0xFFFFFF) 2^-24, exactly, without an I2F: (1 + (v >> 1) 2^-23) - 1, plus 2^-24 for odd v
+  const unsigned int v = (rb >> 5) & 0xFFFFFFu;
+  float t = __fadd_rn(__fsub_rn(__uint_as_float(0x3F800000u | (v >> 1)), 1.f), (v & 1u) ? TWO_M24 : 0.f);
   if (o & 1u) t = __fsub_rn(1.f, t);
   const float ph = __fmul_rn(t, PIO4);
   const float z2 = __fmul_rn(ph, ph);

@@ -75,6 +75,23 @@ template <typename T> __device__ __forceinline__ void vset(vec16& v, int j, T x)
   vec16_elem<T>::set(v, j, to_bits(x));
 }
 
+// -- exact conversions without I2F / F2I ----------------------------------------------------
+// sm_90 converts int <-> float at 16 per clock per SM (FP32 arithmetic: 128), which made the
+// uint8 kernels conversion-bound. These give the same values with FP32 adds and bit ops:
+// fast_float(uint8 v) = 2^23 + v (as float bits) - 2^23, exact; fast_store<T>(v) ==
+// from_float<T>(v) (uint8: floor(v + 0.5f) saturated, via a round-down add of 2^23).
+__device__ __forceinline__ float fast_float(unsigned char v) {
+  return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.f);
+}
+__device__ __forceinline__ float fast_float(float v) { return v; }
+__device__ __forceinline__ float fast_float(half v) { return to_float(v); }
+
+template <typename T> __device__ __forceinline__ T fast_store(float v) { return from_float<T>(v); }
+template <> __device__ __forceinline__ unsigned char fast_store<unsigned char>(float v) {
+  const float x = fminf(fmaxf(__fadd_rn(v, 0.5f), 0.f), 255.f);  // NaN -> 0, as from_float
+  return (unsigned char)(__float_as_uint(__fadd_rd(x, 8388608.f)) & 0xFFu);
+}
+
 // -- shared-memory tiles for the stencil kernels ---------------------------------------------
 // load_tile: tile[r][q * C + c] = src(row ys + r, col xs + q, channel c) for r < rows, q < cols,
 // rows and columns outside the image mapped by border_index(mode). One warp per tile row,
@@ -131,10 +148,11 @@ __device__ __forceinline__ void store_tile(const Sample& d, int y0, int x0, int 
 // -- whole-pixel replacement over row chunks (salt_and_pepper, erase, grid_mask) --------------
 // Launch: grid (ceil(max_n(h * chunks) / blockDim.x), min(N, 65535)), 1-D blocks; a thread
 // owns PPT = 16 / sizeof(T) pixels of one row (C 16-byte vectors when the row is dense and
-// aligned). Op provides
+// aligned). Op (copied per thread, so it may cache values in its members) provides
+//   void prepare(const float* p): once per sample, e.g. convert the fill values;
 //   void decide(const float* p, const Sample& d, int s, int y, int x0, int (&what)[PPT]):
-//       0 keeps pixel x0 + j, w > 0 replaces it by value(p, w, c) (channel c);
-//   T value(const float* p, int w, int c).
+//       0 keeps pixel x0 + j, w > 0 replaces it by value(w, c) (channel c);
+//   T value(int w, int c).
 __host__ __device__ constexpr int replace_ppt(int itemsize) { return 16 / itemsize; }
 
 template <typename T, int C, typename Op>
@@ -150,6 +168,7 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
     const int y = (int)(t / cpr);
     const int x0 = (int)(t - (unsigned int)y * cpr) * PPT;
     const float* p = params + (i64)s * P;
+    op.prepare(p);
     int what[PPT];
     op.decide(p, d, s, y, x0, what);
     const T* srow = pixel<T>(src, y, 0);
@@ -162,7 +181,7 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
 #pragma unroll
         for (int j = 0; j < PPT; ++j) {
           const int w = what[(v * PPT + j) / C];
-          if (w) vset<T>(a, j, op.value(p, w, (v * PPT + j) % C));
+          if (w) vset<T>(a, j, op.value(w, (v * PPT + j) % C));
         }
         store16(drow + x0 * C + v * PPT, a);
       }
@@ -174,7 +193,7 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
           const T* i = pixel<T>(src, y, x);
           T* o = pixel<T>(d, y, x);
 #pragma unroll
-          for (int c = 0; c < C; ++c) o[c * d.sc] = what[j] ? op.value(p, what[j], c) : ldg_elem(i + c * src.sc);
+          for (int c = 0; c < C; ++c) o[c * d.sc] = what[j] ? op.value(what[j], c) : ldg_elem(i + c * src.sc);
         }
       }
     }

@@ -24,10 +24,13 @@ struct SaltPepper {
       for (int l = 0; l < 4; ++l) what[4 * j + l] = r.v[l] < t_salt ? 2 : (r.v[l] < t_noisy ? 1 : 0);
     }
   }
-  // 1: pepper, 2: salt
-  __device__ __forceinline__ T value(const float* p, int w, int) const {
-    return gpuaug::from_float<T>(w == 2 ? p[8] : 0.f);
+  T salt, pepper;
+  __device__ __forceinline__ void prepare(const float* p) {
+    salt = gpuaug::from_float<T>(p[8]);
+    pepper = gpuaug::from_float<T>(0.f);
   }
+  // 1: pepper, 2: salt
+  __device__ __forceinline__ T value(int w, int) const { return w == 2 ? salt : pepper; }
 };
 }  // namespace
 

@@ -70,7 +70,7 @@ __device__ __forceinline__ void separable_tile(const i64* src_tab, const i64* ds
           const T* px = row + (i64)gx * src.sx;
 #pragma unroll
           for (int c = 0; c < CG; ++c) {
-            const float v = to_float(ldg_elem(px + (i64)(c0 + c) * src.sc));
+            const float v = fast_float(ldg_elem(px + (i64)(c0 + c) * src.sc));
             acc[c][0] = __fmaf_rn(w0, v, acc[c][0]);
             acc[c][1] = __fmaf_rn(w1, v, acc[c][1]);
             acc[c][2] = __fmaf_rn(w2, v, acc[c][2]);
@@ -111,7 +111,7 @@ __device__ __forceinline__ void separable_tile(const i64* src_tab, const i64* ds
           if (y < d.h) {
             T* out = pixel<T>(d, y, x);
 #pragma unroll
-            for (int c = 0; c < CG; ++c) out[(i64)(c0 + c) * d.sc] = from_float<T>(acc[c][o]);
+            for (int c = 0; c < CG; ++c) out[(i64)(c0 + c) * d.sc] = fast_store<T>(acc[c][o]);
           }
         }
       }
@@ -162,7 +162,7 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
       for (int j = 0; j < K + 3; ++j) {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const float v = to_float(row[j * C + c]);
+          const float v = fast_float(row[j * C + c]);
 #pragma unroll
           for (int o = 0; o < 4; ++o)
             if (j - o >= 0 && j - o < K) acc[c][o] = __fmaf_rn(w[j - o], v, acc[c][o]);
@@ -194,7 +194,7 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
 #pragma unroll
     for (int o = 0; o < 4; ++o)
 #pragma unroll
-      for (int c = 0; c < C; ++c) tile[((4 * ty + o) * SEP_TW + tx) * C + c] = from_float<T>(acc[c][o]);
+      for (int c = 0; c < C; ++c) tile[((4 * ty + o) * SEP_TW + tx) * C + c] = fast_store<T>(acc[c][o]);
     __syncthreads();
     store_tile<T, C>(d, y0, x0, SEP_TH, SEP_TW, tile);
   }

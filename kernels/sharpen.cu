@@ -41,20 +41,21 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab
       const T* t = tile + ((r + 1) * COLS + tx + 1) * C;
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        const float xc = to_float(t[c]);
+        const float xc = fast_float(t[c]);
         float v = xc;
         if (!border) {
           float sum = 4.f * xc;  // 5 x + 8 neighbours, minus x counted in the 3x3 loop
 #pragma unroll
           for (int dy = -1; dy <= 1; ++dy)
 #pragma unroll
-            for (int dx = -1; dx <= 1; ++dx) sum += to_float(t[(dy * COLS + dx) * C + c]);
+            for (int dx = -1; dx <= 1; ++dx) sum += fast_float(t[(dy * COLS + dx) * C + c]);
           float b = sum / 13.f;
-          if (round_blur) b = floorf(b + 0.5f);
+          if (round_blur)  // floor(b + 0.5) for uint8's b in [0, 255], without the slow FRND
+            b = __fsub_rn(__fadd_rd(__fadd_rn(b, 0.5f), 8388608.f), 8388608.f);
           v = __fmaf_rn(1.f - f, b - xc, xc);
         }
         if (!tiny) v = fminf(fmaxf(v, 0.f), bound);
-        otile[(r * SH_T + tx) * C + c] = from_float<T>(v);
+        otile[(r * SH_T + tx) * C + c] = fast_store<T>(v);
       }
     }
     __syncthreads();

@@ -38,6 +38,11 @@ static inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fadd_rd(float a, float b) {  // round toward -inf (exact in double here)
+  const double e = (double)a + (double)b;
+  float r = (float)e;
+  return (double)r > e ? std::nextafter(r, -INFINITY) : r;
+}
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
