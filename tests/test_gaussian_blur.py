@@ -125,6 +125,9 @@ def test_gaussian_blur_gpu(backend, dtype, layout):
         sig = _sigmas(rng, 5)
         check_op(gpuaug.gaussian_blur, lambda s, i: R.gaussian_blur(s, sig[i], uint8=u8), x, {"sigma": sig},
                  layout=layout, backend=backend)
+    x = random_images(rng, 3, 70, 97, 4, dtype)  # the unrolled kernel (float32: 53 KiB of shared memory)
+    check_op(gpuaug.gaussian_blur, lambda s, i: R.gaussian_blur(s, 1.5, uint8=u8), x, {"sigma": 1.5},
+             layout=layout, backend=backend)
     x = random_images(rng, 2, 70, 97, 4, dtype)  # several tiles; k = 161 needs the one-channel variant
     check_op(gpuaug.gaussian_blur, lambda s, i: R.gaussian_blur(s, [1.5, 20.0][i], [11, 161][i]), x,
              {"sigma": [1.5, 20.0], "kernel_size": [11, 161]}, layout=layout, backend=backend)
