@@ -25,6 +25,19 @@ INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
 #: border name -> common.cuh's Border number ("reflect" is OpenCV's BORDER_REFLECT_101).
 BORDERS = {"constant": 0, "replicate": 1, "reflect": 3}
 
+
+def sampling_params():
+    """The registry Params every warp shares: interpolation, border, fill (in that order)."""
+    from gpuaug._registry import Param
+
+    return (
+        Param("interpolation", "bilinear", per_sample=False, kind="choice",
+              choices=tuple(INTERPOLATIONS), doc="nearest or bilinear"),
+        Param("border", "constant", per_sample=False, kind="choice", choices=tuple(BORDERS),
+              doc="border rule for taps outside the source"),
+        Param("fill", 0, doc="value outside the source (border='constant')"),
+    )
+
 #: |det| below this fraction of the product of the row norms (Hadamard's bound) counts as
 #: singular: the inverse would be meaningless at float32 precision.
 SINGULAR_RATIO = 1e-12

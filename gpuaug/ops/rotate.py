@@ -78,11 +78,7 @@ SPECS = (
         Param("angle", 0.0, doc="degrees, counter-clockwise"),
         Param("center", None, shape=(2,), doc="(cx, cy) pixels; None: the image centre"),
         Param("scale", 1.0, doc="zoom factor"),
-        Param("interpolation", "bilinear", per_sample=False, kind="choice",
-              choices=tuple(_warp.INTERPOLATIONS), doc="nearest or bilinear"),
-        Param("border", "constant", per_sample=False, kind="choice", choices=tuple(_warp.BORDERS),
-              doc="border rule for taps outside the source"),
-        Param("fill", 0, doc="value outside the source (border='constant')"),
+        *_warp.sampling_params(),
     ), example=_example, kernels=KERNELS, doc=rotate.__doc__),
 )
 

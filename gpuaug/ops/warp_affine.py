@@ -95,11 +95,7 @@ SPECS = (
     OpSpec("warp_affine", warp_affine, params=(
         Param("matrix", None, shape=(2, 3), doc="source -> destination affine matrix"),
         Param("size", None, per_sample=False, kind="size", doc="output (height, width)"),
-        Param("interpolation", "bilinear", per_sample=False, kind="choice",
-              choices=tuple(_warp.INTERPOLATIONS), doc="nearest or bilinear"),
-        Param("border", "constant", per_sample=False, kind="choice", choices=tuple(_warp.BORDERS),
-              doc="border rule for taps outside the source"),
-        Param("fill", 0, doc="value outside the source (border='constant')"),
+        *_warp.sampling_params(),
         Param("inverse_map", False, per_sample=False, kind="bool",
               doc="matrix maps destination to source"),
     ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_affine.__doc__),

@@ -109,11 +109,7 @@ SPECS = (
     OpSpec("warp_perspective", warp_perspective, params=(
         Param("matrix", None, shape=(3, 3), doc="source -> destination homography"),
         Param("size", None, per_sample=False, kind="size", doc="output (height, width)"),
-        Param("interpolation", "bilinear", per_sample=False, kind="choice",
-              choices=tuple(_warp.INTERPOLATIONS), doc="nearest or bilinear"),
-        Param("border", "constant", per_sample=False, kind="choice", choices=tuple(_warp.BORDERS),
-              doc="border rule for taps outside the source"),
-        Param("fill", 0, doc="value outside the source (border='constant')"),
+        *_warp.sampling_params(),
         Param("inverse_map", False, per_sample=False, kind="bool",
               doc="matrix maps destination to source"),
     ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_perspective.__doc__),
