@@ -127,10 +127,14 @@ class Batch:
         channels = channels or self.channels
         layout = layout or self.layout
         xp = self.xp
+        big = max(int(h) * int(w) for h, w in (shapes if self.varshape else shapes[:1])) * channels
+        if big > MAX_IMAGE_ELEMENTS:
+            raise ValueError(f"{name}: an output image would hold {big} elements; the kernels index within "
+                             f"one image with 32-bit integers, so at most {MAX_IMAGE_ELEMENTS} (2**31 - 1)")
         if self.varshape:
             want = [(h, w, channels) for h, w in shapes]
             if out is None:
-                result = [xp.empty(s, dtype) for s in want]
+                result = [_empty(xp, s, dtype, f"{name}[{i}]") for i, s in enumerate(want)]
             else:
                 if not isinstance(out, (list, tuple)) or len(out) != len(want):
                     raise ValueError(f"{name}: a varshape batch needs a list of {len(want)} arrays; "
@@ -151,7 +155,7 @@ class Batch:
         full = (self.n, h, w, channels) if layout == "NHWC" else (self.n, channels, h, w)
         want = full[1:] if self.single else full
         if out is None:
-            result = xp.empty(want, dtype)
+            result = _empty(xp, want, dtype, name)
             arr = result
         else:
             arr = self._check_out(out, want, dtype, name)
@@ -181,6 +185,29 @@ class Batch:
                 raise ValueError(f"{name}: overlaps the input in memory; ops are not in place, "
                                  "pass a separate array")
         return arr
+
+
+#: The most elements one image may hold (the kernels' per-image index maths is 32-bit).
+MAX_IMAGE_ELEMENTS = 2 ** 31 - 1
+
+
+def _empty(xp, shape, dtype, name):
+    """``xp.empty``; running out of memory raises a MemoryError that says what was asked for."""
+    try:
+        return xp.empty(shape, dtype)
+    except MemoryError as e:
+        nbytes = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+        where = "GPU" if xp is not np else "host"
+        free = ""
+        if xp is not np:
+            try:
+                free = f" ({xp.cuda.runtime.memGetInfo()[0] / 2 ** 30:.2f} GiB free on the GPU, plus "
+                free += f"{xp.get_default_memory_pool().free_bytes() / 2 ** 30:.2f} GiB cached by CuPy's pool)"
+            except Exception:  # noqa: BLE001 - the message is best effort
+                pass
+        raise MemoryError(f"{name}: cannot allocate the output, shape {tuple(shape)} {np.dtype(dtype)} "
+                          f"= {nbytes / 2 ** 30:.2f} GiB of {where} memory{free}; use a smaller batch "
+                          "or pass out=") from e
 
 
 def _extent(a, dev):
@@ -263,6 +290,11 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
                          f"{', '.join(map(str, channels))}")
     if (min(b.nhwc.shape[1:3]) == 0 if not b.varshape else any(h == 0 or w == 0 for h, w in b.shapes)):
         raise ValueError(f"{name}: has an image of zero height or width; expected non-empty images")
+    big = max(h * w for h, w in b.shapes) * b.channels if b.varshape else b.nhwc[0].size
+    if big > MAX_IMAGE_ELEMENTS:
+        raise ValueError(f"{name}: has an image of {big} elements; the kernels index within one image with "
+                         f"32-bit integers, so an image may hold at most {MAX_IMAGE_ELEMENTS} (2**31 - 1) "
+                         "elements (batches may be larger: samples are addressed with 64-bit pointers)")
     return b
 
 
