@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU machine's checks, in stages, each with its own time limit, logs under $OUT.
+#
+#   bash tests/gpu/check.sh STAGE...      (the device tool provides $OUT)
+#
+# Stages:
+#   tests     pytest -m "gpu and not dali and not slow"           -> gpu-tests.log
+#   dali      tests/gpu/dali_debug.py, then tests/test_dali_gpu.py  -> dali-debug.log, dali-tests.log
+#             (each test file in its own process: a DALI abort kills the process)
+#   large     pytest tests/test_large_batch.py (2.2 GB batches)     -> large-batch.log
+#   sanitize  tests/gpu/sanitize.sh                                 -> sanitize-*.log
+#   soak      tests/gpu/soak.py                                     -> soak.log, soak.json
+#   bench     tests/gpu/bench_all.sh                                -> bench results
+#   dalibench tests/gpu/dali_bench.sh                               -> dali_bench.*
+# The first call on a fresh machine installs the kit (tests/gpu/setup.sh); later calls on the
+# same warm machine skip the parts already there.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export OUT
+start=$SECONDS
+# shellcheck disable=SC1091
+source tests/gpu/setup.sh > "$OUT/setup.log" 2>&1
+echo "setup: $((SECONDS - start)) s: $(tail -n 2 "$OUT/setup.log" | tr '\n' ' ')"
+export BENCH_SETUP=0 SAN_SETUP=0
+PT=(python3 -m pytest -q -p no:cacheprovider -rfE)
+
+for stage in "$@"; do
+  t0=$SECONDS
+  case $stage in
+    tests)
+      timeout 420 "${PT[@]}" -m "gpu and not dali and not slow" tests > "$OUT/gpu-tests.log" 2>&1
+      echo "tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/gpu-tests.log")"
+      grep -E "^(FAILED|ERROR)" "$OUT/gpu-tests.log" | head -n 30 ;;
+    dali)
+      timeout 240 python3 tests/gpu/dali_debug.py > "$OUT/dali-debug.log" 2>&1
+      echo "dali debug: exit $? in $((SECONDS - t0)) s"; grep -E "^\[" "$OUT/dali-debug.log"
+      timeout 300 "${PT[@]}" tests/test_dali_gpu.py > "$OUT/dali-tests.log" 2>&1
+      echo "dali tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/dali-tests.log")"
+      grep -E "^(FAILED|ERROR)|Fatal|Abort" "$OUT/dali-tests.log" | head -n 30 ;;
+    large)
+      timeout 400 "${PT[@]}" tests/test_large_batch.py > "$OUT/large-batch.log" 2>&1
+      echo "large: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/large-batch.log")"
+      grep -E "^(FAILED|ERROR)" "$OUT/large-batch.log" | head -n 30 ;;
+    sanitize)
+      bash tests/gpu/sanitize.sh ;;
+    soak)
+      timeout 300 python3 tests/gpu/soak.py > "$OUT/soak.log" 2>&1
+      echo "soak: exit $? in $((SECONDS - t0)) s"; tail -n 15 "$OUT/soak.log" ;;
+    bench)
+      bash tests/gpu/bench_all.sh ;;
+    dalibench)
+      bash tests/gpu/dali_bench.sh | tail -n 60 ;;
+    *)
+      echo "unknown stage $stage" ;;
+  esac
+done
+echo "total: $((SECONDS - start)) s"

@@ -1,0 +1,109 @@
+"""Where does a GPU python_function pipeline abort? (lead's probe on the GPU machine)
+
+Runs small DALI GPU pipelines, each in its own process (a DALI abort kills the process), from
+the bare python_function up to gpuaug.dali ops, under each executor, and prints the exit
+status and the end of stderr of each stage.
+
+    python3 tests/gpu/dali_debug.py            # all stages
+    python3 tests/gpu/dali_debug.py STAGE EXEC # one stage in this process
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+STAGES = ("identity", "cupy_flip", "gpuaug_flip_direct", "dali_flip", "dali_flip_param", "dali_rotate_param",
+          "dali_numba_flip")
+EXECS = ("default", "sync", "dynamic")
+
+
+def _pipe_kwargs(ex):
+    kw = dict(batch_size=4, num_threads=2, device_id=0, prefetch_queue_depth=1)
+    if ex == "sync":
+        kw.update(exec_async=False, exec_pipelined=False)
+    elif ex == "dynamic":
+        kw.update(exec_dynamic=True)
+    return kw
+
+
+def stage(name, ex):
+    import faulthandler
+
+    faulthandler.enable()
+    import numpy as np
+    from nvidia.dali import fn, pipeline_def
+
+    x = np.random.default_rng(0).integers(0, 256, (4, 33, 47, 3), dtype=np.uint8)
+    flags = [np.int32(v) for v in (1, 0, 1, 0)]
+    angles = [np.float32(v) for v in (5, -10, 20, 0)]
+
+    def data():
+        return fn.external_source(source=lambda: [x[i] for i in range(4)], batch=True, device="gpu", layout="HWC")
+
+    def graph():
+        d = data()
+        if name == "identity":
+            return fn.python_function(d, function=lambda a: a, batch_processing=True, device="gpu")
+        if name == "cupy_flip":
+            import cupy as cp
+
+            def f(a):
+                return [cp.ascontiguousarray(s[:, ::-1]) for s in a]
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name == "gpuaug_flip_direct":
+            import cupy as cp
+
+            import gpuaug
+
+            def f(a):
+                return list(gpuaug.flip(cp.stack(a), horizontal=True))
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        import gpuaug.dali as gd
+        if name == "dali_flip":
+            return gd.flip(d, horizontal=True)
+        if name == "dali_flip_param":
+            return gd.flip(d, horizontal=fn.external_source(source=lambda: flags, batch=True))
+        if name == "dali_rotate_param":
+            return gd.rotate(d, angle=fn.external_source(source=lambda: angles, batch=True))
+        if name == "dali_numba_flip":
+            import warnings
+            warnings.simplefilter("ignore")
+            return gd.flip(d, horizontal=True, backend="numba")
+        raise SystemExit(f"unknown stage {name}")
+
+    pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
+    pipe.build()
+    for _ in range(3):
+        out, = pipe.run()
+    got = np.stack([np.array(t) for t in out.as_cpu()])
+    if name == "identity":
+        ref = x
+    elif name == "dali_rotate_param":
+        ref = None
+    elif name == "dali_flip_param":
+        ref = np.stack([x[i, :, ::-1] if flags[i] else x[i] for i in range(4)])
+    else:
+        ref = x[:, :, ::-1]
+    ok = "unchecked" if ref is None else ("OK" if np.array_equal(got, ref) else "MISMATCH")
+    print(f"{name}/{ex}: {got.shape} {ok}")
+
+
+def main():
+    if len(sys.argv) == 3:
+        stage(sys.argv[1], sys.argv[2])
+        return
+    import nvidia.dali
+    print("DALI", nvidia.dali.__version__, flush=True)
+    for name in STAGES:
+        for ex in EXECS:
+            t0 = time.time()
+            p = subprocess.run([sys.executable, __file__, name, ex], capture_output=True, text=True, timeout=180,
+                               env=dict(os.environ, PYTHONFAULTHANDLER="1"))
+            tail = "\n    ".join((p.stdout + p.stderr).strip().splitlines()[-25 if p.returncode else -2:])
+            print(f"[{name} / {ex}] rc={p.returncode} {time.time() - t0:.1f}s\n    {tail}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
