@@ -30,17 +30,17 @@ for stage in "$@"; do
   t0=$SECONDS
   case $stage in
     tests)
-      timeout 420 "${PT[@]}" -m "gpu and not dali and not slow" tests > "$OUT/gpu-tests.log" 2>&1
+      timeout 330 "${PT[@]}" -m "gpu and not dali and not slow" tests > "$OUT/gpu-tests.log" 2>&1
       echo "tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/gpu-tests.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/gpu-tests.log" | head -n 30 ;;
     dali)
-      timeout 240 python3 tests/gpu/dali_debug.py > "$OUT/dali-debug.log" 2>&1
+      timeout 200 python3 tests/gpu/dali_debug.py > "$OUT/dali-debug.log" 2>&1
       echo "dali debug: exit $? in $((SECONDS - t0)) s"; grep -E "^\[" "$OUT/dali-debug.log"
-      timeout 300 "${PT[@]}" tests/test_dali_gpu.py > "$OUT/dali-tests.log" 2>&1
+      timeout 280 "${PT[@]}" tests/test_dali_gpu.py > "$OUT/dali-tests.log" 2>&1
       echo "dali tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/dali-tests.log")"
       grep -E "^(FAILED|ERROR)|Fatal|Abort" "$OUT/dali-tests.log" | head -n 30 ;;
     large)
-      timeout 400 "${PT[@]}" tests/test_large_batch.py > "$OUT/large-batch.log" 2>&1
+      timeout 230 "${PT[@]}" tests/test_large_batch.py > "$OUT/large-batch.log" 2>&1
       echo "large: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/large-batch.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/large-batch.log" | head -n 30 ;;
     sanitize)
