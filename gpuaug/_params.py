@@ -18,17 +18,41 @@ def _fmt(v):
     return repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
 
 
+def _show(v):
+    """A short description of a value NumPy may not be able to hold in one array."""
+    r = repr(v)
+    return r if len(r) <= 80 else f"{type(v).__name__} {r[:60]}..."
+
+
+def value_shape(value, name, accepted="numbers"):
+    """The shape of a parameter value (host or CUDA array, number, nested sequence), or a
+    TypeError naming ``name`` when NumPy cannot hold it as one array (ragged nesting, strings
+    mixed with numbers)."""
+    if hasattr(value, "shape") and not isinstance(value, np.ndarray) and is_cuda_array(value):
+        return tuple(value.shape)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or (a.dtype.kind not in "biuf" and value is not None):
+        raise TypeError(f"{name}: got {_show(value)}; expected {accepted}")
+    return tuple(a.shape)
+
+
 def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None, high=None,
-               low_open=False, device=False):
+               low_open=False, device=False, boolean=False):
     """Broadcast ``value`` to shape ``(n,) + shape``.
 
     Returns a float64 (or int64 when ``integer``) NumPy array, or a CuPy array when the
-    value is already on the GPU and ``device`` is True (the op runs there). Raises
-    ValueError/TypeError naming ``name``, the value and what is accepted.
+    value is already on the GPU and ``device`` is True (the op runs there). ``boolean``:
+    a flag per sample; host values must be True/False or 0/1 (so that a probability such as
+    0.5 passed by mistake is refused rather than read as True). Raises ValueError/TypeError
+    naming ``name``, the value and what is accepted.
     """
     shape = tuple(shape)
+    what = "flags (True/False or 0/1)" if boolean else "numbers"
     accepted = (f"a value of shape {shape} or {(n,) + shape} (one per sample)" if shape
-                else f"a number or a sequence of {n} numbers (one per sample)")
+                else f"{'a flag' if boolean else 'a number'} or a sequence of {n} {what} (one per sample)")
     if value is None:
         raise TypeError(f"{name}: got None; expected {accepted}")
     if is_cuda_array(value):
@@ -37,9 +61,12 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
         if not device:
             arr = cp.asnumpy(arr)
     else:
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{name}: got {value!r}; expected {accepted}")
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):  # ragged nesting, objects NumPy cannot hold in one array
+            arr = None
+        if arr is None or arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: got {_show(value)}; expected {accepted}")
     if tuple(arr.shape) == shape:
         arr = arr.reshape((1,) + shape)
         xp = np if isinstance(arr, np.ndarray) else cupy_module()
@@ -49,6 +76,11 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
                          f"expected {accepted}")
     if not isinstance(arr, np.ndarray):  # on the GPU: no value checks (would synchronise)
         return arr.astype(np.int64 if integer else np.float64)
+    if boolean:
+        if arr.dtype.kind != "b" and not np.all((arr == 0) | (arr == 1)):
+            raise ValueError(f"{name}: got {_fmt(value)}; expected True/False or 0/1 per sample "
+                             "(a flag, not a probability: draw flags with gpuaug.random.bernoulli)")
+        return arr.astype(np.float64)
     if integer:
         if arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):

@@ -22,6 +22,14 @@ def check_choice(name, value, choices):
     return value
 
 
+def check_flag(name, value):
+    """A host-side True/False argument (not per sample): bools only, so that a string such as
+    "no" or a per-sample list passed by mistake is refused rather than read as truthy."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: got {value!r}; expected True or False")
+    return bool(value)
+
+
 def check_dtype_arg(name, dtype):
     try:
         d = np.dtype(dtype)

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from gpuaug._batch import _to_array
-from gpuaug._params import per_sample
+from gpuaug._params import per_sample, value_shape
 from gpuaug._util import is_cuda_array
 
 
@@ -26,6 +26,7 @@ def channel_param(value, n, channels, name, device):
     channel, every sample), an ``(N, C)`` array (per sample and channel) or an ``(N, 1)``
     array (per sample, every channel) -> ``(N, C)``."""
     if value is not None and not is_cuda_array(value):
+        value_shape(value, name, f"a number, {channels} numbers (one per channel) or an (N, {channels}) array")
         a = np.asarray(value)
         if a.ndim == 0 and (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
             value = np.broadcast_to(a, (channels,))

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from gpuaug._params import column_stack, host_size, per_sample
+from gpuaug._params import column_stack, host_size, per_sample, value_shape
 from gpuaug._util import check_choice, cupy_module
 from gpuaug.geometry import _cos_sin
 
@@ -94,7 +94,7 @@ def fill_columns(fill, b):
     n, c = b.n, b.channels
     if isinstance(fill, (int, float)) and not isinstance(fill, bool) and math.isfinite(fill):
         return np.full((n, c), _fill_scalar(fill, b.dtype), np.float64)  # the common case, quickly
-    if np.ndim(fill) == 2:
+    if len(value_shape(fill, "fill", f"a number, {n} numbers (one per sample) or an (N, {c}) array")) == 2:
         f = per_sample(fill, n, "fill", shape=(c,), device=b.device)
     else:
         f = per_sample(fill, n, "fill", device=b.device)

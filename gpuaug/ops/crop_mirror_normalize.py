@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import check_choice
+from gpuaug._util import check_choice, check_flag
 from gpuaug.ops._intensity import (channel_param, chw_list_out, cmn_vec_fast, float_dtype, nonzero,
                                    uniform_out)
 
@@ -82,7 +82,7 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     odt = float_dtype(dtype)
     check_choice("output_layout", output_layout, LAYOUTS)
     pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), low=0, high=1, device=b.device)
-    mir = per_sample(mirror, b.n, "mirror", device=b.device)
+    mir = per_sample(mirror, b.n, "mirror", device=b.device, boolean=True)
     window = None
     if crop is not None:
         window = host_size(crop, "crop")
@@ -90,7 +90,7 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
             if window[0] > h or window[1] > w:
                 raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
                                  "no larger than every image")
-    co = 4 if pad_output and b.channels == 3 else b.channels
+    co = 4 if check_flag("pad_output", pad_output) and b.channels == 3 else b.channels
     return cmn(b, be, KERNELS, pos, mir, window, mean, std, odt, output_layout, co, out, stream)
 
 

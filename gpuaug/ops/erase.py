@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import column_stack, per_sample
+from gpuaug._params import column_stack, per_sample, value_shape
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, is_cuda_array
@@ -13,14 +13,11 @@ from gpuaug.ops._launch import rows_fast
 KERNELS = Kernels(cu=("erase.cu", "gpuaug_erase"), numba=("erase", "erase_map"))
 
 
-def _shape_of(v):
-    return tuple(v.shape) if hasattr(v, "shape") else np.shape(v)
-
-
 def _boxes(boxes, n, device):
     if boxes is None:
         raise TypeError("boxes: got None; expected (K, 4) or (N, K, 4) boxes (top, left, height, width)")
-    shape = _shape_of(boxes)
+    shape = value_shape(boxes, "boxes", f"(K, 4) boxes (top, left, height, width) for every sample or "
+                        f"(N, K, 4) = ({n}, K, 4), one set per sample")
     if len(shape) not in (2, 3) or shape[-1] != 4:
         raise ValueError(f"boxes: got shape {shape}; expected (K, 4) boxes (top, left, height, width) "
                          f"for every sample or (N, K, 4) = ({n}, K, 4), one set per sample")
@@ -36,7 +33,8 @@ def _boxes(boxes, n, device):
 def _values(value, n, c, device):
     """Fill values -> (N, C): a number, N numbers (per sample), C numbers (per channel,
     when N != C), or an (N, C) / (1, C) array."""
-    shape = _shape_of(value)
+    shape = value_shape(value, "value", "a number, N numbers (one per sample), C numbers (one per "
+                        "channel) or an (N, C) array")
     if len(shape) == 2 and shape[0] == 1 and shape[1] == c and n != 1:  # (1, C): per channel
         v = per_sample(value[0] if is_cuda_array(value) else np.asarray(value)[0], n, "value", shape=(c,),
                        device=device)

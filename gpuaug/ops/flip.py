@@ -41,8 +41,8 @@ def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    h = per_sample(horizontal, b.n, "horizontal", device=b.device)
-    v = per_sample(vertical, b.n, "vertical", device=b.device)
+    h = per_sample(horizontal, b.n, "horizontal", device=b.device, boolean=True)
+    v = per_sample(vertical, b.n, "vertical", device=b.device, boolean=True)
     params = column_stack([h, v], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 
