@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuaug._batch import Batch, descriptor_table, max_size
+from gpuaug._stream import check_stream
 from gpuaug._util import check_choice, cupy_module, simulator
 
 BACKENDS = ("cuda", "numba", "cpu")
@@ -89,6 +90,7 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     ``fast``: optional CUDA C fast path, ``fast(src, dst) -> launch(params_dev) or None``;
     when it returns a launcher (the inputs suit it), that runs instead of the generic kernel.
     """
+    check_stream(stream)
     hook = PLAN_HOOK.get()
     if hook is not None:
         hook(batch, kernels, params, shapes, fill, dtype, channels, layout)

@@ -18,7 +18,8 @@ def stream_ptr(stream) -> int:
 
         return int(cupy.cuda.get_current_stream().ptr)
     if isinstance(stream, bool):
-        raise TypeError(f"stream: got {stream!r}; expected None, an int handle or a stream object")
+        raise TypeError(f"stream: got {stream!r}; expected None, an int handle (a cudaStream_t, >= 0) "
+                        "or a stream object")
     if isinstance(stream, int):
         if stream < 0:
             raise ValueError(f"stream: got {stream}; a stream handle is a non-negative int")
@@ -26,7 +27,11 @@ def stream_ptr(stream) -> int:
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         value = proto() if callable(proto) else proto
-        return int(value[1])
+        try:
+            return int(value[1])
+        except (TypeError, ValueError, IndexError):
+            raise TypeError(f"stream: __cuda_stream__ of {type(stream).__name__} gave {value!r}; "
+                            "expected (version, handle) with an int handle") from None
     for attr in ("ptr", "cuda_stream"):  # CuPy, PyTorch
         v = getattr(stream, attr, None)
         if isinstance(v, int):
@@ -34,10 +39,21 @@ def stream_ptr(stream) -> int:
     handle = getattr(stream, "handle", None)  # pycuda (int), Numba (ctypes c_void_p)
     if handle is not None:
         handle = getattr(handle, "value", handle)
-        return int(handle or 0)
+        if isinstance(handle, (int, type(None))) and not isinstance(handle, bool):
+            return int(handle or 0)
+        raise TypeError(f"stream: {type(stream).__name__}.handle is {handle!r}; expected an int "
+                        "(a cudaStream_t) or a ctypes c_void_p")
     raise TypeError(
-        f"stream: got an object of type {type(stream).__name__}; expected None, an int handle, "
+        f"stream: got {repr(stream)[:60]} (type {type(stream).__name__}); expected None, an int handle, "
         "a CuPy/Numba/PyTorch/pycuda stream or an object with __cuda_stream__")
+
+
+def check_stream(stream) -> None:
+    """Refuse a ``stream=`` that is not a stream handle, on every backend: the CPU backend
+    ignores streams, but a wrong argument there is still a mistake worth reporting (and the
+    same call on the GPU would fail). Imports nothing; does not touch the device."""
+    if stream is not None:
+        stream_ptr(stream)
 
 
 @contextlib.contextmanager

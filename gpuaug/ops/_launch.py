@@ -23,6 +23,7 @@ import numpy as np
 from gpuaug._batch import Batch, descriptor_table
 from gpuaug._params import per_sample
 from gpuaug._run import _launch
+from gpuaug._stream import check_stream
 from gpuaug._util import cupy_module
 
 
@@ -53,6 +54,7 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     GPU). ``plan(dst) -> CudaPlan`` for the CUDA C kernel in ``kernels/<cu_file>``.
     ``numba_module``: module under ``gpuaug.kernels.numba`` with ``kernel(target)``.
     """
+    check_stream(stream)
     if batch.device:
         cp = cupy_module()
         from gpuaug._stream import on_stream

@@ -60,6 +60,7 @@ import numpy as np
 from gpuaug import random as R
 from gpuaug._batch import as_batch
 from gpuaug._run import choose_backend
+from gpuaug._stream import check_stream
 from gpuaug._util import cupy_module
 from gpuaug.policy import _fused as F
 from gpuaug.policy import transforms as TF
@@ -341,6 +342,7 @@ class Compose:
     def __call__(self, x, seed=None, *, params=None, out=None, layout="NHWC", stream=None, backend=None):
         b = as_batch(x, layout)
         be = choose_backend(b, backend)
+        check_stream(stream)
         sizes = _batch_sizes(b)
         if params is not None:
             if seed is not None:
