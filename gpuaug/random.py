@@ -56,13 +56,62 @@ def generator(seed=None) -> np.random.Generator:
     return np.random.default_rng(int(seed))
 
 
+# -- argument checks (every error names the argument, the value and what is accepted) ---------
+
+def _rng(rng):
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: got {type(rng).__name__} {rng!r:.40}; expected a numpy.random.Generator "
+                        "(make one with gpuaug.random.generator(seed))")
+    return rng
+
+
+def _count(n, name="n"):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name}: got {n!r}; expected an int >= 0")
+    if n < 0:
+        raise ValueError(f"{name}: got {n}; expected an int >= 0")
+    return int(n)
+
+
+def _show(a):
+    a = np.asarray(a)
+    return repr(a.tolist()) if a.size <= 8 else f"an array of shape {a.shape}"
+
+
+def _values(name, v, *, low=None, high=None, low_open=False):
+    """Finite numbers (a scalar or an array) within [low, high] as float64."""
+    try:
+        a = np.asarray(v, np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: got {v!r:.60}; expected numbers") from None
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: got {_show(v)}; expected finite numbers (no NaN or inf)")
+    if low is not None and np.any(a <= low if low_open else a < low):
+        raise ValueError(f"{name}: got {_show(v)}; expected values {'>' if low_open else '>='} {low}")
+    if high is not None and np.any(a > high):
+        raise ValueError(f"{name}: got {_show(v)}; expected values <= {high}")
+    return a
+
+
+def _range(name, r, *, low=None, high=None, low_open=False):
+    """A (min, max) pair of finite numbers with min <= max within the bounds."""
+    a = _values(name, r, low=low, high=high, low_open=low_open)
+    if a.shape != (2,) or a[0] > a[1]:
+        raise ValueError(f"{name}: got {_show(r)}; expected a pair (min, max) with min <= max")
+    return float(a[0]), float(a[1])
+
+
 def bernoulli(rng, p, n) -> np.ndarray:
     """``n`` bools, each True with probability ``p`` (one uniform draw per sample)."""
-    return rng.random(n) < p
+    _values("p", p, low=0.0, high=1.0)
+    return _rng(rng).random(_count(n)) < p
 
 
 def uniform(rng, low, high, n) -> np.ndarray:
     """``n`` floats uniform in ``[low, high)`` (``low`` and ``high`` numbers or (n,) arrays)."""
+    if np.any(_values("low", low) > _values("high", high)):
+        raise ValueError(f"low, high: got low={_show(low)} and high={_show(high)}; expected low <= high")
+    _rng(rng), _count(n)
     return low + (np.asarray(high, np.float64) - low) * rng.random(n)
 
 
@@ -71,6 +120,9 @@ def integers(rng, low, high, n) -> np.ndarray:
 
     Drawn as ``low + floor(u * (high - low))`` from one uniform per sample, so per-sample
     bounds cost one vectorised draw."""
+    if np.any(_values("low", low) > _values("high", high)):
+        raise ValueError(f"low, high: got low={_show(low)} and high={_show(high)}; expected low <= high")
+    _rng(rng), _count(n)
     low = np.asarray(low, np.int64)
     span = np.asarray(high, np.int64) - low
     return low + np.minimum(np.floor(rng.random(n) * span).astype(np.int64), np.maximum(span - 1, 0))
@@ -78,12 +130,19 @@ def integers(rng, low, high, n) -> np.ndarray:
 
 def seed64(rng) -> int:
     """One int in [0, 2**63) to key a counter-based noise generator (gpuaug.gaussian_noise)."""
-    return int(rng.integers(0, 2 ** 63, dtype=np.int64))
+    return int(_rng(rng).integers(0, 2 ** 63, dtype=np.int64))
 
 
 def _sizes(sizes, n):
-    s = np.asarray(sizes, np.int64).reshape(-1, 2)
-    if s.shape[0] == 1 and n != 1:
+    try:
+        a = np.asarray(sizes)
+    except (TypeError, ValueError):
+        a = np.asarray(None)
+    if a.dtype.kind not in "iuf" or a.shape[-1:] != (2,) or a.ndim > 2 or np.any(a <= 0) or np.any(a != np.round(a)):
+        raise ValueError(f"sizes: got {_show(sizes) if a.dtype != object else repr(sizes)[:60]}; expected "
+                         "positive image sizes (height, width), one pair or one per sample (n, 2)")
+    s = a.astype(np.int64).reshape(-1, 2)
+    if n is not None and s.shape[0] == 1 and n != 1:
         s = np.broadcast_to(s, (n, 2))
     return s
 
@@ -97,7 +156,19 @@ def affine(rng, n, sizes, degrees=(0.0, 0.0), translate=None, scale=None, shear=
     Returns ``angle, tx, ty, scale, shear_x, shear_y`` (n,) float64 arrays. Draws n uniforms
     for each of: angle, tx, ty, scale, shear_x, shear_y (each only when its range is given),
     in that order (as one block)."""
+    _rng(rng), _count(n)
     s = _sizes(sizes, n)
+    if s.shape[0] not in (1, n):
+        raise ValueError(f"sizes: got {s.shape[0]} sizes for n={n} samples; expected 1 or {n}")
+    _range("degrees", degrees)
+    if translate is not None:
+        _values("translate", translate, low=0.0, high=1.0)
+    if scale is not None:
+        _range("scale", scale, low=0.0, low_open=True)
+    if shear is not None and len(shear) not in (2, 4):
+        raise ValueError(f"shear: got {shear!r}; expected (x_min, x_max) or (x_min, x_max, y_min, y_max)")
+    if shear is not None:
+        _range("shear", shear[:2]), len(shear) == 4 and _range("shear", shear[2:])
     k = 1 + 2 * (translate is not None) + (scale is not None) + (0 if shear is None else len(shear) // 2)
     u = iter(rng.random((k, n)))
     out = {"angle": degrees[0] + (degrees[1] - degrees[0]) * next(u)}
@@ -125,7 +196,10 @@ def resized_crop_boxes(rng, sizes, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), atte
     ratio))``; the first try that fits the image wins, placed uniformly; samples where none
     fits take torchvision's fallback (the central crop of the ratio nearest the image's).
     ``round`` is round-half-to-even (Python's, as torchvision)."""
-    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    _rng(rng), _range("scale", scale, low=0.0, low_open=True), _range("ratio", ratio, low=0.0, low_open=True)
+    if _count(attempts, "attempts") == 0:
+        raise ValueError("attempts: got 0; expected an int >= 1")
+    s = _sizes(sizes, None)
     n = s.shape[0]
     hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
     area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
@@ -156,7 +230,8 @@ def perspective_corners(rng, sizes, distortion_scale=0.5) -> np.ndarray:
     """torchvision's RandomPerspective.get_params for every sample: ``(n, 4, 2)`` float64
     end points ``(x, y)`` of the corners top-left, top-right, bottom-right, bottom-left
     (each moved inwards by up to ``distortion_scale`` of half the size, whole pixels)."""
-    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    _rng(rng), _values("distortion_scale", distortion_scale, low=0.0, high=1.0)
+    s = _sizes(sizes, None)
     n = s.shape[0]
     h, w = s[:, 0], s[:, 1]
     bh = (distortion_scale * (h // 2)).astype(np.int64) + 1
@@ -174,7 +249,10 @@ def erasing_boxes(rng, sizes, scale=(0.02, 0.33), ratio=(0.3, 3.3), attempts=10)
 
     A try draws area ``A U(scale)`` and ratio ``exp(U(log ratio))``: ``h = round(sqrt(area
     ratio))``, ``w = round(sqrt(area / ratio))``, which must be smaller than the image."""
-    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    _rng(rng), _range("scale", scale, low=0.0, high=1.0), _range("ratio", ratio, low=0.0, low_open=True)
+    if _count(attempts, "attempts") == 0:
+        raise ValueError("attempts: got 0; expected an int >= 1")
+    s = _sizes(sizes, None)
     n = s.shape[0]
     hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
     area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
@@ -195,9 +273,13 @@ def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
     """Random crop windows: ``(n, 2)`` int64 ``(top, left)`` of a ``size = (h, w)`` window,
     uniform over the positions inside the image padded by ``padding = (left, top, right,
     bottom)`` (the top-left corner may then be negative)."""
-    s = _sizes(sizes, np.asarray(sizes).reshape(-1, 2).shape[0])
+    _rng(rng)
+    s = _sizes(sizes, None)
     n = s.shape[0]
     pl, pt, pr, pb = padding
+    if np.any(s[:, 0] + pt + pb < size[0]) or np.any(s[:, 1] + pl + pr < size[1]):
+        raise ValueError(f"size: got {tuple(size)}; an image (padded by {tuple(padding)}) is smaller: "
+                         f"sizes {_show(s)}; expected a window that fits every padded image")
     top = integers(rng, -pt, s[:, 0] + pb - size[0] + 1, n)
     left = integers(rng, -pl, s[:, 1] + pr - size[1] + 1, n)
     return np.stack([top, left], axis=1)
@@ -205,4 +287,4 @@ def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
 
 def permutations(rng, n, k) -> np.ndarray:
     """``(n, k)`` int64: a uniformly random permutation of ``range(k)`` per sample."""
-    return np.argsort(rng.random((n, k)), axis=1)
+    return np.argsort(_rng(rng).random((_count(n), _count(k, "k"))), axis=1)

@@ -27,8 +27,10 @@ def is_number(v):
 
 
 def number(name, v, *, low=None, high=None, low_open=False):
-    if not is_number(v) or not np.isfinite(v):
+    if not is_number(v):
         raise TypeError(f"{name}: got {_show(v)}; expected a finite number")
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: got {v!r}; expected a finite number (no NaN or inf)")
     v = float(v)
     if low is not None and (v <= low if low_open else v < low):
         raise ValueError(f"{name}: got {v}; expected a number {'>' if low_open else '>='} {low}")
@@ -101,7 +103,7 @@ def size(name, v):
 def per_channel(name, v):
     """A number or a sequence of 1..4 numbers (one per channel), as a tuple of floats."""
     if is_number(v):
-        return (float(v),)
+        return (number(name, v),)
     t = numbers_seq(name, v, (1, 2, 3, 4))
     return t
 
