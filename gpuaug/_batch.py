@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module, is_cuda_array
+from gpuaug._util import BATCH_DEVICE, DTYPE_NAMES, check_choice, cupy_module, is_cuda_array
 
 LAYOUTS = ("NHWC", "NCHW")
 
@@ -60,7 +60,11 @@ TABLE_COLS = 6  # address, height, width, stride_y, stride_x, stride_c
 def _describe(x):
     shape = getattr(x, "shape", None)
     dtype = getattr(x, "dtype", None)
-    return f"{type(x).__name__} with shape {shape} and dtype {dtype}" if shape is not None else repr(x)[:80]
+    if shape is not None:
+        return f"{type(x).__name__} with shape {tuple(shape)} and dtype {dtype}"
+    if isinstance(x, (list, tuple)):
+        return f"a {type(x).__name__} of {len(x)} items"
+    return repr(x)[:80]
 
 
 def _to_array(x, name):
@@ -146,6 +150,9 @@ class Batch:
             dst = Batch(self.device, True, False, "NHWC", dtype, channels, views,
                         [tuple(s) for s in shapes], list(result))
             return result, dst
+        if isinstance(out, (list, tuple)):
+            raise TypeError(f"{name}: got {_describe(out)}; the input is one array (not a list of images), "
+                            f"so {name} must be one array")
         hw = same_size(shapes)
         if hw is None:
             hs = sorted({tuple(s) for s in shapes})
@@ -158,7 +165,7 @@ class Batch:
             result = _empty(xp, want, dtype, name)
             arr = result
         else:
-            arr = self._check_out(out, want, dtype, name)
+            arr = self._check_out(out, want, dtype, name, layout=layout[1:] if self.single else layout)
             result = out
         arr4 = arr[None] if self.single else arr
         nhwc = arr4 if layout == "NHWC" else arr4.transpose(0, 2, 3, 1)
@@ -166,7 +173,7 @@ class Batch:
                     Same((h, w), self.n), [arr])
         return result, dst
 
-    def _check_out(self, out, shape, dtype, name):
+    def _check_out(self, out, shape, dtype, name, layout="HWC"):
         arr, dev = _to_array(out, name)
         if dev != self.device:
             where = "a CUDA array" if self.device else "a NumPy array"
@@ -174,7 +181,7 @@ class Batch:
                             f"{'GPU' if self.device else 'CPU'}, so {name} must be {where}")
         if tuple(arr.shape) != tuple(shape) or arr.dtype != dtype:
             raise ValueError(f"{name}: got shape {tuple(arr.shape)} and dtype {arr.dtype}; "
-                             f"expected shape {tuple(shape)} and dtype {dtype}")
+                             f"expected shape {tuple(shape)} ({layout}) and dtype {dtype}")
         if not dev and not arr.flags.writeable:
             raise ValueError(f"{name}: the array is read-only; pass a writeable array")
         if dev and arr.device.id != self.device_id():
@@ -264,11 +271,19 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
         dt = {v.dtype for v in views}
         ch = {int(v.shape[2]) for v in views}
         if len(dt) != 1:
-            raise TypeError(f"{name}: images have different dtypes {sorted(map(str, dt))}; expected one")
+            i = next(i for i, v in enumerate(views) if v.dtype != views[0].dtype)
+            raise TypeError(f"{name}: images have different dtypes {sorted(map(str, dt))} ({name}[0] is "
+                            f"{views[0].dtype}, {name}[{i}] is {views[i].dtype}); expected one dtype for "
+                            "every image of a varshape batch")
         if len(ch) != 1:
-            raise ValueError(f"{name}: images have different channel counts {sorted(ch)}; expected one")
+            i = next(i for i, v in enumerate(views) if v.shape[2] != views[0].shape[2])
+            raise ValueError(f"{name}: images have different channel counts {sorted(ch)} ({name}[0] has "
+                             f"{views[0].shape[2]}, {name}[{i}] has {views[i].shape[2]}); expected one "
+                             "channel count for every image of a varshape batch")
         if dev and len({v.device.id for v in views}) != 1:
-            raise ValueError(f"{name}: images lie on different GPUs; put them on one")
+            i = next(i for i, v in enumerate(views) if v.device.id != views[0].device.id)
+            raise ValueError(f"{name}: images lie on different GPUs ({name}[0] on GPU {views[0].device.id}, "
+                             f"{name}[{i}] on GPU {views[i].device.id}); put every image on one GPU")
         b = Batch(dev, True, False, "NHWC", dt.pop(), ch.pop(), views, shapes, list(views))
     else:
         a, dev = _to_array(x, name)
@@ -286,15 +301,31 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
         allowed_txt = ", ".join(str(np.dtype(d)) for d in dtypes)
         raise TypeError(f"{name}: got dtype {b.dtype}; expected one of {allowed_txt}")
     if b.channels not in channels:
-        raise ValueError(f"{name}: got {b.channels} channels (layout {b.layout}); expected one of "
-                         f"{', '.join(map(str, channels))}")
-    if (min(b.nhwc.shape[1:3]) == 0 if not b.varshape else any(h == 0 or w == 0 for h, w in b.shapes)):
-        raise ValueError(f"{name}: has an image of zero height or width; expected non-empty images")
+        shown, hint = "", ""
+        if not b.varshape:
+            shape = tuple(b.arrays[0].shape)
+            other = "NCHW" if b.layout == "NHWC" else "NHWC"
+            c_other = shape[-3] if other == "NCHW" else shape[-1]
+            shown = f" (shape {shape} read as {b.layout if not b.single else b.layout[1:]})"
+            if c_other in channels:
+                hint = f" (as {other} it has {c_other}: pass layout={other!r})"
+        raise ValueError(f"{name}: got {b.channels} channels{shown}; expected one of "
+                         f"{', '.join(map(str, channels))}{hint}")
+    if not b.varshape and min(b.nhwc.shape[1:3]) == 0:
+        h, w = b.nhwc.shape[1:3]
+        raise ValueError(f"{name}: got shape {tuple(b.arrays[0].shape)}, images of height {h} and width {w}; "
+                         "expected images of at least 1x1 pixels")
+    if b.varshape:
+        for i, (h, w) in enumerate(b.shapes):
+            if h == 0 or w == 0:
+                raise ValueError(f"{name}[{i}]: got shape {tuple(b.views[i].shape)}, an image of height {h} "
+                                 f"and width {w}; expected images of at least 1x1 pixels")
     big = max(h * w for h, w in b.shapes) * b.channels if b.varshape else b.nhwc[0].size
     if big > MAX_IMAGE_ELEMENTS:
         raise ValueError(f"{name}: has an image of {big} elements; the kernels index within one image with "
                          f"32-bit integers, so an image may hold at most {MAX_IMAGE_ELEMENTS} (2**31 - 1) "
                          "elements (batches may be larger: samples are addressed with 64-bit pointers)")
+    BATCH_DEVICE.set(b.device_id() if b.device else None)
     return b
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._util import cupy_module, is_cuda_array
+from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
 
 
 def _fmt(v):
@@ -60,6 +60,9 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
         arr = cp.asarray(value) if hasattr(value, "__cuda_array_interface__") else cp.from_dlpack(value)
         if not device:
             arr = cp.asnumpy(arr)
+        elif BATCH_DEVICE.get() is not None and arr.device.id != BATCH_DEVICE.get():
+            raise ValueError(f"{name}: is on GPU {arr.device.id} but x is on GPU {BATCH_DEVICE.get()}; "
+                             "expected per-sample values on x's GPU (or host values)")
     else:
         try:
             arr = np.asarray(value)

@@ -4,9 +4,15 @@ Every error names the argument, the value it got and what would be accepted.
 """
 from __future__ import annotations
 
+import contextvars
 import os
 
 import numpy as np
+
+#: The GPU of the batch the current op call works on (set by ``as_batch``; None for host
+#: batches), so that ``per_sample`` can refuse parameters given as CUDA arrays on another GPU
+#: without every op passing the device along. Ops run synchronously, one batch per call.
+BATCH_DEVICE = contextvars.ContextVar("gpuaug_batch_device", default=None)
 
 DTYPE_NAMES = {np.dtype(np.uint8): "uint8", np.dtype(np.float16): "float16",
                np.dtype(np.float32): "float32"}
