@@ -70,9 +70,10 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
     be = choose_backend(b, backend)
     sig = per_sample(sigma, b.n, "sigma", low=0.0, low_open=True)
     if kernel_size is None:
-        k = gaussian_kernel_size(sig, b.dtype)
+        k = gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), b.dtype)  # no int64 overflow for huge sigmas
         if np.any(k > MAX_KERNEL_SIZE):
-            raise ValueError(f"sigma: got {float(sig.max())}, whose default kernel size {int(k.max())} "
+            shown = f"{int(k.max())} " if sig.max() < MAX_KERNEL_SIZE else ""
+            raise ValueError(f"sigma: got {float(sig.max())}, whose default kernel size {shown}"
                              f"exceeds {MAX_KERNEL_SIZE}; pass a smaller sigma or a kernel_size")
     else:
         k = odd_sizes(kernel_size, b.n)
