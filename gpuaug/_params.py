@@ -18,6 +18,16 @@ def _fmt(v):
     return repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
 
 
+def _bad(value, arr, mask):
+    """``value`` for a message: the whole value when small, else its first bad element
+    (``mask`` over the broadcast ``arr``) and where it is."""
+    a = np.asarray(value)
+    if a.size <= 8 or not mask.any():
+        return _fmt(value)
+    idx = tuple(int(i) for i in np.argwhere(mask)[0])
+    return f"{arr[idx].item()!r} at index {list(idx)} (sample {idx[0]}) of an array of shape {a.shape}"
+
+
 def _show(v):
     """A short description of a value NumPy may not be able to hold in one array."""
     r = repr(v)
@@ -81,22 +91,25 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
         return arr.astype(np.int64 if integer else np.float64)
     if boolean:
         if arr.dtype.kind != "b" and not np.all((arr == 0) | (arr == 1)):
-            raise ValueError(f"{name}: got {_fmt(value)}; expected True/False or 0/1 per sample "
+            raise ValueError(f"{name}: got {_bad(value, arr, (arr != 0) & (arr != 1))}; expected True/False or 0/1 per sample "
                              "(a flag, not a probability: draw flags with gpuaug.random.bernoulli)")
         return arr.astype(np.float64)
     if integer:
         if arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-                raise ValueError(f"{name}: got {_fmt(value)}; expected integers")
+                bad = ~np.isfinite(arr) | (arr != np.round(arr))
+                raise ValueError(f"{name}: got {_bad(value, arr, bad)}; expected integers")
         arr = arr.astype(np.int64)
     else:
         arr = arr.astype(np.float64)
         if finite and not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name}: got {_fmt(value)}; expected finite numbers (no NaN or inf)")
+            raise ValueError(f"{name}: got {_bad(value, arr, ~np.isfinite(arr))}; expected finite numbers "
+                             "(no NaN or inf)")
     if low is not None and (np.any(arr <= low) if low_open else np.any(arr < low)):
-        raise ValueError(f"{name}: got {_fmt(value)}; expected values {'>' if low_open else '>='} {low}")
+        raise ValueError(f"{name}: got {_bad(value, arr, arr <= low if low_open else arr < low)}; expected "
+                         f"values {'>' if low_open else '>='} {low}")
     if high is not None and np.any(arr > high):
-        raise ValueError(f"{name}: got {_fmt(value)}; expected values <= {high}")
+        raise ValueError(f"{name}: got {_bad(value, arr, arr > high)}; expected values <= {high}")
     return arr
 
 
@@ -105,7 +118,10 @@ def host_size(value, name, n=None):
     if is_cuda_array(value):
         raise TypeError(f"{name}: got a CUDA array; output sizes decide the output shape and must "
                         "be host values (ints)")
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: got {_show(value)}; expected an int or a pair (height, width) of ints") from None
     if a.shape == ():
         a = np.array([a, a])
     if a.shape != (2,) or not np.issubdtype(a.dtype, np.integer) and not (

@@ -93,7 +93,12 @@ def identity(n=None):
         >>> G.identity(2).shape
         (2, 3, 3)
     """
-    return np.eye(3) if n is None else np.broadcast_to(np.eye(3), (int(n), 3, 3)).copy()
+    if n is None:
+        return np.eye(3)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise (ValueError if isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+               else TypeError)(f"n: got {n!r}; expected None or an int >= 0 (the number of matrices)")
+    return np.broadcast_to(np.eye(3), (int(n), 3, 3)).copy()
 
 
 def rotation(angle, center=(0.0, 0.0)):
