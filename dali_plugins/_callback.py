@@ -211,11 +211,29 @@ def call_op(func, x, kw, changes_shape):
     per-sample output sizes differ: rot90 with mixed k, per-sample padding...), the same
     samples again as a varshape list: DALI's outputs are per sample anyway."""
     try:
-        return func(x, **kw)
+        return _host_values_if_needed(func, x, kw)
     except ValueError:
         if not changes_shape or isinstance(x, list) or kw.get("layout") != "NHWC" or x.shape[0] == 1:
             raise
-    return func(list(x), **kw)
+    return _host_values_if_needed(func, list(x), kw)
+
+
+def _host_values_if_needed(func, x, kw):
+    """``func(x, **kw)``; a per-sample value that the op must read on the host (it decides
+    the output shape: pad's padding, rot90's k on non-square images, crop's offsets...)
+    arrives from a GPU pipeline as a CuPy array: the op refuses it (TypeError naming the
+    argument and "host") before launching anything, and it is copied back and the call
+    repeated. That copy waits for DALI's stream: those ops are listed as reading the host."""
+    for _ in range(len(kw) + 1):
+        try:
+            return func(x, **kw)
+        except TypeError as e:
+            name = str(e).split(":", 1)[0]
+            v = kw.get(name)
+            if "host" not in str(e) or v is None or isinstance(v, np.ndarray) or not hasattr(v, "get"):
+                raise
+            kw = dict(kw, **{name: v.get()})
+    return func(x, **kw)
 
 
 def op_kwargs(step, x, lists, n, xp, calls):

@@ -30,7 +30,7 @@ for stage in "$@"; do
   t0=$SECONDS
   case $stage in
     tests)
-      timeout 330 "${PT[@]}" -m "gpu and not dali and not slow" tests > "$OUT/gpu-tests.log" 2>&1
+      timeout ${TESTS_TIMEOUT:-330} "${PT[@]}" -m "gpu and not dali and not slow" tests > "$OUT/gpu-tests.log" 2>&1
       echo "tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/gpu-tests.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/gpu-tests.log" | head -n 30 ;;
     dali)
@@ -57,3 +57,5 @@ for stage in "$@"; do
   esac
 done
 echo "total: $((SECONDS - start)) s"
+# The device tool brings back at most 16 files: pack the logs, keep the summaries and results.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz ./*.log ./*.out 2>/dev/null && rm -f ./*.out sanitize-*.log)

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 
-STAGES = ("identity", "cupy_flip", "gpuaug_flip_direct", "dali_flip", "dali_flip_param", "dali_rotate_param",
-          "dali_numba_flip")
+STAGES = ("identity", "dali_flip_param", "dali_pad_param", "raise_plain", "raise_gpuaug", "raise_then_rebuild",
+          "raise_twice_same_pipe", "many_pipelines")
 EXECS = ("default", "sync", "dynamic")
 
 
@@ -60,8 +60,18 @@ def stage(name, ex):
             def f(a):
                 return list(gpuaug.flip(cp.stack(a), horizontal=True))
             return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name.startswith("raise_"):
+            def f(a):
+                raise ValueError("planted error")
+            if name == "raise_gpuaug":
+                import gpuaug.dali as gd
+                return gd.brightness(d, factor=fn.external_source(source=lambda: [np.ones(2, np.float32)] * 4, batch=True))
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
         import gpuaug.dali as gd
-        if name == "dali_flip":
+        if name == "dali_pad_param":
+            return gd.pad(d, padding=fn.external_source(source=lambda: [np.array([1, 2, 3, 4], np.int32)] * 4,
+                                                        batch=True))
+        if name in ("dali_flip", "many_pipelines"):
             return gd.flip(d, horizontal=True)
         if name == "dali_flip_param":
             return gd.flip(d, horizontal=fn.external_source(source=lambda: flags, batch=True))
@@ -73,15 +83,33 @@ def stage(name, ex):
             return gd.flip(d, horizontal=True, backend="numba")
         raise SystemExit(f"unknown stage {name}")
 
-    pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
-    pipe.build()
-    for _ in range(3):
-        out, = pipe.run()
-    got = np.stack([np.array(t) for t in out.as_cpu()])
+    if name.startswith("raise_"):
+        pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
+        pipe.build()
+        for attempt in range(2 if name == "raise_twice_same_pipe" else 1):
+            try:
+                pipe.run()
+                print(f"{name}/{ex}: NO ERROR RAISED")
+            except Exception as e:  # noqa: BLE001
+                print(f"{name}/{ex}: raised {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+        del pipe
+        if name != "raise_then_rebuild":
+            return
+        name = "dali_flip"
+    pipes = 12 if name == "many_pipelines" else 1
+    for _ in range(pipes):
+        pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
+        pipe.build()
+        for _ in range(3):
+            out, = pipe.run()
+        got = np.stack([np.array(t) for t in out.as_cpu()])
+        del pipe, out
     if name == "identity":
         ref = x
     elif name == "dali_rotate_param":
         ref = None
+    elif name == "dali_pad_param":
+        ref = np.pad(x, ((0, 0), (1, 2), (3, 4), (0, 0)))
     elif name == "dali_flip_param":
         ref = np.stack([x[i, :, ::-1] if flags[i] else x[i] for i in range(4)])
     else:
