@@ -125,7 +125,7 @@ def host_size(value, name, n=None):
     if a.shape == ():
         a = np.array([a, a])
     if a.shape != (2,) or not np.issubdtype(a.dtype, np.integer) and not (
-            np.issubdtype(a.dtype, np.floating) and np.all(a == np.round(a))):
+            np.issubdtype(a.dtype, np.floating) and np.all(np.isfinite(a)) and np.all(a == np.round(a))):
         raise ValueError(f"{name}: got {_fmt(value)}; expected an int or a pair (height, width) of ints")
     if np.any(a <= 0):
         raise ValueError(f"{name}: got {_fmt(value)}; expected positive sizes")

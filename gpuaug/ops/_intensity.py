@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from gpuaug._batch import _to_array
+from gpuaug._batch import _describe
 from gpuaug._params import per_sample, value_shape
 from gpuaug._util import is_cuda_array
 
@@ -77,14 +77,10 @@ def chw_list_out(b, out, shapes, dtype, channels):
         result = [xp.empty((channels, h, w), dtype) for h, w in shapes]
     else:
         if not isinstance(out, (list, tuple)) or len(out) != len(shapes):
-            raise ValueError(f"out: a varshape batch needs a list of {len(shapes)} arrays; got {type(out).__name__}")
-        result = []
-        for i, (o, (h, w)) in enumerate(zip(out, shapes)):
-            a, _ = _to_array(o, f"out[{i}]")
-            if tuple(a.shape) != (channels, h, w) or a.dtype != dtype:
-                raise ValueError(f"out[{i}]: got shape {tuple(a.shape)} and dtype {a.dtype}; expected "
-                                 f"shape {(channels, h, w)} and dtype {np.dtype(dtype)}")
-            result.append(a)
+            raise ValueError(f"out: a varshape batch needs a list of {len(shapes)} arrays; got {_describe(out)}")
+        # the same checks as every out= (shape, dtype, device, read-only, overlap with the input)
+        result = [b._check_out(o, (channels, h, w), np.dtype(dtype), f"out[{i}]", layout="CHW")
+                  for i, (o, (h, w)) in enumerate(zip(out, shapes))]
     return result, [r.transpose(1, 2, 0) for r in result]
 
 
