@@ -14,9 +14,9 @@ import subprocess
 import sys
 import time
 
-STAGES = ("identity", "dali_flip_param", "dali_pad_param", "raise_plain", "raise_gpuaug", "raise_then_rebuild",
-          "raise_twice_same_pipe", "many_pipelines")
-EXECS = ("default", "sync", "dynamic")
+STAGES = ("raise_plain", "raise_after_cupy", "raise_per_sample", "raise_runtime", "get_inside", "sync_inside",
+          "pinned_get_inside", "raise_gpuaug", "raise_then_rebuild", "dali_pad_param")
+EXECS = ("default", "sync")
 
 
 def _pipe_kwargs(ex):
@@ -60,9 +60,38 @@ def stage(name, ex):
             def f(a):
                 return list(gpuaug.flip(cp.stack(a), horizontal=True))
             return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name == "get_inside":
+            def f(a):
+                a[0].get()
+                return a
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name == "pinned_get_inside":
+            import cupy as cp
+
+            def f(a):
+                h = cp.cuda.alloc_pinned_memory(a[0].nbytes)
+                a[0].data.copy_to_host_async(h.ptr, a[0].nbytes, cp.cuda.get_current_stream())
+                cp.cuda.get_current_stream().synchronize()
+                return a
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name == "sync_inside":
+            import cupy as cp
+
+            def f(a):
+                cp.cuda.get_current_stream().synchronize()
+                return a
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
         if name.startswith("raise_"):
             def f(a):
+                if name == "raise_after_cupy":
+                    import cupy as cp
+                    cp.cuda.UnownedMemory(a[0].data.ptr, a[0].nbytes, a, a[0].device.id)
+                if name == "raise_runtime":
+                    raise RuntimeError("planted error")
                 raise ValueError("planted error")
+            if name == "raise_per_sample":
+                return fn.python_function(d, function=lambda a: (_ for _ in ()).throw(ValueError("planted")),
+                                          device="gpu")
             if name == "raise_gpuaug":
                 import gpuaug.dali as gd
                 return gd.brightness(d, factor=fn.external_source(source=lambda: [np.ones(2, np.float32)] * 4, batch=True))
@@ -83,17 +112,18 @@ def stage(name, ex):
             return gd.flip(d, horizontal=True, backend="numba")
         raise SystemExit(f"unknown stage {name}")
 
-    if name.startswith("raise_"):
+    if name.startswith("raise_") or name in ("get_inside", "sync_inside", "pinned_get_inside"):
         pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
         pipe.build()
         for attempt in range(2 if name == "raise_twice_same_pipe" else 1):
             try:
                 pipe.run()
-                print(f"{name}/{ex}: NO ERROR RAISED")
+                print(f"{name}/{ex}: ran{'' if not name.startswith('raise_') else ' (NO ERROR RAISED)'}", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"{name}/{ex}: raised {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
         del pipe
         if name != "raise_then_rebuild":
+            print(f"{name}/{ex}: pipeline deleted", flush=True)
             return
         name = "dali_flip"
     pipes = 12 if name == "many_pipelines" else 1
