@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 import numpy as np
 
@@ -193,6 +193,7 @@ class _Resources:
         self._given = (copy_stream, compute_stream)
         self.copy = self.compute = None
         self.registered = None
+        self._freeing = threading.Lock()  # close() may run on two threads at once
 
     def streams(self):
         if self.copy is None:
@@ -230,6 +231,10 @@ class _Resources:
             self.registered = (self.dev.register_host(array), array)
 
     def free(self):
+        with self._freeing:
+            self._free()
+
+    def _free(self):
         dev = self.dev
         for i, b in enumerate(self.pinned):
             if b is not None:
@@ -303,8 +308,12 @@ class _Run:
         self.dslot_user = [None] * self.depth
         self.prep_next, self.preparing, self.prep_done = 0, False, False
         self.copy_enq = self.compute_enq = self.delivered = -1
-        self.timings = []
+        self.timings = deque(maxlen=sched.max_timings)
         self._harvesting = threading.Lock()
+        self._closing = threading.Lock()  # one close() at a time (a watchdog and the consumer)
+        self.live = 0                     # threads still running their loop
+        self.orphaned = False             # closed with threads still running: the last one out cleans up
+        self.finished = False             # _finish has run (buffers given back)
         src = sched.source
         if isinstance(src, Source):
             self.batches = epoch_batches(len(src), sched.batch_size, epoch=epoch, shuffle=sched.shuffle,
@@ -327,12 +336,33 @@ class _Run:
             self.dev.synchronize(self.origin)
         self.host0 = time.perf_counter()  # host clock aligned with the origin event
         self.progress = _Progress(self.total, "gpuaug") if sched.progress else None
-        self.threads = [threading.Thread(target=self._worker, args=(i,), name=f"gpuaug-worker-{i}",
-                                         daemon=True) for i in range(sched.workers)]
-        self.threads += [threading.Thread(target=self._copier, name="gpuaug-copy", daemon=True),
-                         threading.Thread(target=self._computer, name="gpuaug-compute", daemon=True)]
-        for t in self.threads:
-            t.start()
+        self.threads = [threading.Thread(target=self._thread_main, args=(self._worker, i),
+                                         name=f"gpuaug-worker-{i}", daemon=True) for i in range(sched.workers)]
+        self.threads += [threading.Thread(target=self._thread_main, args=(self._copier,), name="gpuaug-copy",
+                                          daemon=True),
+                         threading.Thread(target=self._thread_main, args=(self._computer,), name="gpuaug-compute",
+                                          daemon=True)]
+        self.live = len(self.threads)
+        started = 0
+        try:
+            for t in self.threads:
+                t.start()
+                started += 1
+        except BaseException:
+            with self.lock:
+                self.live -= len(self.threads) - started
+            self.close()
+            raise
+
+    def _thread_main(self, fn, *args):
+        try:
+            fn(*args)
+        finally:
+            with self.lock:
+                self.live -= 1
+                last = self.live == 0 and self.orphaned
+            if last:  # close() could not wait for this thread: clean up after the run here
+                self._finish(free=True)
 
     # ---- helpers ----------------------------------------------------------------------
     def _limit(self):
@@ -419,8 +449,11 @@ class _Run:
             rows = s.source.rows(idx) if s.pin_source else None
             kind = "direct" if rows is not None else "pinned"
         else:
+            it = self.it
+            if it is None:  # closed
+                raise _Stop
             try:
-                item = next(self.it)
+                item = next(it)
             except StopIteration:
                 with self.lock:
                     self.prep_done, self.preparing, self.total = True, False, k
@@ -434,6 +467,8 @@ class _Run:
             else:
                 x = _host_batch(x)
                 layout, kind = layout_of(x), "pinned"
+        if self.stopping:  # closed while the source was reading: take no slot
+            raise _Stop
         rec = _Rec(k, layout, labels, kind)
         rec.idx, rec.x, rec.rows = idx, x, rows
         if kind == "device":
@@ -638,6 +673,8 @@ class _Run:
                                        "iteration over the scheduler started)")
                 if self.compute_enq >= k:
                     rec = self.recs[k]
+                    # own references: a close() from another thread may clear rec meanwhile
+                    output, export, done = rec.output, rec.export, rec.ev["comp1"]
                     break
                 if self.total is not None and k >= self.total:
                     raise StopIteration
@@ -652,9 +689,9 @@ class _Run:
                 self.cv_cons.wait()
         with dev.context():
             cs = dev.consumer_stream(s.stream, s.output)
-            dev.wait(cs, rec.ev["comp1"])  # a host consumer (FakeDevice.HOST) blocks here
+            dev.wait(cs, done)  # a host consumer (FakeDevice.HOST) blocks here
             t1 = time.perf_counter()
-            images = rec.export if rec.export is not None else dev.export(rec.output, s.output, cs)
+            images = export if export is not None else dev.export(output, s.output, cs)
         rec.wait = (t0 - self.host0, t1 - self.host0)
         rec.delivered = True
         self.delivered = k
@@ -703,19 +740,61 @@ class _Run:
                 del self.recs[j]
 
     # ---- shutdown --------------------------------------------------------------------------
+    #: seconds close() waits for the threads (a source blocked in a read) before leaving the
+    #: clean-up to the last of them
+    JOIN_TIMEOUT_S = 30.0
+
     def close(self):
-        if self.closed:
-            return
+        """Stop the threads and give every buffer back. True when done now; False when some
+        thread is still running (a source blocked in a read, or close() called from one of
+        the run's own threads, e.g. by the GC): the last thread out finishes the clean-up
+        and frees the run's resources, which the scheduler then no longer uses."""
+        me = threading.current_thread()
+        own = me in self.threads
         with self.lock:
             self.stopping = True
             self._wake_all()
-        for t in self.threads:
-            t.join(timeout=30)
-        alive = [t.name for t in self.threads if t.is_alive()]
+        # A run's own thread never waits for another closer (which may be joining it).
+        if not self._closing.acquire(blocking=not own):
+            return False
+        try:
+            if self.closed:
+                return not self.orphaned
+            alive = []
+            try:
+                if not own:
+                    deadline = time.monotonic() + self.JOIN_TIMEOUT_S
+                    for t in self.threads:
+                        t.join(timeout=max(0.0, deadline - time.monotonic()))
+            finally:  # also when the join is interrupted (a second Ctrl-C)
+                with self.lock:
+                    self.closed = True
+                    if self.live > 0:
+                        self.orphaned = True
+                        alive = [t.name for t in self.threads if t.is_alive() and t is not me]
+                self.it = None  # the source's iterator is not needed any more (its frame may hold files)
+            if self.orphaned:
+                if alive and not own:
+                    warnings.warn(f"gpuaug.Scheduler: threads {alive} did not stop within "
+                                  f"{self.JOIN_TIMEOUT_S:g} s (a source blocked?); the last of them "
+                                  "frees the staging buffers when it ends", RuntimeWarning, stacklevel=3)
+                return False
+            # under _closing: a second close() returns only once the buffers are given back
+            self._finish(free=not self.s.keep_buffers)
+            return True
+        finally:
+            self._closing.release()
+
+    def _finish(self, free):
+        """After every thread has ended: release held batches, wait for the streams, drop the
+        batch records, free the buffers (``free``). Runs once."""
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = True
         for r in list(self.recs.values()):
             if r.delivered and not r.released:
                 self.release(r.k, None)
-        self.closed = True
         dev = self.dev
         with dev.context():
             if self.res.copy is not None:
@@ -731,12 +810,7 @@ class _Run:
         self.pslot_user = self.dslot_user = None
         if self.progress is not None:
             self.progress.close()
-        if alive:
-            warnings.warn(f"gpuaug.Scheduler: threads {alive} did not stop within 30 s (a source "
-                          "blocked?); their staging buffers are left allocated", RuntimeWarning,
-                          stacklevel=3)
-            return
-        if not self.s.keep_buffers:
+        if free:
             with dev.context():
                 self.res.free()
 
@@ -789,6 +863,9 @@ class Scheduler:
         keep_buffers: keep streams and buffers between epochs (default: freed at the end
             of each epoch, when the loop is left, and by ``close()``).
         progress: show a progress bar (tqdm if importable).
+        max_timings: per-batch telemetry kept for ``stats()``/``timings()``/``timeline()``:
+            the most recent batches of the epoch (about 0.6 kB each, so an endless
+            iterable source does not grow memory without bound). None: every batch.
 
     Example (GPU, a training loop)::
 
@@ -815,7 +892,8 @@ class Scheduler:
     def __init__(self, source, augment=None, *, batch_size=None, labels=None, depth=3, workers=None,
                  device=0, output="cupy", stream=None, shuffle=False, seed=None, shard_id=0,
                  num_shards=1, drop_last=False, recycle="next", out=None, pin_source=False,
-                 copy_stream=None, compute_stream=None, keep_buffers=False, progress=False):
+                 copy_stream=None, compute_stream=None, keep_buffers=False, progress=False,
+                 max_timings=100_000):
         self.source = as_source(source, labels)
         if isinstance(augment, str):
             import gpuaug
@@ -865,6 +943,10 @@ class Scheduler:
         self.pin_source = bool(pin_source)
         self.source_heavy = bool(getattr(self.source, "heavy", False))
         self.keep_buffers, self.progress = bool(keep_buffers), bool(progress)
+        if max_timings is not None and (isinstance(max_timings, bool) or not isinstance(
+                max_timings, (int, np.integer)) or max_timings < 1):
+            raise ValueError(f"max_timings: got {max_timings!r}; expected an int >= 1 or None")
+        self.max_timings = None if max_timings is None else int(max_timings)
         self.device = device if isinstance(device, Device) else _cuda_device(device)
         self.out = list(out) if out is not None else None
         if self.out is not None and not self.out:
@@ -872,14 +954,22 @@ class Scheduler:
         self._out_views = [self.device.as_device_array(o) for o in self.out] if self.out else []
         self._res = _Resources(self.device, self.depth, copy_stream, compute_stream)
         self._run = None
+        self._lock = threading.Lock()  # the resources handed from run to run
         self._timings = []
         self.epoch = 0
 
     # ---- iteration ---------------------------------------------------------------------
     def __iter__(self):
         if self._run is not None:
-            self._run.close()
-        run = self._run = _Run(self, self.epoch)
+            self._end_run(self._run)
+        try:
+            run = self._run = _Run(self, self.epoch)
+        except BaseException:  # the source's iterator, pin_source registration...: nothing runs
+            self._run = None
+            if not self.keep_buffers:
+                with self.device.context():
+                    self._res.free()
+            raise
         self.epoch += 1
         try:
             while True:
@@ -889,8 +979,21 @@ class Scheduler:
                     return
                 yield b
         finally:
+            self._end_run(run)
+
+    def _end_run(self, run):
+        try:
             run.close()
-            self._timings = run.timings
+        finally:
+            with self._lock:
+                if run.orphaned and run.res is self._res:
+                    # threads of the run are still running (a blocked source): they keep the
+                    # run's buffers and streams and free them when they end; new ones here
+                    old = self._res
+                    self._res = _Resources(self.device, self.depth, *old._given)
+                    self._res.pinned_reallocs, self._res.device_reallocs = old.pinned_reallocs, old.device_reallocs
+                if run is self._run:  # not an older epoch's iterator finalised late
+                    self._timings = run.timings
 
     def __len__(self):
         """Batches per epoch for this shard."""
@@ -910,11 +1013,18 @@ class Scheduler:
         batch.release(stream)
 
     def close(self):
-        """Stop the threads, wait for queued copies and kernels, free every buffer and stream."""
-        if self._run is not None:
-            self._run.close()
-            self._timings = self._run.timings
-            self._run = None
+        """Stop the threads, wait for queued copies and kernels, free every buffer and stream.
+
+        Safe to call twice, from any thread (also while another thread is in ``next()``: it
+        then raises RuntimeError). A thread that does not stop within 30 s (a source blocked
+        in a read) is left running with a warning; it frees its buffers when it ends.
+        """
+        run = self._run
+        if run is not None:
+            self._end_run(run)
+        with self._lock:
+            if self._run is run:
+                self._run = None
         with self.device.context():
             self._res.free()
 

@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -401,8 +402,10 @@ class FakeDevice(Device):
         compute_jitter_ms: optional extra random time per launch (uniform in [0, x)).
 
     Counters: ``pinned_allocs``, ``pinned_frees``, ``pinned_live`` (bytes),
-    ``device_allocs``, ``device_frees``, ``device_live``, ``registered``, ``streams_live``;
-    ``log``: ("copy" | "compute", buffer ids, start, end) in host seconds;
+    ``device_allocs``, ``device_frees``, ``device_live``, ``registered``, ``streams_live``
+    (all of them at once: :meth:`usage`);
+    ``log``: ("copy" | "compute", buffer ids, start, end) in host seconds (the last
+    ``max_log`` entries when it is set: long soak runs);
     ``errors``: broken rules (should stay empty).
 
     Example::
@@ -431,6 +434,7 @@ class FakeDevice(Device):
     streams_live: int = 0
     errors: list = field(default_factory=list)
     log: list = field(default_factory=list)
+    max_log: int | None = None
 
     HOST = _HostStream()
 
@@ -441,6 +445,15 @@ class FakeDevice(Device):
         self._pending = {}   # token -> host [lo, hi) of a copy enqueued and not yet run
         self._live_pinned = set()  # ids of HostBuffers allocated and not yet freed
         self._rng = np.random.default_rng(self.seed)
+        if self.max_log is not None:
+            self.log = deque(self.log, maxlen=self.max_log)
+
+    def usage(self):
+        """What is allocated now: pinned and device bytes and buffers, streams, registrations."""
+        with self._lock:
+            return {"pinned_bytes": self.pinned_live, "pinned_buffers": len(self._live_pinned),
+                    "device_bytes": self.device_live, "device_buffers": len(self._buffers),
+                    "streams": self.streams_live, "registered": self.registered}
 
     # memory ------------------------------------------------------------------------
     def activate(self):
