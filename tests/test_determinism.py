@@ -406,9 +406,15 @@ def test_gpu_runs_are_bit_identical_and_match_cpu(name):
             assert bits(a) == bits(cpu)
         else:
             _twin_tol(a, cpu, cpu.dtype, name, f"{name} {dtype}")
+            # batch size and position: sample i's parameters for every sample (so the launch
+            # plan, which may depend on the batch's largest kernel, is the same), run in the
+            # batch of n and alone
             i = 3
-            alone = cupy.asnumpy(spec.func(xd[i:i + 1], backend="cuda", **slice_params(name, kw, n, slice(i, i + 1))))
-            assert bits(alone[0]) == bits(a[i]), f"{name} {dtype}: sample alone"
+            one = slice_params(name, kw, n, slice(i, i + 1))
+            every = slice_params(name, kw, n, [i] * n)
+            batch = cupy.asnumpy(spec.func(xd, backend="cuda", **every))
+            alone = cupy.asnumpy(spec.func(xd[i:i + 1], backend="cuda", **one))
+            assert bits(alone[0]) == bits(batch[i]), f"{name} {dtype}: sample alone"
 
 
 @gpu
@@ -426,3 +432,138 @@ def test_gpu_compose_same_parameters_and_repeatable():
     assert bits(cupy.asnumpy(policy(xd, seed=5))) == bits(got), "run to run on the GPU"
     assert got.shape == want.shape and got.dtype == want.dtype
     assert np.abs(got.astype(np.int64) - want).max() <= 1
+
+
+# -- regressions: parameters the twins used to read differently ------------------------------
+# The CPU twin reads its parameters as float64, the CUDA kernels (CUDA C and the Numba CUDA
+# twin) as float32. Where a parameter decides a comparison or a stored value, a value that is
+# not a float32 number made the backends disagree:
+# - solarize: a threshold just above a pixel value (100.000001) rounded down to it in float32,
+#   so the GPU inverted pixels the CPU kept (a difference of 155 levels for uint8);
+# - erase / pad: a fill value stored as float16 (or rounded for uint8) from its float32
+#   rounding on the GPU (double rounding: 0.8322754063453663 -> 0.83227539 -> 0.83203125
+#   instead of 0.83251953; 2.4999999999 -> 2.5 -> 3 instead of 2) but from float64 on the CPU.
+# Fixed on the host: the threshold is rounded up to float32 (x >= t <=> x >= up32(t) for
+# every uint8/float16/float32 x), fill values are converted to the output dtype first (as the
+# warps' fills always were), so every backend sees the same float32-exact value.
+
+import ref_intensity as RI  # noqa: E402
+from helpers import check_op  # noqa: E402
+
+EDGE_THRESHOLDS = {"uint8": [100.000001, 99.9999999, 254.5], "float16": [0.250000001, 0.2499999999],
+                   "float32": [0.25000001, 0.2499999999]}
+
+
+def _edge_images(dtype):
+    """Pixels equal to float32(threshold) and its neighbours."""
+    vals = {"uint8": [99, 100, 101, 254, 255], "float16": [0.25, 0.2498, 0.2502],
+            "float32": [0.25, np.nextafter(np.float32(0.25), np.float32(0)),
+                        np.nextafter(np.float32(0.25), np.float32(1))]}
+    v = np.array(vals[dtype], dtype)
+    return np.broadcast_to(v[None, :, None, None], (len(EDGE_THRESHOLDS[dtype]), len(v), 2, 3)).copy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", ["cpu", "numba-sim"])
+def test_solarize_threshold_not_a_float32_number(dtype, backend):
+    if backend == "numba-sim" and not SIM:
+        pytest.skip("a GPU is present: see test_gpu_solarize_threshold_not_a_float32_number")
+    t = np.array(EDGE_THRESHOLDS[dtype])
+    x = _edge_images(dtype)
+    m = RI.top(dtype)
+    # uint8 exactly; floats to their rounding of m - x (a wrong decision is off by ~0.5)
+    check_op(gpuaug.solarize, lambda s, i: RI.solarize(s, t[i], m), x, {"threshold": t}, backend=backend,
+             atol_u8=0)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+def test_gpu_solarize_threshold_not_a_float32_number(dtype, backend):
+    t = np.array(EDGE_THRESHOLDS[dtype])
+    x = _edge_images(dtype)
+    m = RI.top(dtype)
+    for layout in LAYOUTS:  # NHWC uint8: the SIMD fast path; NCHW: the generic kernel
+        check_op(gpuaug.solarize, lambda s, i: RI.solarize(s, t[i], m), x, {"threshold": t}, backend=backend,
+                 layout=layout, atol_u8=0)
+
+
+EDGE_FILLS = {"uint8": [2.4999999999, 127.49999999, 254.4999999999], "float16": [0.8322754063453663, 0.5, -1.0],
+              "float32": [0.1, 1 / 3, 2.0]}
+
+
+def _stored(v, dtype):
+    v = np.asarray(v, np.float64)
+    if np.dtype(dtype) == np.uint8:
+        return np.clip(np.floor(v + 0.5), 0, 255)
+    return v.astype(dtype).astype(np.float64)
+
+
+def _captured_params(monkeypatch, module, fn, *args, **kw):
+    """The (N, P) parameter table ``module.run`` receives (what the CUDA C kernel reads, as float32)."""
+    got = {}
+    monkeypatch.setattr(module, "run", lambda b, kernels, params, **k: got.update(params=params, batch=b))
+    fn(*args, **kw)
+    monkeypatch.undo()
+    return np.asarray(got["params"], np.float64), got["batch"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fill_values_reach_every_backend_as_stored(dtype, monkeypatch):
+    """pad's value and erase's value enter the kernels' parameter table as the output dtype stores
+    them (float32-exact): the CUDA C kernels' float32 read then stores exactly the CPU twin's value."""
+    import gpuaug.ops.erase as E
+    import gpuaug.ops.pad as P
+
+    v = np.array(EDGE_FILLS[dtype])
+    x = random_images(np.random.default_rng(12), 3, 4, 5, 3, dtype)
+    want = _stored(v, dtype)
+    params, _ = _captured_params(monkeypatch, P, gpuaug.pad, x, 1, value=v)
+    assert np.array_equal(params[:, 3], want)
+    assert np.array_equal(params[:, 3].astype(np.float32).astype(np.float64), want)
+    params, _ = _captured_params(monkeypatch, E, gpuaug.erase, x, [[1, 1, 2, 2]], value=v)
+    assert np.array_equal(params[:, 0], want) and np.array_equal(params[:, 2], want)
+    # and the CPU twin stores the same values
+    y = gpuaug.pad(x, 1, value=v)
+    assert np.array_equal(y[:, 0, 0, 0].astype(np.float64), want)
+    y = gpuaug.erase(x, [[1, 1, 2, 2]], value=v)
+    assert np.array_equal(y[:, 1, 1, 0].astype(np.float64), want)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_pad_fill_cuda_c_emulated_matches_cpu(layout, monkeypatch):
+    """The CUDA C pad kernel (crop.cu's window rows, run on the CPU by tests/cuda_emu.py) with
+    the parameters the op builds: the CPU twin's bits at the rounding edges."""
+    import cuda_emu
+    import gpuaug.ops.pad as P
+    from gpuaug.ops.crop import KERNELS, rows_fast
+
+    for dtype in ("uint8", "float16"):
+        v = np.array(EDGE_FILLS[dtype])
+        x = random_images(np.random.default_rng(13), 3, 4, 16, 3, dtype)
+        xin = to_layout(x, layout)
+        params, _ = _captured_params(monkeypatch, P, gpuaug.pad, xin, (1, 0, 0, 0), value=v, layout=layout)
+        cuda_emu.patch(monkeypatch, ["crop.cu"], KERNELS.variants)
+        got = cuda_emu.run_fast(rows_fast(-1, 3, P.MODES["constant"]), xin, layout, [(5, 16)] * 3, params)
+        monkeypatch.undo()
+        assert got is not None, "the fast path declined"
+        want = from_layout(gpuaug.pad(xin, (1, 0, 0, 0), value=v, layout=layout), layout)
+        assert bits(np.ascontiguousarray(got)) == bits(np.ascontiguousarray(want)), dtype
+
+
+@pytest.mark.parametrize("dtype, threshold, pixels", [
+    ("uint8", 100.000001, [99, 100, 101]),   # float32(t) = 100 < t: the GPU inverted 100
+    ("float32", 0.7, [0.7, 0.69, 0.71]),    # float32(0.7) < 0.7: the GPU inverted float32(0.7)
+])
+def test_compose_solarize_threshold_not_a_float32_number(dtype, threshold, pixels):
+    """RandomSolarize in a fused stage: the CPU twin keeps what ``x >= threshold`` keeps, and the
+    Numba CUDA twin (simulator; float32 parameters, as the CUDA C kernel) decides the same."""
+    x = np.broadcast_to(np.array(pixels, dtype)[None, None, :, None], (1, 1, len(pixels), 3)).copy()
+    policy = gpuaug.Compose([gpuaug.RandomSolarize(threshold, p=1.0)])
+    m = RI.top(dtype)
+    want = RI.solarize(x.astype(np.float64), threshold, m)
+    got = policy(x, seed=0, backend="cpu")
+    assert_close(got, want, dtype, atol_u8=0, what="cpu")
+    if SIM:
+        sim = policy(x, seed=0, backend="numba")
+        assert_close(sim, want, dtype, atol_u8=0, what="numba (simulator)")

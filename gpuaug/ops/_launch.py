@@ -130,6 +130,31 @@ def float32_exact(a):
     return a.astype(np.float32).astype(np.float64)
 
 
+def as_stored(values, dtype):
+    """Fill values as an output of ``dtype`` stores them (uint8: rounded half up and saturated;
+    floats: rounded to the dtype), as float64 and so float32-exact: the CUDA kernels, which
+    read their parameters as float32, then store exactly what the CPU twin (float64
+    parameters) stores, instead of rounding a second time from the float32 rounding (2.4999999999
+    -> 2.5 -> 3 for uint8, 0.8322754063453663 -> 0.83227539 -> 0.83203125 for float16).
+    NumPy or CuPy in, the same out."""
+    xp = np if isinstance(values, np.ndarray) else cupy_module()
+    if np.dtype(dtype) == np.uint8:
+        return xp.clip(xp.floor(values + 0.5), 0, 255)
+    return values.astype(dtype).astype(np.float64)
+
+
+def float32_at_least(values):
+    """The smallest float32 numbers >= ``values`` (float64), NumPy or CuPy: a threshold ``t``
+    that every backend reads as float32 (the CUDA kernels) or float64 (the CPU twin) compares
+    the same way, since ``x >= t`` <=> ``x >= float32_at_least(t)`` for every float32 ``x``
+    (so every uint8, float16 and float32 pixel)."""
+    xp = np if isinstance(values, np.ndarray) else cupy_module()
+    v = xp.asarray(values, dtype=np.float64)
+    f = v.astype(np.float32)
+    f = xp.where(f.astype(np.float64) < v, xp.nextafter(f, np.float32(np.inf)), f)
+    return f.astype(np.float64)
+
+
 # -- separable filters (gaussian_blur, box_blur) ---------------------------------------------
 
 MAX_KERNEL_SIZE = 255

@@ -8,7 +8,7 @@ from gpuaug._params import column_stack, per_sample, value_shape
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, is_cuda_array
-from gpuaug.ops._launch import rows_fast
+from gpuaug.ops._launch import as_stored, rows_fast
 
 KERNELS = Kernels(cu=("erase.cu", "gpuaug_erase"), numba=("erase", "erase_map"))
 
@@ -87,7 +87,7 @@ def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=No
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     bx, k = _boxes(boxes, b.n, b.device)
-    vals = _values(value, b.n, b.channels, b.device)
+    vals = as_stored(_values(value, b.n, b.channels, b.device), b.dtype)  # exact on every backend
     xp = np if isinstance(vals, np.ndarray) else cupy_module()
     fill4 = xp.zeros((b.n, 4))
     fill4[:, :b.channels] = vals

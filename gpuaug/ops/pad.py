@@ -8,6 +8,7 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
+from gpuaug.ops._launch import as_stored
 from gpuaug.ops.crop import rows_fast, uniform_shapes
 
 KERNELS = Kernels(cu=("pad.cu", "gpuaug_pad"), numba=("pad", "pad_map"))
@@ -70,7 +71,7 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     shapes = [(h + int(t) + int(bo), w + int(le) + int(r))
               for (h, w), (t, bo, le, r) in zip(b.shapes, p.tolist())]
     uniform_shapes(b, shapes, "padding")
-    v = per_sample(value, b.n, "value", device=b.device)
+    v = as_stored(per_sample(value, b.n, "value", device=b.device), b.dtype)  # exact on every backend
     mcol = np.full(b.n, float(MODES[mode]))
     params = column_stack([p[:, 0], p[:, 2], mcol, v], b.n)
     fill = v if isinstance(v, np.ndarray) or be != "numba" else cupy_module().asnumpy(v)

@@ -8,6 +8,7 @@ from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops._intensity import top, u8_vec_fast
+from gpuaug.ops._launch import float32_at_least
 
 KERNELS = Kernels(cu=("solarize.cu", "gpuaug_solarize"), numba=("solarize", "solarize_value"),
                   kind="value", variants=("gpuaug_solarize_u8",))
@@ -18,7 +19,9 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     """Solarize: ``out = M - x`` where ``x >= threshold``, else ``x``.
 
     ``M`` and ``threshold`` are in the input's units: uint8 0..255 (M = 255), floats 0..1
-    (M = 1), as torchvision's ``solarize``.
+    (M = 1), as torchvision's ``solarize``. The comparison is exact on every backend: the
+    threshold is taken as the smallest float32 number >= it, which decides every uint8,
+    float16 and float32 value as ``threshold`` itself does.
 
     Args:
         x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
@@ -39,6 +42,8 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     be = choose_backend(b, backend)
     m = top(b.dtype)
     t = per_sample(threshold, b.n, "threshold", low=0, high=m, device=b.device)
+    # float32 on the GPU, float64 on the CPU: one float32 number that compares alike everywhere
+    t = float32_at_least(t)
     params = column_stack([t, np.full(b.n, m)], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 

@@ -680,7 +680,12 @@ class RandomSolarize(_Colour):
         return {"apply": R.bernoulli(rng, self.p, n)}
 
     def steps(self, params, channels):
-        return [(OP_SOLARIZE, np.where(params["apply"], self.threshold, np.inf)[:, None])]
+        from gpuaug.ops._launch import float32_at_least
+
+        # the smallest float32 >= threshold: the CPU twin (float64 parameters) and the GPU
+        # (float32) then decide alike for every float32 value, as gpuaug.solarize does
+        t = float32_at_least(np.asarray(self.threshold, np.float64))
+        return [(OP_SOLARIZE, np.where(params["apply"], t, np.inf)[:, None])]
 
 
 class RandomPosterize(_Colour):
