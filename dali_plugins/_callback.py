@@ -17,6 +17,8 @@ as a ``RuntimeError`` from the pipeline's ``run()``.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from gpuaug._registry import REGISTRY
@@ -178,7 +180,18 @@ class Chain:
             self.calls += 1
             return x if isinstance(x, list) else self._samples(x)
         except Exception as e:  # noqa: BLE001 - re-raised, naming the op
-            raise wrap_error(op, e) from e
+            err = wrap_error(op, e)
+            if self.device == "gpu":
+                # DALI 2.4 can crash (segfault/abort) on an exception raised out of a GPU
+                # python_function (seen on an H200, CUDA 13: tests/gpu/dali_debug.py): say what
+                # went wrong first, so the cause is never lost with the process.
+                import sys
+                import traceback
+
+                print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+                if os.environ.get("GPUAUG_DALI_TRACEBACK"):
+                    traceback.print_exc()
+            raise err from e
 
     def _apply(self, step, x, lists, n, xp, last=False):
         if isinstance(x, list) and step.layout != "NHWC":
@@ -191,7 +204,7 @@ class Chain:
             hit = self._reuse
             if hit is not None and hit[0] == self._key:
                 try:
-                    return spec.func(x, **kw, out=hit[1])
+                    return _host_values_if_needed(spec.func, x, dict(kw, out=hit[1]))
                 except ValueError:  # this batch's output differs in shape or dtype: allocate
                     self._reuse = None
         return call_op(spec.func, x, kw, spec.changes_shape)

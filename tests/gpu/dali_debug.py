@@ -14,9 +14,9 @@ import subprocess
 import sys
 import time
 
-STAGES = ("raise_plain", "raise_after_cupy", "raise_per_sample", "raise_runtime", "get_inside", "sync_inside",
-          "pinned_get_inside", "raise_gpuaug", "raise_then_rebuild", "dali_pad_param")
+STAGES = ("raise_gpuaug", "raise_gpuaug_then_rebuild", "raise_gpuaug_twice", "raise_plain")
 EXECS = ("default", "sync")
+TB = ("1", "")
 
 
 def _pipe_kwargs(ex):
@@ -60,6 +60,38 @@ def stage(name, ex):
             def f(a):
                 return list(gpuaug.flip(cp.stack(a), horizontal=True))
             return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name == "raise_two_inputs":
+            def f(a, b):
+                raise ValueError("planted error")
+            two = fn.external_source(source=lambda: flags, batch=True).gpu()
+            return fn.python_function(d, two, function=f, batch_processing=True, device="gpu")
+        if name == "raise_caught_inside":
+            def f(a):
+                try:
+                    raise TypeError("caught")
+                except TypeError:
+                    pass
+                return a
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
+        if name in ("pad_const", "pad_param_host_copy", "pad_param_varshape", "resize_const"):
+            import cupy as cp
+
+            import gpuaug
+
+            pads = np.array([[1, 2, 3, 4]] * 4)
+
+            def f(a, b=None):
+                if name == "resize_const":
+                    return list(gpuaug.resize(cp.stack(a), size=(20, 30)))
+                if name == "pad_const":
+                    return list(gpuaug.pad(cp.stack(a), padding=(1, 2, 3, 4)))
+                if name == "pad_param_host_copy":
+                    return list(gpuaug.pad(cp.stack(a), padding=cp.stack(b).get()))
+                return gpuaug.pad(list(a), padding=pads)
+            if name == "pad_param_host_copy":
+                node = fn.external_source(source=lambda: [np.array([1, 2, 3, 4], np.int32)] * 4, batch=True).gpu()
+                return fn.python_function(d, node, function=f, batch_processing=True, device="gpu")
+            return fn.python_function(d, function=f, batch_processing=True, device="gpu")
         if name == "get_inside":
             def f(a):
                 a[0].get()
@@ -92,7 +124,7 @@ def stage(name, ex):
             if name == "raise_per_sample":
                 return fn.python_function(d, function=lambda a: (_ for _ in ()).throw(ValueError("planted")),
                                           device="gpu")
-            if name == "raise_gpuaug":
+            if name.startswith("raise_gpuaug"):
                 import gpuaug.dali as gd
                 return gd.brightness(d, factor=fn.external_source(source=lambda: [np.ones(2, np.float32)] * 4, batch=True))
             return fn.python_function(d, function=f, batch_processing=True, device="gpu")
@@ -100,6 +132,11 @@ def stage(name, ex):
         if name == "dali_pad_param":
             return gd.pad(d, padding=fn.external_source(source=lambda: [np.array([1, 2, 3, 4], np.int32)] * 4,
                                                         batch=True))
+        if name == "dali_rot90_param":
+            return gd.rot90(d, k=fn.external_source(source=lambda: [np.int32(v) for v in (1, 0, 3, 1)], batch=True))
+        if name == "dali_crop_param":
+            return gd.crop(d, top=fn.external_source(source=lambda: [np.int32(v) for v in (1, 0, 3, 1)], batch=True),
+                           height=20, width=30)
         if name in ("dali_flip", "many_pipelines"):
             return gd.flip(d, horizontal=True)
         if name == "dali_flip_param":
@@ -112,17 +149,18 @@ def stage(name, ex):
             return gd.flip(d, horizontal=True, backend="numba")
         raise SystemExit(f"unknown stage {name}")
 
-    if name.startswith("raise_") or name in ("get_inside", "sync_inside", "pinned_get_inside"):
+    if name.startswith("raise_") or name in ("get_inside", "sync_inside", "pinned_get_inside", "pad_const",
+                                             "pad_param_host_copy", "pad_param_varshape", "resize_const"):
         pipe = pipeline_def(graph, **_pipe_kwargs(ex))()
         pipe.build()
-        for attempt in range(2 if name == "raise_twice_same_pipe" else 1):
+        for attempt in range(2 if name in ("raise_twice_same_pipe", "raise_gpuaug_twice") else 1):
             try:
                 pipe.run()
                 print(f"{name}/{ex}: ran{'' if not name.startswith('raise_') else ' (NO ERROR RAISED)'}", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"{name}/{ex}: raised {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
         del pipe
-        if name != "raise_then_rebuild":
+        if name not in ("raise_then_rebuild", "raise_gpuaug_then_rebuild"):
             print(f"{name}/{ex}: pipeline deleted", flush=True)
             return
         name = "dali_flip"
@@ -136,7 +174,7 @@ def stage(name, ex):
         del pipe, out
     if name == "identity":
         ref = x
-    elif name == "dali_rotate_param":
+    elif name in ("dali_rotate_param", "dali_rot90_param", "dali_crop_param"):
         ref = None
     elif name == "dali_pad_param":
         ref = np.pad(x, ((0, 0), (1, 2), (3, 4), (0, 0)))
@@ -155,12 +193,13 @@ def main():
     import nvidia.dali
     print("DALI", nvidia.dali.__version__, flush=True)
     for name in STAGES:
+      for tb in TB:
         for ex in EXECS:
             t0 = time.time()
             p = subprocess.run([sys.executable, __file__, name, ex], capture_output=True, text=True, timeout=180,
-                               env=dict(os.environ, PYTHONFAULTHANDLER="1"))
+                               env=dict(os.environ, PYTHONFAULTHANDLER="1", GPUAUG_DALI_TRACEBACK=tb))
             tail = "\n    ".join((p.stdout + p.stderr).strip().splitlines()[-25 if p.returncode else -2:])
-            print(f"[{name} / {ex}] rc={p.returncode} {time.time() - t0:.1f}s\n    {tail}", flush=True)
+            print(f"[{name} / {ex} / tb={tb}] rc={p.returncode} {time.time() - t0:.1f}s\n    {tail}", flush=True)
 
 
 if __name__ == "__main__":
