@@ -8,6 +8,7 @@ low: the standalone references compile the same specialisations the DALI callbac
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 
 import numpy as np
@@ -477,6 +478,165 @@ def test_non_image_samples():
     with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.flip: the data samples have shape \(5, 4\)"):
         _run_error(lambda: gd.flip(images_node(flat, layout="HW")))
 
+
+# -- an error at run time, then the pipeline rebuilt ----------------------------------------
+#
+# DALI reports an exception from a callback as a RuntimeError from run() and marks the
+# pipeline object invalid ("Current pipeline object is no longer valid"): running it again
+# raises again (promptly), and build() on it does not revive it. What must work is a new
+# pipeline with the same op, built afterwards in the same process: it runs and its output is
+# right. Each case: runs before the faulty one are right; the faulty run raises naming the
+# op; the same object keeps failing; a new pipeline (same op, the faulty run's data fixed)
+# gives the standalone op's output on every run.
+
+
+def _per_run(runs):
+    """An external_source callback giving ``runs[i]`` on its i-th call (the last one after)."""
+    calls = [0]
+
+    def source():
+        i = min(calls[0], len(runs) - 1)
+        calls[0] += 1
+        return runs[i]
+    return source
+
+
+def _imgs(c=3, seed=0, h=H, w=W):
+    rng = _rng(seed)
+    return [rng.integers(0, 256, (h, w, c), dtype=np.uint8) for _ in range(N)]
+
+
+def _vals(*v, dtype=np.float32):
+    return [np.array(a, dtype) for a in v]
+
+
+_NAN = float("nan")
+_M23 = np.array([[1, 0.1, -1], [0.05, 1, 2]], np.float32)
+
+#: name -> (make(x, nodes), reference(x, params), images per run, params per run,
+#:          the faulty run, its fixed images or params, the error's pattern)
+FAULTS = {
+    "op_check_constant": (lambda x, p: gd_().rot90(x, k=p.get("k", 1.5)),
+                          lambda x, p: gpuaug.rot90(x, k=1), [_imgs()], {}, 0, {"const": {"k": 1}},
+                          r"gpuaug\.dali\.rot90: k: got 1\.5"),
+    "nan_per_sample": (lambda x, p: gd_().brightness(x, factor=p["factor"]),
+                       lambda x, p: gpuaug.brightness(x, factor=p["factor"]),
+                       [_imgs(seed=1)] * 3,
+                       {"factor": [_vals(1.0, 0.5, 2.0), _vals(1.5, 1.0, 0.7), _vals(1.0, _NAN, 2.0)]},
+                       2, {"factor": _vals(1.1, 0.9, 1.3)},
+                       r"gpuaug\.dali\.brightness: factor: got \[1\.0, nan, 2\.0\]; expected finite"),
+    "channels_change_mid_stream": (lambda x, p: gd_().hue(x, shift=0.1),
+                                   lambda x, p: gpuaug.hue(x, shift=0.1),
+                                   [_imgs(seed=2), _imgs(seed=3), _imgs(c=2, seed=4)], {},
+                                   2, {"images": _imgs(seed=4)},
+                                   r"gpuaug\.dali\.hue: x: got 2 channels"),
+    "param_shape_change_mid_stream": (lambda x, p: gd_().warp_affine(x, matrix=p["matrix"]),
+                                      lambda x, p: gpuaug.warp_affine(x, matrix=p["matrix"]),
+                                      [_imgs(seed=5)] * 3,
+                                      {"matrix": [[_M23] * N, [_M23 * 0.9] * N, [np.eye(3, dtype=np.float32)] * N]},
+                                      2, {"matrix": [_M23 * 1.1] * N},
+                                      r"gpuaug\.dali\.warp_affine: argument 'matrix'.*\(3, 3\).*\(2, 3\)"),
+    "compose_nan_in_second_op": (lambda x, p: gd_().compose(["flip", ("brightness", {"factor": p["factor"]})])(x),
+                                 lambda x, p: gpuaug.brightness(gpuaug.flip(x), factor=p["factor"]),
+                                 [_imgs(seed=6)] * 2, {"factor": [_vals(1.0, 0.5, 2.0), _vals(0.5, _NAN, 1.0)]},
+                                 1, {"factor": _vals(0.5, 0.8, 1.0)},
+                                 r"gpuaug\.dali\.brightness: factor: got .*nan"),
+    "numba_nan_per_sample": (lambda x, p: gd_().rotate(x, angle=p["angle"], backend="numba"),
+                             lambda x, p: gpuaug.rotate(x, angle=p["angle"], backend=_numba_ref(x)),
+                             [_imgs(seed=7)] * 2, {"angle": [_vals(10, -5, 30), _vals(1, _NAN, 2)]},
+                             1, {"angle": _vals(1, 3, 2)},
+                             r"gpuaug\.dali\.rotate: angle: got \[1\.0, nan, 2\.0\]; expected finite"),
+    "numba_channels_change_mid_stream": (lambda x, p: gd_().flip(x, backend="numba"),
+                                         lambda x, p: gpuaug.flip(x, backend=_numba_ref(x)),
+                                         [_imgs(seed=8), _imgs(c=2, seed=9)], {},
+                                         1, {"images": _imgs(seed=9)},
+                                         r"gpuaug\.dali\.flip: x: got 2 channels"),
+}
+
+
+def _numba_ref(x):
+    """The standalone op's backend matching backend="numba" in DALI: njit twins on the CPU."""
+    return "cpu" if isinstance(x, np.ndarray) else "numba"
+
+
+def gd_():
+    import gpuaug.dali as gd
+
+    return gd
+
+
+def _fault_pipe(make, images, params, const, device_id=None):
+    from nvidia.dali import fn, pipeline_def
+
+    def graph():
+        x = fn.external_source(source=_per_run(images), batch=True, layout="HWC",
+                               device="cpu" if device_id is None else "gpu")
+        nodes = {k: fn.external_source(source=_per_run(v), batch=True) for k, v in params.items()}
+        return make(x, dict(nodes, **const))
+
+    pipe = pipeline_def(graph, batch_size=N, num_threads=1, device_id=device_id, prefetch_queue_depth=1)()
+    pipe.build()
+    return pipe
+
+
+def _fault_run(pipe):
+    out = pipe.run()[0]
+    if hasattr(out, "as_cpu"):
+        out = out.as_cpu()
+    return [np.array(t) for t in out]
+
+
+def _fault_ref(ref, images, params, const, i, device_id=None):
+    p = {k: np.stack(v[min(i, len(v) - 1)]) for k, v in params.items()}
+    x = np.stack(images[min(i, len(images) - 1)])
+    if device_id is None:
+        return ref(x, dict(p, **const))
+    import cupy as cp
+
+    return cp.asnumpy(ref(cp.asarray(x), dict(p, **const)))
+
+
+def run_fault_case(case, device_id=None, log=lambda msg: None):
+    """One FAULTS case on the CPU (device_id None) or the GPU; raises AssertionError (or the
+    pytest.raises failure) when something is wrong; ``log`` hears each step."""
+    make, ref, images, params, bad, fix, pattern = FAULTS[case]
+    runs = max(len(images), *(len(v) for v in params.values())) if params else len(images)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # backend="numba" fallbacks say why, once
+        pipe = _fault_pipe(make, images, params, {}, device_id)
+        for i in range(bad):
+            _check_same(_fault_run(pipe), _fault_ref(ref, images, params, {}, i, device_id), f"{case} run {i}")
+            log(f"run {i} right")
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeError, match=pattern):
+            pipe.run()
+        log(f"run {bad} raised, naming the op")
+        with pytest.raises(RuntimeError):  # the failed object stays failed (DALI), and says so at once
+            pipe.run()
+        assert time.perf_counter() - t0 < 30
+        log("the failed pipeline raises again")
+        del pipe
+        # a new pipeline of the same op, the faulty run fixed: every run right
+        images = list(images)
+        params = {k: list(v) for k, v in params.items()}
+        const = fix.get("const", {})
+        if "images" in fix:
+            images[bad] = fix["images"]
+        for k, v in fix.items():
+            if k in params:
+                params[k][bad] = v
+        for attempt in range(2):  # twice: nothing left over from the failed pipeline or the first rebuild
+            pipe = _fault_pipe(make, images, params, const, device_id)
+            for i in range(runs):
+                _check_same(_fault_run(pipe), _fault_ref(ref, images, params, const, i, device_id),
+                            f"{case} rebuilt, run {i}")
+            del pipe
+            log(f"rebuilt pipeline {attempt + 1}: {runs} runs right")
+
+
+@pytest.mark.parametrize("case", sorted(FAULTS))
+def test_error_then_pipeline_rebuilt(case):
+    run_fault_case(case)
 
 def test_adapters_generated_from_registry():
     import inspect
