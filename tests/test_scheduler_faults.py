@@ -87,9 +87,11 @@ class Watch:
     def extra_threads(self):
         return [t for t in threading.enumerate() if t not in self.threads and t.is_alive()]
 
-    def assert_back(self, grace=0.0):
+    def assert_back(self, grace=0.0, refs=False):
         """No thread left, memory where it started, no rule broken. ``grace``: seconds to
-        wait for threads that clean up after themselves (a run closed from its own thread)."""
+        wait for threads that clean up after themselves (a run closed from its own thread).
+        ``refs``: also no freed buffer still referenced (when the test holds no exception,
+        whose frames would legitimately hold the failed batch)."""
         end = time.monotonic() + grace
         while (self.extra_threads() or self.dev.usage() != self.usage) and time.monotonic() < end:
             time.sleep(0.01)
@@ -101,6 +103,9 @@ class Watch:
         assert self.dev.usage() == self.usage
         assert self.dev.pinned_allocs == self.dev.pinned_frees and self.dev.device_allocs == self.dev.device_frees
         assert self.dev.errors == []
+        if refs:
+            gc.collect()
+            assert self.dev.freed_alive() == 0, "freed buffers still referenced"
 
 
 def host_batches(n, shape=(2, 3, 4, 3), seed=0):
@@ -359,7 +364,7 @@ def test_consumer_raises_after_batch_k(how, recycle):
     _, err, _ = run_consumer(again)
     assert err is None
     check_prefix(got, xs, 20)
-    w.assert_back()
+    w.assert_back(refs=True)
 
 
 @pytest.mark.parametrize("how", ["break", "del", "cycle-gc", "cycle-gc-in-scheduler-thread"])
@@ -418,7 +423,7 @@ def test_consumer_stops_early(how):
         got, err, _ = run_consumer(consumer)
         assert err is None
         check_prefix(got, xs, 2)
-        w.assert_back(grace=10.0 if how == "cycle-gc-in-scheduler-thread" else 0.0)
+        w.assert_back(grace=10.0 if how == "cycle-gc-in-scheduler-thread" else 0.0, refs=True)
         if how == "cycle-gc-in-scheduler-thread":
             assert collected and collected[0] > 0
         assert unraisable == [], [f"{u.exc_type.__name__}: {u.exc_value}" for u in unraisable]
@@ -431,7 +436,7 @@ def test_consumer_stops_early(how):
     _, err, _ = run_consumer(consume, s, got)  # usable again afterwards
     assert err is None
     check_prefix(got, xs, 40)
-    w.assert_back()
+    w.assert_back(refs=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -533,7 +538,7 @@ def test_close_twice_and_concurrently():
     for t in ts:
         t.join(DEADLINE)
     assert errors == [] and not any(t.is_alive() for t in ts)
-    w.assert_back()
+    w.assert_back(refs=True)
 
 
 def test_close_from_a_watchdog_while_the_consumer_waits():
@@ -697,7 +702,7 @@ def test_source_blocked_past_join_timeout(where, monkeypatch):
     finally:
         gate.set()
     s.close()
-    w.assert_back(grace=10.0)  # the unblocked worker ends and frees the old buffers
+    w.assert_back(grace=10.0, refs=True)  # the unblocked worker ends and frees the old buffers
 
 
 # ---------------------------------------------------------------------------------------
@@ -728,7 +733,7 @@ def test_new_epoch_after_failure():
     check_prefix(got, xs, 10)
     assert s.stats().batches == 10
     s.close()
-    w.assert_back()
+    w.assert_back(refs=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -783,3 +788,40 @@ def test_sigint_while_consumer_waits():
     assert res["usage"] == {"pinned_bytes": 0, "pinned_buffers": 0, "device_bytes": 0, "device_buffers": 0,
                             "streams": 0, "registered": 0}
     assert res["errors"] == []
+
+
+# ---------------------------------------------------------------------------------------
+# after a failure the scheduler keeps no reference to the failed batch's memory
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["source", "augment", "device"])
+def test_no_reference_kept_after_failure(where):
+    """Once the consumer has dropped the exception, no freed pinned/device buffer is still
+    referenced (FakeDevice.freed_alive): on a GPU, a view kept alive by the failed run (its
+    exception's frames) would keep a staging buffer allocated until the next epoch."""
+    xs = host_batches(12)
+    calls = []
+
+    def gen():
+        for i, x in enumerate(xs):
+            if where == "source" and i == 4:
+                raise Boom("source")
+            yield x, i
+
+    def augment(b):
+        calls.append(1)
+        if where == "augment" and len(calls) == 5:
+            y = aug(b)  # the frame holds the input view and an output
+            raise Boom(f"augment {y.shape}")
+        return aug(b)
+
+    dev = FailingDevice("copy_h2d" if where == "device" else None, 4, copy_ms=0.2)
+    s = Scheduler(gen, augment, depth=3, device=dev)
+    got = []
+    _, err, _ = run_consumer(consume, s, got)
+    assert isinstance(err, (Boom, RuntimeError)) and len(got) == 4
+    del err
+    dev.raised.clear()
+    gc.collect()
+    assert dev.freed_alive() == 0
+    assert s._run is not None  # the scheduler still has the failed run (its telemetry)
+    assert dev.usage()["pinned_buffers"] == dev.usage()["device_buffers"] == 0

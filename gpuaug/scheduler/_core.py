@@ -808,6 +808,9 @@ class _Run:
         self.recs.clear()
         self.filling.clear()
         self.pslot_user = self.dslot_user = None
+        # the consumer has the exception; its traceback's frames hold the failed batch's views
+        # (device memory): the scheduler, which outlives the epoch, must not keep it
+        self.failure = None
         if self.progress is not None:
             self.progress.close()
         if free:

@@ -23,6 +23,7 @@ import ctypes
 import queue
 import threading
 import time
+import weakref
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -444,6 +445,7 @@ class FakeDevice(Device):
         self._buffers = {}   # id -> DeviceBuffer (live)
         self._pending = {}   # token -> host [lo, hi) of a copy enqueued and not yet run
         self._live_pinned = set()  # ids of HostBuffers allocated and not yet freed
+        self._freed = []     # weak references to the memory of freed buffers (see freed_alive)
         self._rng = np.random.default_rng(self.seed)
         if self.max_log is not None:
             self.log = deque(self.log, maxlen=self.max_log)
@@ -454,6 +456,14 @@ class FakeDevice(Device):
             return {"pinned_bytes": self.pinned_live, "pinned_buffers": len(self._live_pinned),
                     "device_bytes": self.device_live, "device_buffers": len(self._buffers),
                     "streams": self.streams_live, "registered": self.registered}
+
+    def freed_alive(self):
+        """Freed pinned/device buffers whose memory something still references (a view kept
+        by the scheduler, or by the caller: on a GPU that memory would not be given back
+        while the reference lives). Call ``gc.collect()`` first for an exact count."""
+        with self._lock:
+            self._freed = [r for r in self._freed if r() is not None]
+            return len(self._freed)
 
     # memory ------------------------------------------------------------------------
     def activate(self):
@@ -483,6 +493,8 @@ class FakeDevice(Device):
             self._live_pinned.discard(id(buf))
             self.pinned_frees += 1
             self.pinned_live -= buf.nbytes
+            if buf.array is not None:
+                self._freed.append(weakref.ref(buf.array))
         buf.array = None
 
     def register_host(self, array):
@@ -514,6 +526,7 @@ class FakeDevice(Device):
             del self._buffers[id(buf)]
             self.device_frees += 1
             self.device_live -= buf.nbytes
+            self._freed.append(weakref.ref(buf.mem))
 
     def view(self, buf, offset, shape, dtype):
         dtype = np.dtype(dtype)
