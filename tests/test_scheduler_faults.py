@@ -549,9 +549,15 @@ def test_close_from_a_watchdog_while_the_consumer_waits():
     w = Watch(dev)
     s = Scheduler(list(zip(xs, range(200))), aug, depth=3, device=dev)
     got = []
-    timer = threading.Timer(0.15, s.close)
-    timer.start()
-    _, err, secs = run_consumer(consume, s, got)
+    timer = threading.Timer(0.1, s.close)
+
+    def consumer():
+        for images, label in s:
+            got.append((label, np.array(images)))
+            if len(got) == 1:
+                timer.start()  # the watchdog fires while the consumer waits for a later batch
+
+    _, err, secs = run_consumer(consumer)
     timer.join()
     assert isinstance(err, RuntimeError) and "closed" in str(err)
     assert 0 < len(got) < 200 and secs < 10
@@ -751,8 +757,11 @@ xs = [np.full((2, 3, 3, 3), i, np.uint8) for i in range(200)]
 s = gpuaug.Scheduler(list(zip(xs, range(200))), lambda b: b + 1, depth=3, device=dev)
 sent = []
 
+first = threading.Event()
+
 def interrupt():
-    time.sleep(0.5)
+    first.wait(60)
+    time.sleep(0.2)  # the consumer is waiting for batch 1 or 2 (150 ms each)
     sent.append(time.perf_counter())
     signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
@@ -763,6 +772,7 @@ try:
     for images, i in s:
         assert int(images[0, 0, 0, 0]) == i + 1
         got.append(i)
+        first.set()
     res["caught"] = None
 except KeyboardInterrupt:
     res["caught"] = "KeyboardInterrupt"
