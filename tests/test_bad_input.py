@@ -1,0 +1,923 @@
+"""Bad input, everywhere public: one test per row of docs/errors.md.
+
+Every row is run for every op in ``gpuaug.registry`` where it applies, on the CPU twin
+("cpu"), on the Numba CUDA twin in the simulator ("numba-sim", machines without a GPU) and,
+marked ``gpu``, on "cuda" and "numba" with CuPy arrays. Each error must name the argument,
+the bad value and what is accepted (asserted with regexes), and must leave a poisoned
+``out=`` buffer exactly as it was: nothing is written on error.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+
+import gpuaug
+from conftest import HAS_GPU
+from helpers import SIM, gpu
+
+OPS = sorted(gpuaug.registry)
+N, H, W, C = 3, 12, 10, 3
+POISON = 77
+
+# Where the arrays live and which backend runs: host arrays on the CPU twin and (without a
+# GPU) the simulator; CuPy arrays on "cuda" and "numba" (tests marked gpu).
+HOST = ["cpu"] + (["numba-sim"] if SIM else [])
+DEVICE = [pytest.param(w, marks=gpu) for w in ("cuda", "numba-gpu")]
+WHERE = HOST + DEVICE
+# Errors found while parsing the arguments, before a backend does anything: the simulator
+# would add nothing to the CPU run, so those tests run on "cpu" (and on the GPU, marked gpu).
+PARSE = ["cpu"] + DEVICE
+# Ops whose simulator run does a pre-pass (a mean, a histogram) before out= is checked: seconds each.
+SLOW_IN_SIM = {"contrast", "color_jitter", "equalize"}
+# Ops (one per kernel family) whose simulator runs stand for all in the slow rows (strided data).
+SIM_SAMPLE = {"flip", "crop", "warp_affine", "resize", "brightness", "gaussian_blur", "erase", "normalize"}
+BACKEND = {"cpu": "cpu", "numba-sim": "numba", "cuda": "cuda", "numba-gpu": "numba"}
+
+
+def cheap(name, where):
+    if where == "numba-sim" and name in SLOW_IN_SIM:
+        pytest.skip(f"{name} runs a pre-pass in the simulator first (slow); its CPU run covers this row")
+
+
+def on_device(where):
+    return where in ("cuda", "numba-gpu")
+
+
+def spec(name):
+    return gpuaug.registry[name]
+
+
+def x_(n=N, h=H, w=W, c=C, dtype=np.uint8, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (n, h, w, c)).astype(dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _example(name, n):
+    s = spec(name)
+    return s.example(np.random.default_rng(0), n, H, W) if s.example else {}
+
+
+def kw_(name, n=N):
+    """The op's registry example for an N x H x W batch (a fresh dict)."""
+    return dict(_example(name, n))
+
+
+@functools.lru_cache(maxsize=None)
+def _good(name):
+    return spec(name).func(x_(), backend="cpu", **kw_(name))
+
+
+def dev(v):
+    """NumPy arrays (and lists of them) -> CuPy; anything else unchanged."""
+    import cupy
+
+    if isinstance(v, np.ndarray):
+        return cupy.asarray(v)
+    if isinstance(v, list) and v and all(isinstance(a, np.ndarray) for a in v):
+        return [cupy.asarray(a) for a in v]
+    return v
+
+
+def host(v):
+    if isinstance(v, list):
+        return [host(a) for a in v]
+    if isinstance(v, np.ndarray) or not hasattr(v, "__cuda_array_interface__"):
+        return v
+    import cupy
+
+    return cupy.asnumpy(v)
+
+
+def call(name, x, where, **kw):
+    """Run op ``name`` on ``where`` (arrays moved to the GPU for the device variants)."""
+    kw.setdefault("backend", BACKEND[where])
+    if on_device(where):
+        x = dev(x)
+        kw = {k: dev(v) for k, v in kw.items()}
+    return spec(name).func(x, **kw)
+
+
+def poisoned(name, where, shape=None, dtype=None):
+    """An ``out=`` of the op's output shape and dtype, full of POISON, and a snapshot."""
+    g = _good(name)
+    out = np.full(shape or g.shape, POISON, dtype or g.dtype)
+    return (dev(out) if on_device(where) else out), out.copy()
+
+
+def untouched(out, snap):
+    got = host(out)
+    if isinstance(got, list):
+        for g, s in zip(got, snap):
+            np.testing.assert_array_equal(g, s, err_msg="out= was written although the call failed")
+    else:
+        np.testing.assert_array_equal(got, snap, err_msg="out= was written although the call failed")
+
+
+@functools.lru_cache(maxsize=None)
+def varshape_gives_list(name):
+    """Whether a list input gives a list output (crop_mirror_normalize with a crop gives one batch)."""
+    return isinstance(spec(name).func(list(x_()), backend="cpu", **kw_(name)), list)
+
+
+def raises(exc, pattern):
+    return pytest.raises(exc, match=pattern)
+
+
+def choices_of(name):
+    return ", ".join(map(str, spec(name).channels))
+
+
+def sample_shape(p, c=C, k=2):
+    """The shape of one sample's value of Param ``p`` ('C' -> channels, None -> K boxes)."""
+    return tuple(c if s == "C" else (k if s is None else s) for s in p.shape)
+
+
+def per_sample_params(name):
+    return [p for p in spec(name).params if p.per_sample]
+
+
+def params_where(pred):
+    return [(n, p.name) for n in OPS for p in spec(n).params if pred(p)]
+
+
+def param(name, pname):
+    return next(p for p in spec(name).params if p.name == pname)
+
+
+# ---------------------------------------------------------------------------------------
+# the batch: dtype, ndim, layout, channels, empty, zero-size, varshape, not an array
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("dtype", ["int16", "float64", "bool", "int32", "uint16"])
+@pytest.mark.parametrize("name", OPS)
+def test_wrong_dtype(name, dtype, where):
+    accepted = ", ".join(spec(name).dtypes)
+    out, snap = poisoned(name, where)
+    with raises(TypeError, rf"^x: got dtype {dtype}; expected one of {accepted}$"):
+        call(name, x_(dtype=dtype), where, out=out, **kw_(name))
+    untouched(out, snap)
+    with raises(TypeError, rf"^x: got dtype {dtype}; expected one of {accepted}$"):
+        call(name, list(x_(dtype=dtype)), where, **kw_(name))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("shape", [(H, W), (1, 2, H, W, C), (W,), ()], ids=["2d", "5d", "1d", "0d"])
+@pytest.mark.parametrize("name", OPS)
+def test_wrong_ndim(name, shape, where):
+    out, snap = poisoned(name, where)
+    want = (rf"^x: got {len(shape)}-D shape {re.escape(str(shape))}; expected a 4-D batch \(NHWC\) "
+            r"or a 3-D image \(HWC\)$")
+    with raises(ValueError, want):
+        call(name, np.zeros(shape, np.uint8), where, out=out, **kw_(name))
+    untouched(out, snap)
+    with raises(ValueError, r"^x\[1\]: got shape \(12, 10\); each image of a varshape batch must be 3-D HWC$"):
+        call(name, [x_()[0], x_()[1, :, :, 0], x_()[2]], where, **kw_(name))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("layout", ["HWCN", "nhwc", "CHW", None, 3])
+@pytest.mark.parametrize("name", OPS)
+def test_bad_layout_string(name, layout, where):
+    out, snap = poisoned(name, where)
+    with raises(ValueError, rf"^layout: got {re.escape(repr(layout))}; expected one of 'NHWC', 'NCHW'$"):
+        call(name, x_(), where, layout=layout, out=out, **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name", OPS)
+def test_layout_shape_mismatch(name, where):
+    chs = choices_of(name)
+    out, snap = poisoned(name, where)
+    with raises(ValueError, rf"^x: got 12 channels \(shape \(3, 12, 10, 3\) read as NCHW\); expected one of "
+                            rf"{chs} \(as NHWC it has 3: pass layout='NHWC'\)$"):
+        call(name, x_(), where, layout="NCHW", out=out, **kw_(name))
+    untouched(out, snap)
+    nchw = np.ascontiguousarray(x_().transpose(0, 3, 1, 2))
+    with raises(ValueError, rf"^x: got 10 channels \(shape \(3, 3, 12, 10\) read as NHWC\); expected one of "
+                            rf"{chs} \(as NCHW it has 3: pass layout='NCHW'\)$"):
+        call(name, nchw, where, out=out, **kw_(name))
+    with raises(ValueError, r"^layout: got 'NCHW'; a varshape batch \(list\) holds HWC images, so layout must "
+                            r"be 'NHWC'$"):
+        call(name, list(x_()), where, layout="NCHW", **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name", OPS)
+def test_unsupported_channels(name, where):
+    chs = choices_of(name)
+    bad = sorted({2, 5, 6} | ({1, 3, 4} - set(spec(name).channels)))
+    out, snap = poisoned(name, where)
+    for c in bad:
+        x = x_(c=c)
+        with raises(ValueError, rf"^x: got {c} channels \(shape {re.escape(str(x.shape))} read as NHWC\); "
+                                rf"expected one of {chs}"):
+            call(name, x, where, out=out, **kw_(name))
+        with raises(ValueError, rf"^x: got {c} channels; expected one of {chs}$"):
+            call(name, list(x), where, **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name", OPS)
+def test_empty_batches_are_refused(name, where):
+    """Decision: N = 0 is refused (ValueError), not answered with an empty output."""
+    with raises(ValueError, r"^x: got an empty batch \(shape \(0, 12, 10, 3\)\); expected at least one sample$"):
+        call(name, x_(n=0), where, **kw_(name))
+    with raises(ValueError, r"^x: got an empty list; a varshape batch needs at least one image$"):
+        call(name, [], where, **kw_(name))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name", OPS)
+def test_zero_size_images(name, where):
+    out, snap = poisoned(name, where)
+    for h, w in [(0, W), (H, 0), (0, 0)]:
+        with raises(ValueError, rf"^x: got shape \(3, {h}, {w}, 3\), images of height {h} and width {w}; "
+                                r"expected images of at least 1x1 pixels$"):
+            call(name, x_(h=h, w=w), where, out=out, **kw_(name))
+        with raises(ValueError, rf"^x: got shape \({h}, {w}, 3\), images of height {h} and width {w}; "
+                                r"expected images of at least 1x1 pixels$"):
+            call(name, x_(h=h, w=w)[0], where, **kw_(name, 1))
+    untouched(out, snap)
+    with raises(ValueError, r"^x\[2\]: got shape \(12, 0, 3\), an image of height 12 and width 0; expected images "
+                            r"of at least 1x1 pixels$"):
+        call(name, [x_()[0], x_()[1], x_(w=0)[0]], where, **kw_(name))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name", OPS)
+def test_varshape_mixed_images(name, where):
+    a, b = x_()[0], x_()[1]
+    with raises(TypeError, r"^x: images have different dtypes \['float32', 'uint8'\] \(x\[0\] is uint8, x\[2\] is "
+                           r"float32\); expected one dtype for every image of a varshape batch$"):
+        call(name, [a, b, b.astype(np.float32)], where, **kw_(name))
+    c1 = next(c for c in spec(name).channels if c != C)
+    with raises(ValueError, rf"^x: images have different channel counts \[{min(c1, C)}, {max(c1, C)}\] \(x\[0\] has "
+                            rf"3, x\[1\] has {c1}\); expected one channel count for every image of a varshape batch$"):
+        call(name, [a, x_(c=c1)[0], b], where, **kw_(name))
+    with raises(TypeError, r"^x\[1\]: got 'abc'; expected a NumPy array, a CUDA array \(CuPy, PyTorch, Numba, "
+                           r"pycuda\) or a list of HWC arrays$"):
+        call(name, [a, "abc", b], where, **kw_(name))
+
+
+@gpu
+@pytest.mark.parametrize("name", OPS)
+def test_varshape_mixing_host_and_device_images(name):
+    import cupy
+
+    a = x_()[0]
+    with raises(TypeError, r"^x: mixes NumPy and CUDA arrays; put every image on one side$"):
+        spec(name).func([a, cupy.asarray(a), a], **kw_(name))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("bad", [None, "abc", 3, [1, 2, 3], {"a": 1}], ids=["None", "str", "int", "ints", "dict"])
+@pytest.mark.parametrize("name", OPS)
+def test_not_an_array(name, bad, where):
+    out, snap = poisoned(name, where)
+    what = re.escape("x[0]: got 1" if isinstance(bad, list) else f"x: got {bad!r}")
+    with raises(TypeError, rf"^{what}; expected a NumPy array, a CUDA array \(CuPy, PyTorch, Numba, pycuda\) or "
+                           r"a list of HWC arrays$"):
+        call(name, bad, where, out=out, **kw_(name))
+    untouched(out, snap)
+
+
+# ---------------------------------------------------------------------------------------
+# non-contiguous and strided inputs / outputs: accepted, read and written through strides
+# ---------------------------------------------------------------------------------------
+def _views():
+    big = x_(n=2 * N, h=2 * H, w=2 * W, c=6, seed=5)
+    return {
+        "step-and-flip": big[::2, ::-2, 1::2, :3],       # negative and >1 strides
+        "channel-strided": big[:N, :H, :W, ::2],          # channels 0, 2, 4 of 6
+        "nchw-view": np.ascontiguousarray(x_(seed=6)).transpose(0, 3, 1, 2),  # NHWC memory read as NCHW
+    }
+
+
+@pytest.mark.parametrize("where", HOST + [pytest.param("cuda", marks=gpu)])
+@pytest.mark.parametrize("view", ["step-and-flip", "channel-strided", "nchw-view"])
+@pytest.mark.parametrize("name", OPS)
+def test_strided_input_is_read_through_its_strides(name, view, where):
+    if where == "numba-sim" and (view != "step-and-flip" or name not in SIM_SAMPLE):
+        pytest.skip("the simulator is slow; a few ops and one strided case are enough there")
+    v = _views()[view]
+    layout = "NCHW" if view == "nchw-view" else "NHWC"
+    assert not v.flags.c_contiguous
+    kw = kw_(name)
+    got = host(call(name, v, where, layout=layout, **kw))
+    want = host(call(name, np.ascontiguousarray(v), where, layout=layout, **kw))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("where", HOST + [pytest.param("cuda", marks=gpu)])
+@pytest.mark.parametrize("name", OPS)
+def test_strided_out_is_written_through_its_strides(name, where):
+    if where == "numba-sim" and name not in SIM_SAMPLE:
+        pytest.skip("the simulator is slow; a few ops are enough there")
+    g = host(call(name, x_(), where, **kw_(name)))  # this backend's own result
+    buf = np.full((g.shape[0], 2 * g.shape[1]) + g.shape[2:], POISON, g.dtype)
+    buf = dev(buf) if on_device(where) else buf
+    out = buf[:, 1::2]
+    res = call(name, x_(), where, out=out, **kw_(name))
+    assert res is out
+    b = host(buf)
+    np.testing.assert_array_equal(b[:, 1::2], g)
+    assert (b[:, ::2] == POISON).all(), "wrote between the rows of a strided out="
+
+
+# ---------------------------------------------------------------------------------------
+# parameters: non-finite, lengths, shapes, out-of-range values, choices, flags
+# ---------------------------------------------------------------------------------------
+def _nonfinite_expectation(p, bad):
+    """(exception, regex) for a non-finite value of Param ``p`` (see docs/errors.md)."""
+    shown = r"(nan|inf|-inf)"
+    if p.kind == "float":
+        return ValueError, rf"^{p.name}: got .*{shown}.*; expected finite numbers \(no NaN or inf\)$"
+    if p.kind == "bool" and p.per_sample:
+        return ValueError, rf"^{p.name}: got .*{shown}.*; expected True/False or 0/1 per sample"
+    if p.kind == "bool":
+        return TypeError, rf"^{p.name}: got {shown}; expected True or False$"
+    if p.kind in ("int", "size") and p.per_sample:
+        return ValueError, rf"^{p.name}: got .*{shown}.*; expected integers$"
+    if p.kind == "int":  # seeds
+        return TypeError, rf"^{p.name}: got {shown}; expected an int in \[0, 2\*\*64\)"
+    if p.kind == "size":
+        return ValueError, rf"^{p.name}: got {shown}; expected an int or a pair \(height, width\) of ints$"
+    return ValueError, rf"^{p.name}: got {shown}; expected"  # choice
+
+
+NUMERIC = params_where(lambda p: p.kind in ("float", "int", "size", "bool"))
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("name,pname", NUMERIC)
+def test_non_finite_parameters(name, pname, bad, where):
+    """NaN/inf never reach a kernel: every numeric parameter refuses them (host values)."""
+    p = param(name, pname)
+    exc, pattern = _nonfinite_expectation(p, bad)
+    if p.per_sample:
+        value = np.full((N,) + sample_shape(p), 1.0)
+        value.reshape(-1)[-1] = bad   # one bad element, in the last sample
+    else:
+        value = bad
+    out, snap = poisoned(name, where)
+    with raises(exc, pattern):
+        call(name, x_(), where, out=out, **{**kw_(name), pname: value})
+    untouched(out, snap)
+
+
+PER_SAMPLE = params_where(lambda p: p.per_sample)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("length", [N - 1, N + 1])
+@pytest.mark.parametrize("name,pname", PER_SAMPLE)
+def test_wrong_parameter_lengths(name, pname, length, where):
+    p = param(name, pname)
+    shape = (length,) + sample_shape(p)
+    value = np.ones(shape, bool if p.kind == "bool" else np.float64)
+    per = (rf"a value of shape {re.escape(str(sample_shape(p)))} or {re.escape(str((N,) + sample_shape(p)))} "
+           if p.shape else rf"a (number|flag) or a sequence of {N} ")
+    out, snap = poisoned(name, where)
+    with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} .*; expected {per}.*\(one per sample\)$"):
+        call(name, x_(), where, out=out, **{**kw_(name), pname: value})
+    untouched(out, snap)
+    # varshape: N is the number of images in the list
+    with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} "):
+        call(name, list(x_()), where, **{**kw_(name), pname: value})
+
+
+SHAPED = params_where(lambda p: p.per_sample and p.shape)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name,pname", SHAPED)
+def test_wrong_parameter_shapes(name, pname, where):
+    """One sample's value has the wrong shape (e.g. a 3x3 matrix where 2x3 is expected)."""
+    p = param(name, pname)
+    s = sample_shape(p)
+    out, snap = poisoned(name, where)
+    for bad in [s[:-1] + (s[-1] + 1,), (N,) + s[:-1] + (s[-1] + 1,)] + ([s[1:]] if len(s) > 1 else []):
+        with raises(ValueError, rf"^{pname}: got shape {re.escape(str(bad))}"):
+            call(name, x_(), where, out=out, **{**kw_(name), pname: np.ones(bad)})
+    untouched(out, snap)
+
+
+def test_a_3x3_matrix_where_2x3_is_expected():
+    with raises(ValueError, r"^matrix: got shape \(3, 3\) \(array of shape \(3, 3\)\); expected a value of shape "
+                            r"\(2, 3\) or \(3, 2, 3\) \(one per sample\)$"):
+        gpuaug.warp_affine(x_(), np.eye(3))
+
+
+SCALAR = params_where(lambda p: p.per_sample and not p.shape)
+
+
+@pytest.mark.parametrize("name,pname", SCALAR)
+def test_scalar_parameters_refuse_matrices_and_strings(name, pname):
+    p = param(name, pname)
+    out, snap = poisoned(name, "cpu")
+    with raises(ValueError, rf"^{pname}: got shape \(3, 2\) "):
+        call(name, x_(), "cpu", out=out, **{**kw_(name), pname: np.ones((N, 2))})
+    for bad in ("abc", [1, [2, 3], 4], {"a": 1}):
+        with raises(TypeError, rf"^{pname}: got {re.escape(repr(bad))}; expected a (number|flag)"):
+            call(name, x_(), "cpu", out=out, **{**kw_(name), pname: bad})
+    untouched(out, snap)
+    assert p.kind in ("float", "int", "bool", "size")
+
+
+# Out-of-range values: (op, overrides of the example, exception, regex). Every op with a
+# parameter that has a range appears; OPS_WITHOUT_RANGES lists the others.
+OUT_OF_RANGE = [
+    ("flip", {"horizontal": 0.5}, ValueError, r"^horizontal: got 0.5; expected True/False or 0/1 per sample \(a flag, not a probability"),
+    ("flip", {"vertical": [0, 2, 1]}, ValueError, r"^vertical: got \[0, 2, 1\]; expected True/False or 0/1"),
+    ("rot90", {"k": 4}, ValueError, r"^k: got 4; expected integers in -3..3"),
+    ("rot90", {"k": 1.5}, ValueError, r"^k: got 1.5; expected integers$"),
+    ("crop", {"top": -1}, ValueError, r"^top: got -1; expected values >= 0$"),
+    ("crop", {"height": 0}, ValueError, r"^height: got 0; expected values >= 1$"),
+    ("crop", {"top": 5, "height": 10}, ValueError,
+     r"^top, height: sample 0 has top=5 and height=10, which ends at 15, outside its 12x10 image; expected 0 <= top <= 12 - height$"),
+    ("crop", {"height": [4, 5, 4]}, ValueError, r"^height, width: give per-sample output sizes .* that differ; a uniform batch has one output size"),
+    ("center_crop", {"size": 0}, ValueError, r"^size: got 0; expected positive sizes$"),
+    ("center_crop", {"size": (4, 5, 6)}, ValueError, r"^size: got \[4, 5, 6\]; expected an int or a pair \(height, width\) of ints$"),
+    ("center_crop", {"size": 2.5}, ValueError, r"^size: got 2.5; expected an int or a pair \(height, width\) of ints$"),
+    ("pad", {"padding": -1}, ValueError, r"^padding: got -1; expected values >= 0$"),
+    ("pad", {"padding": 2 ** 20}, ValueError, r"^out: an output image would hold \d+ elements; .* at most 2147483647"),
+    ("warp_affine", {"matrix": np.zeros((2, 3))}, ValueError, r"^matrix: sample 0 is singular or numerically so \(determinant 0"),
+    ("warp_affine", {"size": -4}, ValueError, r"^size: got -4; expected positive sizes$"),
+    ("warp_perspective", {"matrix": np.diag([1.0, 1.0, 0.0])}, ValueError, r"^matrix: sample 0 is singular or numerically so"),
+    ("rotate", {"scale": 0}, ValueError, r"^scale: got 0; expected non-zero numbers"),
+    ("resize", {"size": (0, 4)}, ValueError, r"^size: got \[0, 4\]; expected positive sizes$"),
+    ("resize", {"size": (10 ** 5, 10 ** 5)}, ValueError, r"^out: an output image would hold 30000000000 elements"),
+    ("resized_crop", {"boxes": [0, 0, -4, 4]}, ValueError, r"^boxes: got \[0, 0, -4, 4\]; expected rows \(top, left, height, width\) with height > 0 and width > 0$"),
+    ("resized_crop", {"size": 0}, ValueError, r"^size: got 0; expected positive sizes$"),
+    ("gamma", {"gamma": -1}, ValueError, r"^gamma: got -1; expected values >= 0$"),
+    ("solarize", {"threshold": 256}, ValueError, r"^threshold: got 256; expected values <= 255.0$"),
+    ("solarize", {"threshold": -1}, ValueError, r"^threshold: got -1; expected values >= 0$"),
+    ("posterize", {"bits": 0}, ValueError, r"^bits: got 0; expected values >= 1$"),
+    ("posterize", {"bits": 9}, ValueError, r"^bits: got 9; expected values <= 8$"),
+    ("normalize", {"std": 0}, ValueError, r"^std: got 0; expected non-zero values$"),
+    ("crop_mirror_normalize", {"std": [1, 0, 1]}, ValueError, r"^std: got \[1, 0, 1\]; expected non-zero values$"),
+    ("crop_mirror_normalize", {"crop": (20, 4)}, ValueError, r"^crop: got \(20, 4\); image 0 is 12x10; expected a window no larger than every image$"),
+    ("crop_mirror_normalize", {"crop_pos": (1.5, 0)}, ValueError, r"^crop_pos: got \[1.5, 0.0\]; expected values <= 1$"),
+    ("crop_mirror_normalize", {"mirror": 0.5}, ValueError, r"^mirror: got 0.5; expected True/False or 0/1 per sample"),
+    ("gaussian_blur", {"sigma": 0}, ValueError, r"^sigma: got 0; expected values > 0.0$"),
+    ("gaussian_blur", {"sigma": 1e30}, ValueError, r"^sigma: got 1e\+30, whose default kernel size exceeds 255; pass a smaller sigma or a kernel_size$"),
+    ("gaussian_blur", {"kernel_size": 4}, ValueError, r"^kernel_size: got 4; expected odd sizes from 1 to 255$"),
+    ("gaussian_blur", {"kernel_size": -3}, ValueError, r"^kernel_size: got -3; expected odd sizes from 1 to 255$"),
+    ("box_blur", {"kernel_size": 257}, ValueError, r"^kernel_size: got 257; expected odd sizes from 1 to 255$"),
+    ("box_blur", {"kernel_size": 0}, ValueError, r"^kernel_size: got 0; expected odd sizes from 1 to 255$"),
+    ("sharpen", {"factor": -1}, ValueError, r"^factor: got -1; expected values >= 0.0$"),
+    ("median_blur", {"kernel_size": 7}, ValueError, r"^kernel_size: got 7; expected one of 3, 5$"),
+    ("gaussian_noise", {"std": -1}, ValueError, r"^std: got -1; expected values >= 0.0$"),
+    ("gaussian_noise", {"seed": -1}, ValueError, r"^seed: got -1; expected an int in \[0, 2\*\*64\)$"),
+    ("gaussian_noise", {"seed": 2 ** 64}, ValueError, r"^seed: got 18446744073709551616; expected an int in \[0, 2\*\*64\)$"),
+    ("gaussian_noise", {"seed": 1.5}, TypeError, r"^seed: got 1.5; expected an int in \[0, 2\*\*64\)"),
+    ("gaussian_noise", {"seed": None}, TypeError, r"^seed: got None; expected an int in \[0, 2\*\*64\)"),
+    ("salt_and_pepper", {"prob": 1.5}, ValueError, r"^prob: got 1.5; expected values <= 1.0$"),
+    ("salt_and_pepper", {"prob": -0.1}, ValueError, r"^prob: got -0.1; expected values >= 0.0$"),
+    ("salt_and_pepper", {"salt_vs_pepper": 2}, ValueError, r"^salt_vs_pepper: got 2; expected values <= 1.0$"),
+    ("erase", {"boxes": [[0, 0, -1, 4]]}, ValueError, r"^boxes: got a negative height or width \(-1\); expected sizes >= 0$"),
+    ("erase", {"boxes": [[0, 0, 2 ** 25, 4]]}, ValueError, r"^boxes: got coordinates beyond 2\*\*24; expected pixel coordinates$"),
+    ("erase", {"boxes": [0, 0, 4]}, ValueError, r"^boxes: got shape \(3,\); expected \(K, 4\) boxes"),
+    ("grid_mask", {"tile": 0}, ValueError, r"^tile: got 0; expected values > 0.0$"),
+    ("grid_mask", {"ratio": 1.5}, ValueError, r"^ratio: got 1.5; expected values <= 1.0$"),
+    ("brightness", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
+    ("contrast", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
+    ("saturation", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
+    ("hue", {"shift": 0.6}, ValueError, r"^shift: got 0.6; expected values <= 0.5$"),
+    ("hue", {"shift": -0.6}, ValueError, r"^shift: got -0.6; expected values >= -0.5$"),
+    ("color_jitter", {"hue": 0.75}, ValueError, r"^hue: got 0.75; expected values <= 0.5$"),
+    ("color_jitter", {"saturation": -1}, ValueError, r"^saturation: got -1; expected values >= 0$"),
+    ("channel_shuffle", {"permutation": [0, 0, 1]}, ValueError,
+     r"^permutation: got \[0, 0, 1\] \(sample 0\); expected a permutation of 0..2 \(each channel index once\)$"),
+    ("channel_shuffle", {"permutation": [0, 1, 3]}, ValueError, r"^permutation: got \[0, 1, 3\] \(sample 0\); expected a permutation of 0..2"),
+    ("grayscale", {"num_output_channels": 2}, ValueError, r"^num_output_channels: got 2; expected 1 or 3$"),
+]
+OPS_WITHOUT_RANGES = {"transpose", "invert", "equalize", "color_twist"}  # no parameter with a range
+
+
+def test_out_of_range_table_covers_every_op():
+    assert {op for op, *_ in OUT_OF_RANGE} | OPS_WITHOUT_RANGES == set(OPS)
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("case", range(len(OUT_OF_RANGE)),
+                         ids=[f"{c[0]}-{'-'.join(c[1])}-{i}" for i, c in enumerate(OUT_OF_RANGE)])
+def test_out_of_range_parameters(case, where):
+    name, over, exc, pattern = OUT_OF_RANGE[case]
+    out, snap = poisoned(name, where)
+    with raises(exc, pattern):
+        call(name, x_(), where, out=out, **{**kw_(name), **over})
+    untouched(out, snap)
+
+
+def test_out_of_range_depends_on_dtype():
+    """Value ranges are in the input's units: solarize's threshold is <= 255 for uint8, <= 1 for floats."""
+    with raises(ValueError, r"^threshold: got 2; expected values <= 1.0$"):
+        gpuaug.solarize(x_(dtype=np.float32) / 255, threshold=2)
+    gpuaug.solarize(x_(), threshold=200)
+
+
+CHOICES = params_where(lambda p: p.kind == "choice")
+
+
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("name,pname", CHOICES)
+def test_bad_choice_strings(name, pname, where):
+    p = param(name, pname)
+    bad = f"{p.default}x" if isinstance(p.default, str) else "cubicc"
+    out, snap = poisoned(name, where)
+    with raises(ValueError, rf"^{pname}: got {re.escape(repr(bad))}; expected ") as ei:
+        call(name, x_(), where, out=out, **{**kw_(name), pname: bad})
+    for c in p.choices:
+        if c is not None:
+            assert repr(c) in str(ei.value) or str(c) in str(ei.value), (c, str(ei.value))
+    untouched(out, snap)
+
+
+def test_interpolation_typo():
+    with raises(ValueError, r"^interpolation: got 'cubicc'; expected one of 'nearest', 'bilinear', 'area'$"):
+        gpuaug.resize(x_(), (6, 5), interpolation="cubicc")
+
+
+FLAGS = params_where(lambda p: p.kind == "bool" and not p.per_sample)
+
+
+@pytest.mark.parametrize("name,pname", FLAGS)
+def test_host_flags_take_only_bools(name, pname):
+    out, snap = poisoned(name, "cpu")
+    for bad in ("yes", 1, 0.0, None, [True]):
+        with raises(TypeError, rf"^{pname}: got {re.escape(repr(bad))}; expected True or False$"):
+            call(name, x_(), "cpu", out=out, **{**kw_(name), pname: bad})
+    untouched(out, snap)
+
+
+# ---------------------------------------------------------------------------------------
+# out=: shape, dtype, layout, type, device, read-only, overlap
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("name", OPS)
+def test_out_wrong_shape_dtype_layout(name, where):
+    cheap(name, where)
+    g = _good(name)
+    exp = rf"expected shape {re.escape(str(g.shape))} \((NHWC|NCHW)\) and dtype {g.dtype}$"
+    bad_shape = (g.shape[0] + 1,) + g.shape[1:]
+    out, snap = poisoned(name, where, shape=bad_shape)
+    with raises(ValueError, rf"^out: got shape {re.escape(str(bad_shape))} and dtype {g.dtype}; {exp}"):
+        call(name, x_(), where, out=out, **kw_(name))
+    untouched(out, snap)
+    bad_dtype = "float16" if g.dtype == np.float32 else "float32"
+    out, snap = poisoned(name, where, dtype=bad_dtype)
+    with raises(ValueError, rf"^out: got shape {re.escape(str(g.shape))} and dtype {bad_dtype}; {exp}"):
+        call(name, x_(), where, out=out, **kw_(name))
+    untouched(out, snap)
+    nchw = (g.shape[0], g.shape[3], g.shape[1], g.shape[2])  # the layout the op does not write
+    if nchw != g.shape:
+        out, snap = poisoned(name, where, shape=nchw)
+        with raises(ValueError, rf"^out: got shape {re.escape(str(nchw))} and dtype {g.dtype}; {exp}"):
+            call(name, x_(), where, out=out, **kw_(name))
+        untouched(out, snap)
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("name", OPS)
+def test_out_wrong_type_or_container(name, where):
+    cheap(name, where)
+    g = _good(name)
+    out, snap = poisoned(name, where)
+    with raises(TypeError, r"^out: got 'abc'; expected a NumPy array, a CUDA array"):
+        call(name, x_(), where, out="abc", **kw_(name))
+    items = [out[i] for i in range(N)]
+    with raises(TypeError, r"^out: got a list of 3 items; the input is one array \(not a list of images\), so out "
+                           r"must be one array$"):
+        call(name, x_(), where, out=items, **kw_(name))
+    untouched(out, snap)
+    if not varshape_gives_list(name):
+        return
+    # varshape input: out must be a list of N arrays, each checked before anything is written
+    with raises(ValueError, r"^out: a varshape batch needs a list of 3 arrays; got (ndarray|cupy.ndarray|.*) with "
+                            rf"shape {re.escape(str(g.shape))}"):
+        call(name, list(x_()), where, out=out, **kw_(name))
+    with raises(ValueError, r"^out: a varshape batch needs a list of 3 arrays; got a list of 2 items$"):
+        call(name, list(x_()), where, out=items[:2], **kw_(name))
+    bad = [out[0], out[1], np.full(g.shape[1:], POISON, "float16" if g.dtype == np.float32 else "float32")]
+    bad = [bad[0], bad[1], dev(bad[2]) if on_device(where) else bad[2]]
+    with raises(ValueError, r"^out\[2\]: got shape .* and dtype float(16|32); expected shape "):
+        call(name, list(x_()), where, out=bad, **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_read_only_out(name):
+    out, snap = poisoned(name, "cpu")
+    out.flags.writeable = False
+    with raises(ValueError, r"^out: the array is read-only; pass a writeable array$"):
+        call(name, x_(), "cpu", out=out, **kw_(name))
+    untouched(out, snap)
+    if not varshape_gives_list(name):
+        return
+    w = out.copy()
+    items = [w[0], w[1], out[2]]
+    with raises(ValueError, r"^out\[2\]: the array is read-only; pass a writeable array$"):
+        call(name, list(x_()), "cpu", out=items, **kw_(name))
+    untouched(w, snap)  # the writeable items were not written either
+
+
+@pytest.mark.parametrize("name", ["normalize", "crop_mirror_normalize"])
+def test_varshape_chw_out_list_is_checked_like_every_out(name):
+    """A list in, CHW images out: that path allocates its own views, and checks them the same way."""
+    sizes = [(5, 6), (4, 7), (6, 3)]
+    xs = [x_(1, h, w, dtype=np.float32)[0] / 255 for h, w in sizes]
+    kw = {"mean": 0.5, "std": 0.25, "output_layout": "NCHW"}
+    outs = [np.full((3, h, w), POISON, np.float32) for h, w in sizes]
+    snap = [o.copy() for o in outs]
+    ro = outs[1].copy()
+    ro.flags.writeable = False
+    with raises(ValueError, r"^out\[1\]: the array is read-only; pass a writeable array$"):
+        spec(name).func(xs, out=[outs[0], ro, outs[2]], **kw)
+    with raises(ValueError, r"^out\[2\]: overlaps the input in memory"):
+        spec(name).func(xs, out=[outs[0], outs[1], xs[2].transpose(2, 0, 1)], **kw)
+    with raises(ValueError, r"^out\[0\]: got shape \(3, 6, 5\) and dtype float32; expected shape \(3, 5, 6\) \(CHW\) "
+                            r"and dtype float32$"):
+        spec(name).func(xs, out=[np.zeros((3, 6, 5), np.float32), outs[1], outs[2]], **kw)
+    with raises(ValueError, r"^out: a varshape batch needs a list of 3 arrays; got a list of 2 items$"):
+        spec(name).func(xs, out=outs[:2], **kw)
+    untouched(outs, snap)
+    got = spec(name).func(xs, out=outs, **kw)
+    assert all(g is o for g, o in zip(got, outs)) and not any((o == POISON).any() for o in outs)
+
+
+def _overlapping(x, shape, dtype, where):
+    """``x`` copied into a byte buffer and an ``out`` of ``shape``/``dtype`` that shares its
+    last bytes with ``x`` (so only a memory-extent check can see the overlap)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    start = (x.nbytes - 1) // dtype.itemsize * dtype.itemsize  # aligned, inside x's last element(s)
+    buf = np.zeros(start + nbytes + x.nbytes, np.uint8)
+    buf = dev(buf) if on_device(where) else buf
+    xa = buf[:x.nbytes].view(x.dtype).reshape(x.shape)
+    xa[...] = dev(x) if on_device(where) else x
+    out = buf[start:start + nbytes].view(dtype).reshape(shape)
+    return xa, out
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("name", OPS)
+def test_out_overlapping_the_input(name, where):
+    cheap(name, where)
+    g = _good(name)
+    x = x_()
+    xa, out = _overlapping(x, g.shape, g.dtype, where)
+    before_x, before_out = host(xa).copy(), host(out).copy()
+    with raises(ValueError, r"^out: overlaps the input in memory; ops are not in place, pass a separate array$"):
+        spec(name).func(xa, out=out, backend=BACKEND[where], **{k: dev(v) if on_device(where) else v
+                                                                for k, v in kw_(name).items()})
+    np.testing.assert_array_equal(host(xa), before_x)
+    np.testing.assert_array_equal(host(out), before_out)
+    if g.shape == x.shape and g.dtype == x.dtype:  # out is x itself
+        xs = dev(x) if on_device(where) else x.copy()
+        with raises(ValueError, r"^out: overlaps the input"):
+            call(name, xs, where, out=xs, **kw_(name))
+    xs = [a.copy() for a in x]
+    w = [np.full(g.shape[1:], POISON, g.dtype) for _ in range(N)]
+    if g.shape[1:] == x.shape[1:] and g.dtype == x.dtype:
+        with raises(ValueError, r"^out\[1\]: overlaps the input"):
+            call(name, xs, where, out=[w[0], xs[1], w[2]], **kw_(name))
+        assert (w[0] == POISON).all() and (w[2] == POISON).all()
+
+
+# ---------------------------------------------------------------------------------------
+# backends, streams, keywords
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", PARSE)
+@pytest.mark.parametrize("backend", ["tpu", "CUDA", "", 0])
+@pytest.mark.parametrize("name", OPS)
+def test_bad_backend_names(name, backend, where):
+    out, snap = poisoned(name, where)
+    with raises(ValueError, rf"^backend: got {re.escape(repr(backend))}; expected one of 'cuda', 'numba', 'cpu'$"):
+        call(name, x_(), where, backend=backend, out=out, **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_numpy_input_to_gpu_only_backends(name):
+    out, snap = poisoned(name, "cpu")
+    with raises(ValueError, r"^backend: got 'cuda' with a NumPy input; pass a CUDA array \(e.g. cupy.asarray\(x\)\) "
+                            r"or use backend='cpu'$"):
+        spec(name).func(x_(), backend="cuda", out=out, **kw_(name))
+    if not SIM:  # without the simulator the Numba CUDA twin needs CUDA arrays too
+        with raises(ValueError, r"^backend: got 'numba' with a NumPy input; the Numba CUDA twin needs a CUDA array"):
+            spec(name).func(x_(), backend="numba", out=out, **kw_(name))
+    untouched(out, snap)
+
+
+@gpu
+@pytest.mark.parametrize("name", OPS)
+def test_cuda_input_to_the_cpu_backend(name):
+    import cupy
+
+    out = cupy.full(_good(name).shape, POISON, _good(name).dtype)
+    with raises(ValueError, r"^backend: got 'cpu' with a CUDA array input; pass a NumPy array"):
+        spec(name).func(cupy.asarray(x_()), backend="cpu", out=out, **kw_(name))
+    assert (out == POISON).all()
+    with raises(TypeError, r"^out: got ndarray with shape .*; the input is on the GPU, so out must be a CUDA array$"):
+        spec(name).func(cupy.asarray(x_()), out=np.full(_good(name).shape, POISON, _good(name).dtype),
+                        **kw_(name))
+    with raises(TypeError, r"^out: got ndarray with shape .*; the input is on the CPU, so out must be a NumPy array$"):
+        spec(name).func(x_(), out=out, **kw_(name))
+    assert (out == POISON).all()
+
+
+class _NoStream:
+    handle = "abc"
+
+
+class _BadProtocol:
+    def __cuda_stream__(self):
+        return (0,)
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("stream,exc,pattern", [
+    ("abc", TypeError, r"^stream: got 'abc' \(type str\); expected None, an int handle, a CuPy/Numba/PyTorch/pycuda "
+                       r"stream or an object with __cuda_stream__$"),
+    (1.5, TypeError, r"^stream: got 1.5 \(type float\); expected None, an int handle"),
+    (True, TypeError, r"^stream: got True; expected None, an int handle \(a cudaStream_t, >= 0\) or a stream object$"),
+    (-1, ValueError, r"^stream: got -1; a stream handle is a non-negative int$"),
+    (_NoStream(), TypeError, r"^stream: _NoStream.handle is 'abc'; expected an int"),
+    (_BadProtocol(), TypeError, r"^stream: __cuda_stream__ of _BadProtocol gave \(0,\); expected \(version, handle\)"),
+], ids=["str", "float", "bool", "negative", "bad-handle", "bad-protocol"])
+@pytest.mark.parametrize("name", OPS)
+def test_bad_stream_objects(name, stream, exc, pattern, where):
+    cheap(name, where)
+    """Checked on every backend (the CPU backend ignores streams but not mistakes)."""
+    out, snap = poisoned(name, where)
+    with raises(exc, pattern):
+        call(name, x_(), where, stream=stream, out=out, **kw_(name))
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_good_streams_are_ignored_by_the_cpu_backend(name):
+    for stream in (None, 0, 7):
+        np.testing.assert_array_equal(call(name, x_(), "cpu", stream=stream, **kw_(name)), _good(name))
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_unknown_keyword_arguments(name):
+    """Python's own TypeError, which names the keyword; the signature lists what is accepted."""
+    out, snap = poisoned(name, "cpu")
+    for bad in ("bakend", "laytout", "horizontl", "sigma_x"):
+        if bad in spec(name).param_names:
+            continue
+        with raises(TypeError, rf"^{name}\(\) got an unexpected keyword argument '{bad}'$"):
+            call(name, x_(), "cpu", out=out, **{**kw_(name), bad: 1})
+    untouched(out, snap)
+
+
+# ---------------------------------------------------------------------------------------
+# arrays on another GPU (needs two GPUs)
+# ---------------------------------------------------------------------------------------
+def _two_gpus():
+    if not HAS_GPU:
+        return False
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount() >= 2
+
+
+two_gpus = pytest.mark.skipif(not _two_gpus(), reason="needs two CUDA GPUs")
+
+
+@gpu
+@two_gpus
+@pytest.mark.parametrize("name", OPS)
+def test_arrays_on_another_gpu(name):
+    import cupy
+
+    g = _good(name)
+    with cupy.cuda.Device(1):
+        x1 = cupy.asarray(x_())
+    with cupy.cuda.Device(0):
+        out0 = cupy.full(g.shape, POISON, g.dtype)
+        x0 = cupy.asarray(x_())
+    kw = kw_(name)
+    with raises(ValueError, r"^out: is on GPU 0 but the input is on GPU 1; put both on one device$"):
+        spec(name).func(x1, out=out0, **kw)
+    assert bool((out0 == POISON).all())
+    with raises(ValueError, r"^x: images lie on different GPUs \(x\[0\] on GPU 1, x\[1\] on GPU 0\)"):
+        spec(name).func([x1[0], x0[1], x1[2]], **kw)
+    for pname, v in kw.items():
+        if isinstance(v, np.ndarray) and param(name, pname).per_sample and param(name, pname).kind not in ("size",):
+            with cupy.cuda.Device(0):
+                v0 = cupy.asarray(v)
+            with raises(ValueError, rf"^{pname}: is on GPU 0 but x is on GPU 1; expected per-sample values on x's GPU"):
+                spec(name).func(x1, **{**kw, pname: v0})
+
+
+# ---------------------------------------------------------------------------------------
+# entry points other than the ops: Compose and its transforms, gpuaug.random, geometry
+# (the Scheduler's constructor: tests/test_scheduler.py::test_bad_arguments)
+# ---------------------------------------------------------------------------------------
+def _policy():
+    return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(10), gpuaug.GaussianBlur(3),
+                           gpuaug.ColorJitter(0.2)], seed=0)
+
+
+@pytest.mark.parametrize("where", ["cpu"])
+def test_compose_call_refuses_bad_input_and_writes_nothing(where):
+    pol = _policy()
+    good = pol(x_(), seed=1, backend=BACKEND[where])
+    out = np.full(good.shape, POISON, good.dtype)
+    cases = [
+        (dict(x=x_(dtype="int16")), TypeError, r"^x: got dtype int16; expected one of uint8, float16, float32$"),
+        (dict(x=x_(c=2)), ValueError, r"^x: got 2 channels \(shape \(3, 12, 10, 2\) read as NHWC\)"),
+        (dict(x=x_(n=0)), ValueError, r"^x: got an empty batch"),
+        (dict(layout="HWC"), ValueError, r"^layout: got 'HWC'; expected one of 'NHWC', 'NCHW'$"),
+        (dict(backend="tpu"), ValueError, r"^backend: got 'tpu'; expected one of 'cuda', 'numba', 'cpu'$"),
+        (dict(stream="abc"), TypeError, r"^stream: got 'abc' \(type str\)"),
+        (dict(seed=-1), ValueError, r"^seed: got -1; expected an int >= 0$"),
+        (dict(seed=1.5), TypeError, r"^seed: got 1.5; expected None, an int >= 0"),
+    ]
+    for over, exc, pattern in cases:
+        kw = {"x": x_(), "backend": BACKEND[where], "out": out, **over}
+        with raises(exc, pattern):
+            pol(kw.pop("x"), **kw)
+        assert (out == POISON).all(), over
+    # a wrong out= is found only at the last stage; the earlier ones write their own buffers
+    wrong = np.full(good.shape[:-1] + (4,), POISON, good.dtype)
+    with raises(ValueError, r"^out: got shape \(3, 12, 10, 4\) and dtype uint8; expected shape \(3, 12, 10, 3\)"):
+        pol(x_(), seed=1, out=wrong, backend=BACKEND[where])
+    assert (wrong == POISON).all()
+    with raises(TypeError, r"__call__\(\) got an unexpected keyword argument 'bogus'$"):
+        pol(x_(), bogus=1)
+
+
+@pytest.mark.parametrize("make,exc,pattern", [
+    (lambda: gpuaug.RandomAffine(10, fill=float("nan")), ValueError, r"^fill: got nan; expected a finite number"),
+    (lambda: gpuaug.RandomRotation(10, fill=(0, float("inf"), 0)), ValueError, r"^fill: got \(0, inf, 0\); expected a sequence of 1 or 2 or 3 or 4 finite numbers$"),
+    (lambda: gpuaug.RandomErasing(value=float("nan")), ValueError, r"^value: got nan; expected a finite number"),
+    (lambda: gpuaug.Normalize(float("nan"), 1), ValueError, r"^mean: got nan; expected a finite number"),
+    (lambda: gpuaug.RandomAffine(float("nan")), ValueError, r"^degrees: got nan; expected a finite number \(no NaN or inf\)$"),
+    (lambda: gpuaug.ColorJitter(brightness=float("inf")), ValueError, r"^brightness: got inf; expected a finite number"),
+    (lambda: gpuaug.RandomHorizontalFlip(p=float("nan")), ValueError, r"^p: got nan; expected a probability in \[0, 1\]$"),
+    (lambda: gpuaug.Resize(8, interpolation="cubicc"), ValueError, r"^interpolation: got 'cubicc'; expected one of 'bilinear', 'nearest'$"),
+    (lambda: gpuaug.RandomSolarize("x"), TypeError, r"^threshold: got 'x'; expected a finite number$"),
+    (lambda: gpuaug.GaussianNoise(clip="yes"), TypeError, r"^clip: got 'yes'; expected True or False$"),
+], ids=["affine-fill-nan", "rotation-fill-inf", "erasing-value-nan", "normalize-mean-nan", "degrees-nan",
+        "brightness-inf", "p-nan", "interpolation", "threshold-str", "clip-str"])
+def test_transform_constructors_refuse_non_finite_and_bad_values(make, exc, pattern):
+    """Adds the non-finite cases to tests/test_policy.py::test_bad_arguments_name_the_argument."""
+    with raises(exc, pattern):
+        make()
+
+
+RNG = np.random.default_rng(0)
+RANDOM_BAD = [
+    (lambda R: R.bernoulli(RNG, 1.5, 4), ValueError, r"^p: got 1.5; expected values <= 1.0$"),
+    (lambda R: R.bernoulli(RNG, float("nan"), 4), ValueError, r"^p: got nan; expected finite numbers \(no NaN or inf\)$"),
+    (lambda R: R.bernoulli(RNG, 0.5, -1), ValueError, r"^n: got -1; expected an int >= 0$"),
+    (lambda R: R.bernoulli(0, 0.5, 4), TypeError, r"^rng: got int 0; expected a numpy.random.Generator"),
+    (lambda R: R.uniform(RNG, 2, 1, 3), ValueError, r"^low, high: got low=2 and high=1; expected low <= high$"),
+    (lambda R: R.uniform(RNG, 0, float("inf"), 3), ValueError, r"^high: got inf; expected finite numbers"),
+    (lambda R: R.integers(RNG, 5, [1, 9, 9], 3), ValueError, r"^low, high: got low=5 and high=\[1, 9, 9\]; expected low <= high$"),
+    (lambda R: R.seed64(7), TypeError, r"^rng: got int 7; expected a numpy.random.Generator"),
+    (lambda R: R.affine(RNG, 3, [[10, 10]] * 2), ValueError, r"^sizes: got 2 sizes for n=3 samples; expected 1 or 3$"),
+    (lambda R: R.affine(RNG, 3, [10, 10], degrees=(5, -5)), ValueError, r"^degrees: got \[5, -5\]; expected a pair \(min, max\) with min <= max$"),
+    (lambda R: R.resized_crop_boxes(RNG, [[10, 10]], scale=(-1, 1)), ValueError, r"^scale: got \[-1, 1\]; expected values > 0.0$"),
+    (lambda R: R.resized_crop_boxes(RNG, [[0, 10]]), ValueError, r"^sizes: got \[\[0, 10\]\]; expected positive image sizes"),
+    (lambda R: R.resized_crop_boxes(RNG, [[5, 10, 3]]), ValueError, r"^sizes: got \[\[5, 10, 3\]\]; expected positive image sizes"),
+    (lambda R: R.perspective_corners(RNG, [[10, 10]], 2.0), ValueError, r"^distortion_scale: got 2.0; expected values <= 1.0$"),
+    (lambda R: R.erasing_boxes(RNG, [[10, 10]], ratio=(0, 1)), ValueError, r"^ratio: got \[0, 1\]; expected values > 0.0$"),
+    (lambda R: R.crop_offsets(RNG, [[10, 10]], (20, 20)), ValueError, r"^size: got \(20, 20\); an image \(padded by \(0, 0, 0, 0\)\) is smaller"),
+    (lambda R: R.permutations(RNG, 3, -1), ValueError, r"^k: got -1; expected an int >= 0$"),
+    (lambda R: R.generator("a"), TypeError, r"^seed: got 'a'; expected None, an int >= 0"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(RANDOM_BAD)))
+def test_random_samplers_check_their_arguments(i):
+    make, exc, pattern = RANDOM_BAD[i]
+    with raises(exc, pattern):
+        make(gpuaug.random)
+
+
+@pytest.mark.parametrize("make,exc,pattern", [
+    (lambda G: G.identity(-1), ValueError, r"^n: got -1; expected None or an int >= 0"),
+    (lambda G: G.identity(1.5), TypeError, r"^n: got 1.5; expected None or an int >= 0"),
+    (lambda G: G.rotation(float("nan")), ValueError, r"^angle: got nan; expected finite numbers \(no NaN or inf\)$"),
+    (lambda G: G.rotation([1, [2, 3]]), TypeError, r"^angle: got \[1, \[2, 3\]\]; expected numbers of shape \(\)"),
+    (lambda G: G.rotation(10, center=(1, 2, 3)), ValueError, r"^center: got shape \(3,\); expected \(2,\) \(one value\) or \(N,\) \+ \(2,\)"),
+    (lambda G: G.compose(np.full((3, 3), np.inf)), ValueError, r"^mats\[0\]: has NaN or inf entries; expected finite numbers$"),
+    (lambda G: G.to_affine(np.eye(2)), ValueError, r"^matrix: got shape \(2, 2\)"),
+], ids=["identity-neg", "identity-float", "rotation-nan", "rotation-ragged", "center-shape", "compose-inf", "to-affine"])
+def test_geometry_builders_check_their_arguments(make, exc, pattern):
+    """Adds to tests/test_geometry.py::test_bad_arguments."""
+    with raises(exc, pattern):
+        make(gpuaug.geometry)
