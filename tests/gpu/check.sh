@@ -5,7 +5,7 @@
 #
 # Stages:
 #   tests     pytest -m "gpu and not dali and not slow"           -> gpu-tests.log
-#   dali      tests/gpu/dali_debug.py, then tests/test_dali_gpu.py  -> dali-debug.log, dali-tests.log
+#   dali      tests/test_dali_gpu.py + test_dali_faults_gpu.py (DALI_DEBUG=1: dali_debug.py first) -> dali-tests.log
 #             (each test file in its own process: a DALI abort kills the process)
 #   large     pytest tests/test_large_batch.py (2.2 GB batches)     -> large-batch.log
 #   sanitize  tests/gpu/sanitize.sh                                 -> sanitize-*.log
@@ -34,9 +34,11 @@ for stage in "$@"; do
       echo "tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/gpu-tests.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/gpu-tests.log" | head -n 30 ;;
     dali)
-      timeout 200 python3 tests/gpu/dali_debug.py > "$OUT/dali-debug.log" 2>&1
-      echo "dali debug: exit $? in $((SECONDS - t0)) s"; grep -E "^\[" "$OUT/dali-debug.log"
-      timeout 280 "${PT[@]}" tests/test_dali_gpu.py > "$OUT/dali-tests.log" 2>&1
+      if [ "${DALI_DEBUG:-0}" = 1 ]; then
+        timeout 200 python3 tests/gpu/dali_debug.py > "$OUT/dali-debug.log" 2>&1
+        echo "dali debug: exit $? in $((SECONDS - t0)) s"; grep -E "^\[" "$OUT/dali-debug.log"
+      fi
+      timeout 280 "${PT[@]}" tests/test_dali_gpu.py tests/test_dali_faults_gpu.py > "$OUT/dali-tests.log" 2>&1
       echo "dali tests: exit $? in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/dali-tests.log")"
       grep -E "^(FAILED|ERROR)|Fatal|Abort" "$OUT/dali-tests.log" | head -n 30 ;;
     large)
@@ -46,7 +48,7 @@ for stage in "$@"; do
     sanitize)
       bash tests/gpu/sanitize.sh ;;
     soak)
-      timeout 300 python3 tests/gpu/soak.py > "$OUT/soak.log" 2>&1
+      timeout 300 python3 tests/gpu/soak.py --time-limit "${SOAK_LIMIT:-200}" > "$OUT/soak.log" 2>&1
       echo "soak: exit $? in $((SECONDS - t0)) s"; tail -n 15 "$OUT/soak.log" ;;
     bench)
       bash tests/gpu/bench_all.sh ;;
