@@ -154,7 +154,8 @@ def check_invertible(m, inv, det, name, rows):
         return
     bad = ~good | ~np.isfinite(inv).all(axis=1)
     i = int(np.argmax(bad))
-    why = (f"determinant {det[i]:.3g}, but its inverse is not finite" if good[i] else
+    why = (f"determinant {det[i]:.3g}, but its inverse is not finite" if good[i] else "determinant 0"
+           if det[i] == 0 else
            f"determinant {det[i]:.3g}, within {SINGULAR_RATIO:g} x {norms[i]:.3g}, the product of its row norms")
     raise ValueError(f"{name}: sample {i} is singular or numerically so ({why}): "
                      f"{np.asarray(m[i]).tolist()}; expected an invertible matrix (or "
