@@ -7,14 +7,21 @@ The references, the comparison and the tolerances are the per-op tests' own
 (tests/helpers.py ``check_op``, tests/ref_*.py, test_normalize.check_layout, ...): a
 property here is "the per-op test's check passes for *any* shape and parameters", not a
 second definition of the op. Continuous parameters are float32-exact (the library
-computes in float32 and says so), and the warp matrices come from the per-op tests'
+computes in float32 and says so) except the edge values below, and the warp matrices come from the per-op tests'
 random generators (continuous, so no nearest-neighbour ties).
 
-Runtime: one hypothesis profile for the file (``PROFILE``: 25 examples per property,
-derandomized so CI sees the same examples every run, no deadline because the first
-example of each dtype/layout compiles a Numba specialisation). Set
-``GPUAUG_HYPOTHESIS_EXAMPLES`` to run more (and ``GPUAUG_HYPOTHESIS_RANDOM=1`` for fresh
-random examples instead of the fixed ones).
+Runtime: hypothesis settings for the file (derandomized, so CI sees the same examples every
+run; no deadline, because the first example of each dtype/layout compiles a Numba
+specialisation): ``PROFILE`` 25 examples for each op's reference property, ``SECONDARY``
+15 for varshape lists, strided views and each identity, ``SIMULATOR`` 3 tiny ones per op on
+the Numba CUDA twin. Set ``GPUAUG_HYPOTHESIS_EXAMPLES`` (default 25; the others scale with
+it) to run more, and ``GPUAUG_HYPOTHESIS_RANDOM=1`` for fresh random examples.
+
+Parameters that decide comparisons or stored values are drawn at the edges too (``edgy``:
+thresholds and fill values a hair above or below a pixel value or a rounding tie, which
+float32 cannot tell apart), and solarize plants the decisive pixel values into its input:
+the CPU twin reads parameters as float64 and the CUDA kernels as float32, which once made
+them disagree (see test_determinism's regressions).
 """
 from __future__ import annotations
 
@@ -37,8 +44,8 @@ import ref_intensity as RI  # noqa: E402
 import ref_resize as RR  # noqa: E402
 import ref_warp as RW  # noqa: E402
 import reference as R0  # noqa: E402
-from helpers import (DTYPES, LAYOUTS, SIM, assert_close, check_op, from_layout, quantize,  # noqa: E402
-                     random_images, to_layout)
+from helpers import (DTYPES, LAYOUTS, SIM, assert_close, check_op, from_layout, random_images,  # noqa: E402
+                     to_layout)
 from test_equalize import _images as equalize_images  # noqa: E402
 from test_erase import _fill as erase_fill  # noqa: E402
 from test_grid_mask import _ref as grid_mask_ref  # noqa: E402
@@ -50,8 +57,10 @@ _COMMON = dict(deadline=None, derandomize=os.environ.get("GPUAUG_HYPOTHESIS_RAND
                database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PROFILE = settings(max_examples=EXAMPLES, **_COMMON)
-# identities are cheap and simple: fewer examples each
-IDENTITY = settings(max_examples=max(1, EXAMPLES * 3 // 5), **_COMMON)
+# varshape lists, strided views and identities: fewer examples each (the per-op reference
+# property above carries the parameter space; these add layouts of memory and algebra)
+SECONDARY = settings(max_examples=max(1, EXAMPLES * 3 // 5), **_COMMON)
+IDENTITY = SECONDARY
 # the Numba CUDA twin in the simulator runs Python per thread: a few tiny examples
 SIMULATOR = settings(max_examples=max(1, EXAMPLES // 8), **_COMMON)
 
@@ -74,7 +83,23 @@ def f32(v):
 def floats(draw, n, lo, hi):
     """n float32-exact values in [lo, hi], hypothesis-chosen (edges included)."""
     xs = draw(st.lists(st.floats(lo, hi, allow_nan=False, allow_infinity=False), min_size=n, max_size=n))
-    return np.clip(f32(xs), lo, hi)  # the bounds the tests use are float32-exact
+    # rounding to float32 stays within [lo, hi] where the bound is float32-exact, as every bound
+    # an op checks is (0, +-0.5, 1, 255); elsewhere it may step one float32 ulp out: harmless
+    return f32(xs)
+
+
+def edgy(draw, n, lo, hi, grid):
+    """n float64 values in [lo, hi] that need not be float32 numbers: arbitrary ones, or points
+    of ``grid`` (where pixel values or rounding ties lie) nudged by a hair either way, which
+    float32 cannot tell from the grid point (the parameters the twins once read differently)."""
+    def one():
+        kind = draw(st.sampled_from(("above", "below", "on", "anywhere")))
+        if kind == "anywhere":
+            return draw(st.floats(lo, hi, allow_nan=False))
+        k = draw(st.integers(int(np.ceil(lo / grid)), int(np.floor(hi / grid))))
+        hair = {"above": 1e-9, "below": -1e-9, "on": 0.0}[kind] * max(1.0, abs(k * grid))
+        return float(np.clip(k * grid + hair, lo, hi))
+    return np.array([one() for _ in range(n)])
 
 
 def per_sample_or_scalar(draw, arr):
@@ -96,6 +121,7 @@ class Case:
     kind: str = "plain"
     odt: str | None = None
     out_layout: str | None = None
+    plant: Callable | None = None  # plant(sample_hwc, i): put decisive values into the input
 
 
 @dataclass
@@ -192,9 +218,10 @@ def _pad(draw, g):
         padding = np.array(draw(st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4),
                                          min_size=g.n, max_size=g.n)))
     hi = 300.0 if g.dtype == "uint8" else 1.5
-    value = np.round(floats(draw, g.n, -hi / 10, hi) * 4) / 4  # quarter units: exact in float16
+    # stored as the dtype stores it (uint8: half up, so x.5 +- a hair are the edges)
+    value = edgy(draw, g.n, -hi / 10, hi, 0.5 if g.dtype == "uint8" else 2.0 ** -12)
     return Case({"padding": padding, "mode": mode, "value": value},
-                lambda s, i: RCP.pad(s, padding[i], mode, value[i]), EXACT)
+                lambda s, i: RCP.pad(s, padding[i], mode, erase_fill(value[i], g.dtype)), EXACT)
 
 
 def _warp_common(draw, g):
@@ -301,8 +328,15 @@ def _invert(draw, g):
 @case("solarize")
 def _solarize(draw, g):
     m = RI.top(g.dtype)
-    t, tt = per_sample_or_scalar(draw, floats(draw, g.n, 0.0, m))
-    return Case({"threshold": t}, lambda s, i: RI.solarize(s, tt[i], m), {"atol_u8": 0})
+    # thresholds at pixel values +- a hair: x >= t must be decided exactly
+    grid = 1.0 if m > 1 else 2.0 ** -11
+    t, tt = per_sample_or_scalar(draw, edgy(draw, g.n, 0.0, m, grid))
+
+    def plant(s, i):  # the pixel values nearest the threshold, in the image's dtype
+        near = np.array([np.floor(tt[i] / grid), np.ceil(tt[i] / grid)]) * grid
+        s[0, 0, :] = near[0].astype(s.dtype) if s.dtype != np.uint8 else near[0]
+        s[-1, -1, :] = near[1].astype(s.dtype) if s.dtype != np.uint8 else min(near[1], 255)
+    return Case({"threshold": t}, lambda s, i: RI.solarize(s, tt[i], m), {"atol_u8": 0}, plant=plant)
 
 
 @case("posterize")
@@ -424,7 +458,7 @@ def _erase(draw, g):
         value = g.rng.uniform(-hi / 10, hi, (g.n, g.c))
         vt = value
     else:
-        v = float(floats(draw, 1, -hi / 10, hi)[0])
+        v = float(edgy(draw, 1, -hi / 10, hi, 0.5 if g.dtype == "uint8" else 2.0 ** -12)[0])
         value, vt = v, np.full(g.n, v)
     return Case({"boxes": boxes, "value": value},
                 lambda s, i: RF.erase(s, boxes[i], erase_fill(vt[i], g.dtype)), EXACT)
@@ -549,6 +583,9 @@ def _check_layout_varshape(fn, ref_fn, xs, kw, odt, out_layout, backend):
 def run_case(name, draw, g, backend="cpu"):
     c = CASES[name](draw, g)
     x = _input(name, g)
+    if c.plant is not None:
+        for i, s in enumerate(x):
+            c.plant(s, i)
     fn = gpuaug.registry[name].func
     if c.kind == "layout":
         if g.varshape:
@@ -574,7 +611,7 @@ def test_op_matches_reference(name, data):
 
 
 @pytest.mark.parametrize("name", [n for n in OPS if gpuaug.registry[n].varshape])
-@PROFILE
+@SECONDARY
 @given(data=st.data())
 def test_op_matches_reference_varshape(name, data):
     """A list of HWC images of different sizes, one launch, per-sample parameters."""
@@ -587,8 +624,10 @@ def test_op_matches_reference_varshape(name, data):
 @SIMULATOR
 @given(data=st.data())
 def test_op_matches_reference_numba_simulator(name, data):
-    """The Numba CUDA twin in the CUDA simulator: tiny inputs only (n <= 2, h, w <= 6)."""
-    g = data.draw(geometries(name, max_hw=6, max_n=2), label="geometry")
+    """The Numba CUDA twin in the CUDA simulator: tiny inputs only (n <= 2, h, w <= 6), a
+    uniform batch or a varshape list."""
+    varshape = gpuaug.registry[name].varshape and data.draw(st.booleans(), label="varshape")
+    g = data.draw(geometries(name, varshape=varshape, max_hw=6, max_n=2), label="geometry")
     run_case(name, data.draw, g, backend="numba-sim")
 
 
@@ -602,7 +641,7 @@ def _strided_copy(rng, x, axis_steps):
 
 
 @pytest.mark.parametrize("name", OPS)
-@PROFILE
+@SECONDARY
 @given(data=st.data())
 def test_op_strided_input_and_output_views(name, data):
     """The same bits from a contiguous input, a strided view of it (rows, columns and
@@ -610,7 +649,11 @@ def test_op_strided_input_and_output_views(name, data):
     elements (the rest of its base untouched) and returns it."""
     g = data.draw(geometries(name), label="geometry")
     c = CASES[name](data.draw, g)
-    x = to_layout(_input(name, g), g.layout)
+    x = _input(name, g)
+    if c.plant is not None:
+        for i, s in enumerate(x):
+            c.plant(s, i)
+    x = to_layout(x, g.layout)
     fn = gpuaug.registry[name].func
     want = fn(x, layout=g.layout, **c.params)
     steps = tuple(data.draw(st.lists(st.integers(1, 3), min_size=4, max_size=4), label="strides"))
