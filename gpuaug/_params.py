@@ -68,11 +68,11 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     if is_cuda_array(value):
         cp = cupy_module()
         arr = cp.asarray(value) if hasattr(value, "__cuda_array_interface__") else cp.from_dlpack(value)
-        if not device:
-            arr = cp.asnumpy(arr)
-        elif BATCH_DEVICE.get() is not None and arr.device.id != BATCH_DEVICE.get():
+        if BATCH_DEVICE.get() is not None and arr.device.id != BATCH_DEVICE.get():
             raise ValueError(f"{name}: is on GPU {arr.device.id} but x is on GPU {BATCH_DEVICE.get()}; "
                              "expected per-sample values on x's GPU (or host values)")
+        if not device:
+            arr = cp.asnumpy(arr)
     else:
         try:
             arr = np.asarray(value)
