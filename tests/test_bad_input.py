@@ -91,12 +91,13 @@ def host(v):
     return cupy.asnumpy(v)
 
 
-def call(name, x, where, **kw):
-    """Run op ``name`` on ``where`` (arrays moved to the GPU for the device variants)."""
+def call(name, x, where, host_args=(), **kw):
+    """Run op ``name`` on ``where`` (arrays moved to the GPU for the device variants, except
+    the keyword arguments named in ``host_args``: host values are the ones gpuaug checks)."""
     kw.setdefault("backend", BACKEND[where])
     if on_device(where):
         x = dev(x)
-        kw = {k: dev(v) for k, v in kw.items()}
+        kw = {k: v if k in host_args else dev(v) for k, v in kw.items()}
     return spec(name).func(x, **kw)
 
 
@@ -290,13 +291,17 @@ def test_not_an_array(name, bad, where):
 # ---------------------------------------------------------------------------------------
 # non-contiguous and strided inputs / outputs: accepted, read and written through strides
 # ---------------------------------------------------------------------------------------
-def _views():
+def _view(view, where):
+    """A non-contiguous view, made on the side (host or GPU) the op runs on."""
     big = x_(n=2 * N, h=2 * H, w=2 * W, c=6, seed=5)
+    small = x_(seed=6)
+    if on_device(where):
+        big, small = dev(big), dev(small)
     return {
-        "step-and-flip": big[::2, ::-2, 1::2, :3],       # negative and >1 strides
-        "channel-strided": big[:N, :H, :W, ::2],          # channels 0, 2, 4 of 6
-        "nchw-view": np.ascontiguousarray(x_(seed=6)).transpose(0, 3, 1, 2),  # NHWC memory read as NCHW
-    }
+        "step-and-flip": lambda: big[::2, ::-2, 1::2, :3],    # negative and >1 strides
+        "channel-strided": lambda: big[:N, :H, :W, ::2],       # channels 0, 2, 4 of 6
+        "nchw-view": lambda: small.transpose(0, 3, 1, 2),      # NHWC memory read as NCHW
+    }[view]()
 
 
 @pytest.mark.parametrize("where", HOST + [pytest.param("cuda", marks=gpu)])
@@ -305,12 +310,12 @@ def _views():
 def test_strided_input_is_read_through_its_strides(name, view, where):
     if where == "numba-sim" and (view != "step-and-flip" or name not in SIM_SAMPLE):
         pytest.skip("the simulator is slow; a few ops and one strided case are enough there")
-    v = _views()[view]
+    v = _view(view, where)
     layout = "NCHW" if view == "nchw-view" else "NHWC"
     assert not v.flags.c_contiguous
     kw = kw_(name)
     got = host(call(name, v, where, layout=layout, **kw))
-    want = host(call(name, np.ascontiguousarray(v), where, layout=layout, **kw))
+    want = host(call(name, np.ascontiguousarray(host(v)), where, layout=layout, **kw))
     np.testing.assert_array_equal(got, want)
 
 
@@ -368,7 +373,7 @@ def test_non_finite_parameters(name, pname, bad, where):
         value = bad
     out, snap = poisoned(name, where)
     with raises(exc, pattern):
-        call(name, x_(), where, out=out, **{**kw_(name), pname: value})
+        call(name, x_(), where, host_args=(pname,), out=out, **{**kw_(name), pname: value})
     untouched(out, snap)
 
 
@@ -384,13 +389,14 @@ def test_wrong_parameter_lengths(name, pname, length, where):
     value = np.ones(shape, bool if p.kind == "bool" else np.float64)
     per = (rf"a value of shape {re.escape(str(sample_shape(p)))} or {re.escape(str((N,) + sample_shape(p)))} "
            if p.shape else rf"a (number|flag) or a sequence of {N} ")
+    host_args = (pname,) if p.kind == "size" else ()  # output sizes must be host values
     out, snap = poisoned(name, where)
     with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} .*; expected {per}.*\(one per sample\)$"):
-        call(name, x_(), where, out=out, **{**kw_(name), pname: value})
+        call(name, x_(), where, host_args=host_args, out=out, **{**kw_(name), pname: value})
     untouched(out, snap)
     # varshape: N is the number of images in the list
     with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} "):
-        call(name, list(x_()), where, **{**kw_(name), pname: value})
+        call(name, list(x_()), where, host_args=host_args, **{**kw_(name), pname: value})
 
 
 SHAPED = params_where(lambda p: p.per_sample and p.shape)
@@ -513,7 +519,7 @@ def test_out_of_range_parameters(case, where):
     name, over, exc, pattern = OUT_OF_RANGE[case]
     out, snap = poisoned(name, where)
     with raises(exc, pattern):
-        call(name, x_(), where, out=out, **{**kw_(name), **over})
+        call(name, x_(), where, host_args=tuple(over), out=out, **{**kw_(name), **over})
     untouched(out, snap)
 
 
@@ -684,12 +690,13 @@ def test_out_overlapping_the_input(name, where):
         xs = dev(x) if on_device(where) else x.copy()
         with raises(ValueError, r"^out: overlaps the input"):
             call(name, xs, where, out=xs, **kw_(name))
-    xs = [a.copy() for a in x]
+    xs = [dev(a) if on_device(where) else a.copy() for a in x]
     w = [np.full(g.shape[1:], POISON, g.dtype) for _ in range(N)]
+    w = [dev(a) if on_device(where) else a for a in w]
     if g.shape[1:] == x.shape[1:] and g.dtype == x.dtype:
         with raises(ValueError, r"^out\[1\]: overlaps the input"):
             call(name, xs, where, out=[w[0], xs[1], w[2]], **kw_(name))
-        assert (w[0] == POISON).all() and (w[2] == POISON).all()
+        assert (host(w[0]) == POISON).all() and (host(w[2]) == POISON).all()
 
 
 # ---------------------------------------------------------------------------------------
