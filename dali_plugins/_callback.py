@@ -170,6 +170,7 @@ class Chain:
 
     def __call__(self, images, *params):
         op = self.steps[0].op
+        x = None
         try:
             xp = np
             if self.device == "gpu":
@@ -186,17 +187,25 @@ class Chain:
             return x if isinstance(x, list) else self._samples(x)
         except Exception as e:  # noqa: BLE001 - re-raised, naming the op
             err = wrap_error(op, e)
-            if self.device == "gpu":
-                # DALI 2.4 can crash (segfault/abort) on an exception raised out of a GPU
-                # python_function (seen on an H200, CUDA 13: tests/gpu/dali_debug.py): say what
-                # went wrong first, so the cause is never lost with the process.
-                import sys
+            if self.device != "gpu" or os.environ.get("GPUAUG_DALI_KEEP_TRACEBACK"):
+                raise err from e
+            # GPU: DALI 2.4 has crashed (segfault/abort) on exceptions out of a GPU
+            # python_function, in run() or later when the failed pipeline is destroyed (H200,
+            # CUDA 13: tests/gpu/dali_debug.py, tests/test_dali_faults_gpu.py). Say what went
+            # wrong first, so the cause is never lost with the process; then raise an exception
+            # that holds no frame of the op: their locals are views of DALI's buffers.
+            import sys
+
+            print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            if os.environ.get("GPUAUG_DALI_TRACEBACK"):
                 import traceback
 
-                print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
-                if os.environ.get("GPUAUG_DALI_TRACEBACK"):
-                    traceback.print_exc()
-            raise err from e
+                traceback.print_exc()
+            e.__traceback__ = None
+            err.__cause__ = err.__context__ = None
+            del e
+        images = params = x = None  # noqa: F841 - drop this frame's views before raising
+        raise err
 
     def _apply(self, step, x, lists, n, xp, last=False):
         if isinstance(x, list) and step.layout != "NHWC":

@@ -30,8 +30,15 @@ from test_dali import FAULTS  # noqa: E402
 pytestmark = [pytest.mark.gpu, pytest.mark.dali]
 
 
+#: Faults that a GPU pipeline does not see: per-sample values arrive there as CuPy arrays, and
+#: checking them (NaN) would read them back, a stream wait; docs/errors.md says so.
+NOT_CHECKED_ON_GPU = {c for c in FAULTS if "nan" in c}
+
+
 @pytest.mark.parametrize("case", sorted(FAULTS))
 def test_gpu_error_then_pipeline_rebuilt(case):
+    if case in NOT_CHECKED_ON_GPU:
+        pytest.skip("per-sample values on the GPU are not checked for NaN (no stream wait; docs/errors.md)")
     p = subprocess.run([sys.executable, os.path.abspath(__file__), case], capture_output=True, text=True,
                        timeout=300, cwd=os.path.dirname(HERE), env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     steps = [line for line in p.stdout.splitlines() if line.startswith("step: ")]
