@@ -13,15 +13,24 @@ import numpy as np
 from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
 
 
+def _host_copy(v):
+    """``v`` itself, or a NumPy copy when it is a CUDA array (for messages only: error paths,
+    where reading a value back is fine; ``np.asarray`` refuses CuPy arrays)."""
+    if not is_cuda_array(v):
+        return v
+    cp = cupy_module()
+    return cp.asnumpy(cp.asarray(v) if hasattr(v, "__cuda_array_interface__") else cp.from_dlpack(v))
+
+
 def _fmt(v):
-    a = np.asarray(v)
+    a = np.asarray(_host_copy(v))
     return repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
 
 
 def _bad(value, arr, mask):
     """``value`` for a message: the whole value when small, else its first bad element
     (``mask`` over the broadcast ``arr``) and where it is."""
-    a = np.asarray(value)
+    a = np.asarray(_host_copy(value))
     if a.size <= 8 or not mask.any():
         return _fmt(value)
     idx = tuple(int(i) for i in np.argwhere(mask)[0])
