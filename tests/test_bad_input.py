@@ -91,13 +91,26 @@ def host(v):
     return cupy.asnumpy(v)
 
 
+# Parameters that decide the output shape must be host values: a CUDA array there is refused
+# with TypeError ("... must be known on the host", docs/errors.md; test_shape_deciding_
+# parameters_must_be_host_values). That is the output sizes (kind "size"), pad's padding
+# and, for the non-square (12x10) images used here, rot90's k.
+HOST_ONLY = {"pad": {"padding"}, "rot90": {"k"}}
+
+
+def host_only(name):
+    return {p.name for p in spec(name).params if p.kind == "size"} | HOST_ONLY.get(name, set())
+
+
 def call(name, x, where, host_args=(), **kw):
     """Run op ``name`` on ``where`` (arrays moved to the GPU for the device variants, except
-    the keyword arguments named in ``host_args``: host values are the ones gpuaug checks)."""
+    the keyword arguments named in ``host_args``: host values are the ones gpuaug checks, and
+    the op's host-only parameters, see HOST_ONLY)."""
     kw.setdefault("backend", BACKEND[where])
     if on_device(where):
         x = dev(x)
-        kw = {k: v if k in host_args else dev(v) for k, v in kw.items()}
+        keep = set(host_args) | host_only(name)
+        kw = {k: v if k in keep else dev(v) for k, v in kw.items()}
     return spec(name).func(x, **kw)
 
 
@@ -389,14 +402,13 @@ def test_wrong_parameter_lengths(name, pname, length, where):
     value = np.ones(shape, bool if p.kind == "bool" else np.float64)
     per = (rf"a value of shape {re.escape(str(sample_shape(p)))} or {re.escape(str((N,) + sample_shape(p)))} "
            if p.shape else rf"a (number|flag) or a sequence of {N} ")
-    host_args = (pname,) if p.kind == "size" else ()  # output sizes must be host values
     out, snap = poisoned(name, where)
     with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} .*; expected {per}.*\(one per sample\)$"):
-        call(name, x_(), where, host_args=host_args, out=out, **{**kw_(name), pname: value})
+        call(name, x_(), where, out=out, **{**kw_(name), pname: value})
     untouched(out, snap)
     # varshape: N is the number of images in the list
     with raises(ValueError, rf"^{pname}: got shape {re.escape(str(shape))} "):
-        call(name, list(x_()), where, host_args=host_args, **{**kw_(name), pname: value})
+        call(name, list(x_()), where, **{**kw_(name), pname: value})
 
 
 SHAPED = params_where(lambda p: p.per_sample and p.shape)
@@ -419,6 +431,31 @@ def test_a_3x3_matrix_where_2x3_is_expected():
     with raises(ValueError, r"^matrix: got shape \(3, 3\) \(array of shape \(3, 3\)\); expected a value of shape "
                             r"\(2, 3\) or \(3, 2, 3\) \(one per sample\)$"):
         gpuaug.warp_affine(x_(), np.eye(3))
+
+
+# Parameters that decide the output shape, given as CUDA arrays: TypeError (the shape must
+# be known on the host without reading the GPU). rot90's k may be a CUDA array for square images.
+SHAPE_DECIDING = [
+    ("pad", "padding", r"^padding: got a CUDA array; padding decides the output shape, which must be known on "
+                       r"the host: pass host ints"),
+    ("rot90", "k", r"^k: got a CUDA array, but the images are not square, so k decides the output shape, which "
+                   r"must be known on the host; pass k as host ints"),
+    ("crop", "height", r"^height: got a CUDA array; height decides the output shape, which must be known on the "
+                       r"host"),
+    ("resize", "size", r"^size: got a CUDA array; output sizes decide the output shape and must be host values"),
+]
+
+
+@pytest.mark.parametrize("where", DEVICE)
+@pytest.mark.parametrize("name,pname,pattern", SHAPE_DECIDING, ids=[f"{c[0]}-{c[1]}" for c in SHAPE_DECIDING])
+def test_shape_deciding_parameters_must_be_host_values(name, pname, pattern, where):
+    import cupy
+
+    assert pname in host_only(name)  # the device variants of the other tests keep it on the host
+    out, snap = poisoned(name, where)
+    with raises(TypeError, pattern):
+        call(name, x_(), where, out=out, **{**kw_(name), pname: cupy.asarray(kw_(name)[pname])})
+    untouched(out, snap)
 
 
 SCALAR = params_where(lambda p: p.per_sample and not p.shape)
@@ -682,8 +719,7 @@ def test_out_overlapping_the_input(name, where):
     xa, out = _overlapping(x, g.shape, g.dtype, where)
     before_x, before_out = host(xa).copy(), host(out).copy()
     with raises(ValueError, r"^out: overlaps the input in memory; ops are not in place, pass a separate array$"):
-        spec(name).func(xa, out=out, backend=BACKEND[where], **{k: dev(v) if on_device(where) else v
-                                                                for k, v in kw_(name).items()})
+        call(name, xa, where, out=out, **kw_(name))
     np.testing.assert_array_equal(host(xa), before_x)
     np.testing.assert_array_equal(host(out), before_out)
     if g.shape == x.shape and g.dtype == x.dtype:  # out is x itself
@@ -821,7 +857,7 @@ def test_arrays_on_another_gpu(name):
     with raises(ValueError, r"^x: images lie on different GPUs \(x\[0\] on GPU 1, x\[1\] on GPU 0\)"):
         spec(name).func([x1[0], x0[1], x1[2]], **kw)
     for pname, v in kw.items():
-        if isinstance(v, np.ndarray) and param(name, pname).per_sample and param(name, pname).kind not in ("size",):
+        if isinstance(v, np.ndarray) and param(name, pname).per_sample and pname not in host_only(name):
             with cupy.cuda.Device(0):
                 v0 = cupy.asarray(v)
             with raises(ValueError, rf"^{pname}: is on GPU 0 but x is on GPU 1; expected per-sample values on x's GPU"):
