@@ -39,29 +39,18 @@ __device__ __forceinline__ bool fits32(const Sample& s, int C) {
 
 // Bytes [0, NB) from p (any alignment, NB <= 8) into lo (bytes 0-3) and hi (4-7). Reads
 // the aligned 8-byte block holding p and, only if the bytes run into it, the next one:
-// every block read holds a wanted byte. A block may still run past the wanted bytes, so
-// where it would pass ``end`` (one past the sample's last byte: the allocation may end
-// there) the bytes are read one by one instead (compute-sanitizer's memcheck found the
-// 8-byte read of a 182-byte image's last pixel).
+// every block read holds a wanted byte, but a block may run up to 7 bytes past the wanted
+// ones. Source keeps these loads off an image's last row (hm1 below), where those bytes
+// could lie past the end of the allocation (compute-sanitizer's memcheck found that read
+// on a 182-byte image); on every other row they belong to the next row.
 template <int NB>
-__device__ __forceinline__ void load_bytes(const unsigned char* p, const unsigned char* end, unsigned& lo,
-                                           unsigned& hi) {
+__device__ __forceinline__ void load_bytes(const unsigned char* p, unsigned& lo, unsigned& hi) {
   const size_t addr = reinterpret_cast<size_t>(p);
   const uint2* q = reinterpret_cast<const uint2*>(addr & ~(size_t)7);
   const int off = (int)(addr & 7);
-  const bool two = off + NB > 8;
-  if ((addr & ~(size_t)7) + (two ? 16u : 8u) > reinterpret_cast<size_t>(end)) {
-    lo = hi = 0u;
-#pragma unroll
-    for (int k = 0; k < NB; ++k) {
-      const unsigned b = (unsigned)__ldg(p + k);
-      if (k < 4) lo |= b << (8 * k); else hi |= b << (8 * (k - 4));
-    }
-    return;
-  }
   const uint2 a = __ldg(q);
   uint2 b = make_uint2(0u, 0u);
-  if (two) b = __ldg(q + 1);
+  if (off + NB > 8) b = __ldg(q + 1);
   const bool up = off >= 4;
   const unsigned w0 = up ? a.y : a.x, w1 = up ? b.x : a.y, w2 = up ? b.y : b.x;
   const unsigned sh = (unsigned)(off & 3) * 8u;
@@ -99,10 +88,9 @@ struct Source {
   Sample s;        // for the border taps (interp.cuh, 64-bit offsets)
   const T* base;
   int sy, sx, sc;  // 32-bit strides, valid when small
-  float wm1, hm1;  // w - 1, h - 1
+  float wm1, hm1;  // w - 1; the last row the fast paths may read + 1 (h - 1, or h - 2 for packed)
   bool small;      // 32-bit offsets and floor_magic are safe (else interp.cuh's path)
   bool packed;     // uint8 with pixels of C contiguous bytes
-  const unsigned char* end;  // packed: one past the sample's last byte (load_bytes)
   float fill[C];
 
   // dense: the caller knows the offsets fit 32 bits.
@@ -115,10 +103,10 @@ struct Source {
     sx = (int)smp.sx;
     sc = (int)smp.sc;
     wm1 = (float)(smp.w - 1);
-    hm1 = (float)(smp.h - 1);
-    packed = sizeof(T) == 1 && smp.sx == C && smp.sc == 1;
-    end = reinterpret_cast<const unsigned char*>(smp.ptr) + (smp.sy > 0 ? (i64)(smp.h - 1) * smp.sy : 0) +
-          (i64)smp.w * C;
+    packed = sizeof(T) == 1 && smp.sx == C && smp.sc == 1 && smp.sy > 0;
+    // packed uint8 pixels are read as 8-byte blocks: keep them off the last row (and off
+    // images whose rows are shorter than a block); the generic path reads those pixels
+    hm1 = !packed ? (float)(smp.h - 1) : (smp.w * C >= 8 ? (float)(smp.h - 2) : -1.f);
 #pragma unroll
     for (int c = 0; c < C; ++c) fill[c] = fills[c];
   }
@@ -130,7 +118,7 @@ struct Source {
       if constexpr (sizeof(T) == 1) {
         if (packed) {
           unsigned lo, hi;
-          load_bytes<C>(reinterpret_cast<const unsigned char*>(p), end, lo, hi);
+          load_bytes<C>(reinterpret_cast<const unsigned char*>(p), lo, hi);
 #pragma unroll
           for (int c = 0; c < C; ++c) v[c] = magic_byte(lo, hi, c) - GPUAUG_MAGIC;
           return;
@@ -151,8 +139,8 @@ struct Source {
       if constexpr (sizeof(T) == 1) {
         if (packed) {
           unsigned l0, h0, l1, h1;
-          load_bytes<2 * C>(reinterpret_cast<const unsigned char*>(p), end, l0, h0);
-          load_bytes<2 * C>(reinterpret_cast<const unsigned char*>(p + sy), end, l1, h1);
+          load_bytes<2 * C>(reinterpret_cast<const unsigned char*>(p), l0, h0);
+          load_bytes<2 * C>(reinterpret_cast<const unsigned char*>(p + sy), l1, h1);
 #pragma unroll
           for (int c = 0; c < C; ++c) {
             // differences of two 2^23 + byte floats are exact: lerp on them directly
