@@ -245,9 +245,10 @@ def dense_variants(base):
 
 
 def dense_fast(kernels, template):
-    """run()'s ``fast`` hook: dense NHWC batches (source and output C-contiguous, each
-    sample under 2^31 elements) take ``<name>_dense``, which reads no descriptor tables
-    and uses 32-bit offsets; anything else returns None (the table-driven kernel)."""
+    """run()'s ``fast`` hook: dense NHWC batches (source and output C-contiguous) take
+    ``<name>_dense``, which reads no descriptor tables and uses 32-bit offsets within a
+    sample (Batch refuses images over 2**31 - 1 elements); anything else returns None (the
+    table-driven kernel)."""
 
     def fast(src, dst):
         if src.varshape or dst.varshape or src.layout != "NHWC" or dst.layout != "NHWC":
@@ -257,8 +258,6 @@ def dense_fast(kernels, template):
             return None
         n, h, w, c = src.nhwc.shape
         hh, ww = dst.nhwc.shape[1:3]
-        if h * w * c >= 2**31 or hh * ww * c >= 2**31:
-            return None
         from gpuaug.kernels._cuda import get_function, kernel_name
 
         fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1] + "_dense", *template))
