@@ -17,8 +17,6 @@ as a ``RuntimeError`` from the pipeline's ``run()``.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from gpuaug._registry import REGISTRY
@@ -167,10 +165,10 @@ class Chain:
         self.calls = 0  # batches seen: the noise ops' seed advances by one per batch
         self._reuse = None  # (key, output buffer, its per-sample views), GPU only
         self._key = None
+        self._host = [set() for _ in self.steps]  # per step: arguments the op reads on the host
 
     def __call__(self, images, *params):
         op = self.steps[0].op
-        x = None
         try:
             xp = np
             if self.device == "gpu":
@@ -181,33 +179,23 @@ class Chain:
             last = len(self.steps) - 1
             for i, step in enumerate(self.steps):
                 op = step.op
-                x = self._apply(step, x, params[k:k + len(step.node_params)], n, xp, i == last)
+                x = self._apply(step, x, params[k:k + len(step.node_params)], n, xp, self._host[i], i == last)
                 k += len(step.node_params)
             self.calls += 1
             return x if isinstance(x, list) else self._samples(x)
         except Exception as e:  # noqa: BLE001 - re-raised, naming the op
             err = wrap_error(op, e)
-            if self.device != "gpu" or os.environ.get("GPUAUG_DALI_KEEP_TRACEBACK"):
-                raise err from e
-            # GPU: DALI 2.4 has crashed (segfault/abort) on exceptions out of a GPU
-            # python_function, in run() or later when the failed pipeline is destroyed (H200,
-            # CUDA 13: tests/gpu/dali_debug.py, tests/test_dali_faults_gpu.py). Say what went
-            # wrong first, so the cause is never lost with the process; then raise an exception
-            # that holds no frame of the op: their locals are views of DALI's buffers.
-            import sys
+            if self.device == "gpu":
+                # DALI 2.4 can crash the process (segfault/abort) after an exception out of a
+                # GPU python_function, in run() or when the pipeline is destroyed (H200, CUDA 13:
+                # tests/gpu/dali_debug.py, tests/test_dali_faults_gpu.py): say what went wrong
+                # first, so the cause is never lost with the process.
+                import sys
 
-            print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
-            if os.environ.get("GPUAUG_DALI_TRACEBACK"):
-                import traceback
+                print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            raise err from e
 
-                traceback.print_exc()
-            e.__traceback__ = None
-            err.__cause__ = err.__context__ = None
-            del e
-        images = params = x = None  # noqa: F841 - drop this frame's views before raising
-        raise err
-
-    def _apply(self, step, x, lists, n, xp, last=False):
+    def _apply(self, step, x, lists, n, xp, host, last=False):
         if isinstance(x, list) and step.layout != "NHWC":
             x = xp.stack(x)
         spec = REGISTRY[step.op]
@@ -218,10 +206,10 @@ class Chain:
             hit = self._reuse
             if hit is not None and hit[0] == self._key:
                 try:
-                    return _host_values_if_needed(spec.func, x, dict(kw, out=hit[1]))
+                    return call_host(spec.func, x, dict(kw, out=hit[1]), host)
                 except ValueError:  # this batch's output differs in shape or dtype: allocate
                     self._reuse = None
-        return call_op(spec.func, x, kw, spec.changes_shape)
+        return call_op(spec.func, x, kw, spec.changes_shape, host)
 
     def _samples(self, out):
         hit = self._reuse
@@ -233,34 +221,46 @@ class Chain:
         return views
 
 
-def call_op(func, x, kw, changes_shape):
-    """``func(x, **kw)``; when an op that changes shapes refuses a uniform batch (its
-    per-sample output sizes differ: rot90 with mixed k, per-sample padding...), the same
-    samples again as a varshape list: DALI's outputs are per sample anyway."""
+def call_op(func, x, kw, changes_shape, host=None):
+    """``func(x, **kw)`` through :func:`call_host`; when an op that changes shapes refuses a
+    uniform batch (its per-sample output sizes differ: rot90 with mixed k, per-sample
+    padding...), the same samples again as a varshape list: DALI's outputs are per sample
+    anyway."""
     try:
-        return _host_values_if_needed(func, x, kw)
+        return call_host(func, x, kw, host)
     except ValueError:
         if not changes_shape or isinstance(x, list) or kw.get("layout") != "NHWC" or x.shape[0] == 1:
             raise
-    return _host_values_if_needed(func, list(x), kw)
+    return call_host(func, list(x), kw, host)
 
 
-def _host_values_if_needed(func, x, kw):
-    """``func(x, **kw)``; a per-sample value that the op must read on the host (it decides
-    the output shape: pad's padding, rot90's k on non-square images, crop's offsets...)
-    arrives from a GPU pipeline as a CuPy array: the op refuses it (TypeError naming the
-    argument and "host") before launching anything, and it is copied back and the call
-    repeated. That copy waits for DALI's stream: those ops are listed as reading the host."""
-    for _ in range(len(kw) + 1):
+def call_host(func, x, kw, host=None):
+    """``func(x, **kw)``. A per-sample value that the op must read on the host (it decides
+    the output shape: pad's padding, rot90's k on non-square images...) arrives from a GPU
+    pipeline as a CuPy array: the op refuses it (a TypeError naming the argument and "host")
+    before launching anything, and it is copied back (a wait on DALI's stream) and the call
+    repeated. ``host`` (a set) remembers those names, so the next batches copy them first
+    instead of failing first."""
+    host = set() if host is None else host
+    kw = host_kwargs(kw, host)
+    while True:
         try:
             return func(x, **kw)
         except TypeError as e:
             name = str(e).split(":", 1)[0]
             v = kw.get(name)
-            if "host" not in str(e) or v is None or isinstance(v, np.ndarray) or not hasattr(v, "get"):
+            if "host" not in str(e) or name in host or isinstance(v, np.ndarray) or not hasattr(v, "get"):
                 raise
+            host.add(name)
             kw = dict(kw, **{name: v.get()})
-    return func(x, **kw)
+
+
+def host_kwargs(kw, names):
+    """``kw`` with the values named in ``names`` copied to the host (NumPy)."""
+    if not names:
+        return kw
+    return {k: (v.get() if k in names and not isinstance(v, np.ndarray) and hasattr(v, "get") else v)
+            for k, v in kw.items()}
 
 
 def op_kwargs(step, x, lists, n, xp, calls):

@@ -661,3 +661,51 @@ def test_import_gpuaug_does_not_import_dali():
             "print('nvidia.dali' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _DeviceValues:
+    """Stands in for a CuPy array of per-sample values: ``get()`` copies to the host."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+        self.gets = 0
+
+    def get(self):
+        self.gets += 1
+        return self.a
+
+
+def test_host_read_values_are_learned_once_per_step():
+    """A value the op must read on the host (pad's padding) arrives from a GPU pipeline as a
+    device array: the first batch fails over to a host copy, later batches copy it first."""
+    from gpuaug.dali._callback import call_host
+
+    x = np.stack(_images())
+    calls = []
+
+    def pad(x, padding, **kw):
+        calls.append(type(padding).__name__)
+        if isinstance(padding, _DeviceValues):
+            raise TypeError("padding: got a CUDA array; padding decides the output shape, which must be "
+                            "known on the host: pass host ints (top, bottom, left, right)")
+        return gpuaug.pad(x, padding, **kw)
+
+    host = set()
+    pads = np.tile(np.array([1, 2, 3, 4]), (N, 1))
+    for batch in range(3):
+        dev = _DeviceValues(pads)
+        got = call_host(pad, x, {"padding": dev, "backend": "cpu"}, host)
+        np.testing.assert_array_equal(got, gpuaug.pad(x, pads, backend="cpu"))
+        assert dev.gets == 1
+    assert host == {"padding"}
+    assert calls == ["_DeviceValues", "ndarray", "ndarray", "ndarray"]  # refused once, then copied first
+
+
+def test_host_read_retry_is_not_a_loop_for_other_type_errors():
+    from gpuaug.dali._callback import call_host
+
+    def op(x, value):
+        raise TypeError("value: got a CUDA array, which must be known on the host")
+
+    with pytest.raises(TypeError, match="value: got a CUDA array"):
+        call_host(op, None, {"value": _DeviceValues([1.0])}, set())  # copied back once, still refused
