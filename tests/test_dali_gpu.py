@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import gpuaug
+from test_dali import _split  # example kwargs -> (constants, per-sample lists)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.dali]
 
@@ -39,21 +40,6 @@ extern "C" __global__ void gpuaug_test_spin(long long cycles) {
 
 def _images(n=N, h=H, w=W, c=C, seed=1):
     return np.random.default_rng(seed).integers(0, 256, (n, h, w, c), dtype=np.uint8)
-
-
-def _split(op, kwargs, n):
-    spec = gpuaug.registry[op]
-    by_name = {p.name: p for p in spec.params}
-    consts, per = {}, {}
-    for k, v in kwargs.items():
-        p = by_name[k]
-        a = np.asarray(v) if not isinstance(v, (str, type(None))) else None
-        if (a is not None and p.per_sample and p.kind != "size" and a.ndim >= 1 and a.shape[0] == n
-                and a.ndim == len(p.shape) + 1):
-            per[k] = [np.array(a[i]) for i in range(n)]
-        else:
-            consts[k] = v
-    return consts, per
 
 
 def _const(value):
