@@ -55,7 +55,7 @@ def _layout(x, layout):
     return x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
-def _compare(got, ref, dtype, what):
+def _compare(got, ref, what):
     got = [got] if not isinstance(got, list) else got
     ref = [ref] if not isinstance(ref, list) else ref
     assert len(got) == len(ref), f"{what}: {len(got)} outputs vs {len(ref)}"
@@ -102,7 +102,7 @@ class Runner:
                     y = spec.func(xd, **kw, layout=layout, backend=be)
                 cp.cuda.get_current_stream().synchronize()
                 got = [cp.asnumpy(a) for a in y] if isinstance(y, list) else cp.asnumpy(y)
-                _compare(got, ref, np.asarray(ref[0] if isinstance(ref, list) else ref).dtype, f"{what} [{be}]")
+                _compare(got, ref, f"{what} [{be}]")
             except Exception as e:  # noqa: BLE001 - collected and reported
                 self.failures.append(f"{what} [{be}]: {type(e).__name__}: {e}")
                 traceback.print_exc(limit=3)
@@ -164,7 +164,7 @@ class Runner:
                     ref = make()(x, layout=layout)
                     got = cp.asnumpy(make()(cp.asarray(x), layout=layout))
                     cp.cuda.get_current_stream().synchronize()
-                    _compare(got, ref, ref.dtype, what)
+                    _compare(got, ref, what)
                 except Exception as e:  # noqa: BLE001
                     self.failures.append(f"{what}: {type(e).__name__}: {e}")
                     traceback.print_exc(limit=3)
