@@ -25,7 +25,8 @@ setup(
         "cuda12": ["cupy-cuda12x>=13", "nvidia-dali-cuda120>=2.0"],
         "cuda13": ["cupy-cuda13x>=14", "nvidia-dali-cuda130>=2.0"],
         # NVRTC lets the CPU-only test run compile every CUDA C kernel (no GPU needed).
-        "test": ["pytest>=7", "pytest-benchmark>=4", "hypothesis>=6", "matplotlib>=3.5",
+        # scipy: the filter and noise tests compare against scipy.ndimage / scipy.stats.
+        "test": ["pytest>=7", "pytest-benchmark>=4", "hypothesis>=6", "matplotlib>=3.5", "scipy>=1.9",
                  "nvidia-cuda-nvrtc-cu12; platform_machine == 'x86_64'"],
         "pycuda": ["pycuda>=2024.1"],
         "bench": ["matplotlib>=3.5", "tqdm>=4"],  # gpuaug bench --plot and its progress bar
