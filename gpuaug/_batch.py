@@ -43,6 +43,8 @@ def same_size(shapes):
     if hw is not None:
         return hw
     first = tuple(shapes[0])
+    if isinstance(shapes, list) and shapes.count(first) == len(shapes):  # a C loop, not a genexpr
+        return first
     return first if all(tuple(s) == first for s in shapes) else None
 
 
@@ -52,6 +54,14 @@ def max_size(shapes):
     if hw is not None:
         return hw
     return max(s[0] for s in shapes), max(s[1] for s in shapes)
+
+
+def max_over(shapes, f):
+    """``max(f(h, w))`` over ``shapes``, once for a uniform batch."""
+    hw = getattr(shapes, "hw", None)
+    if hw is not None:
+        return f(*hw)
+    return max(f(h, w) for h, w in shapes)
 
 
 TABLE_COLS = 6  # address, height, width, stride_y, stride_x, stride_c
@@ -101,6 +111,18 @@ class Batch:
     @property
     def n(self):
         return len(self.shapes)
+
+    def sizes(self):
+        """Per-sample heights and widths as two int64 arrays (no Python loop for a uniform batch)."""
+        hw = getattr(self.shapes, "hw", None)
+        if hw is not None:
+            return np.full(self.n, hw[0], np.int64), np.full(self.n, hw[1], np.int64)
+        a = np.array(self.shapes, np.int64).reshape(-1, 2)
+        return a[:, 0], a[:, 1]
+
+    def uniform(self, hw):
+        """``hw`` for every sample, as :class:`Same` (what ``alloc`` and the kernels read)."""
+        return Same(hw, self.n)
 
     @property
     def xp(self):

@@ -53,63 +53,119 @@ def kernel_name(base: str, *template_args) -> str:
 
 
 class _Staging:
-    """A ring of pinned host buffers for the small per-call uploads (descriptor tables,
-    per-sample parameters): one ``cudaMemcpyAsync`` from pinned memory per op call, so
-    no op waits for the device. A slot is reused only after the event recorded behind
-    its last copy has completed (a host wait on that one copy, never a device sync).
+    """Pinned host memory for the small per-call uploads (descriptor tables, per-sample
+    parameters): one ``cudaMemcpyAsync`` from pinned memory per op call, and the host never
+    waits for the device while its queue is deep (a training step's kernels ahead of ours).
+
+    Uploads are packed one after another into pinned chunks of ``CHUNK`` bytes. A chunk is
+    reused once the event recorded behind its last copy has completed; while every chunk is
+    still in flight a new one is allocated instead of waiting (the old 32-slot ring waited on
+    the oldest copy, which stalled the host for the length of the queue: 5 ms per call for
+    normalize behind a busy stream on the H100). Past ``MAX_BYTES`` of pinned memory it waits
+    for the oldest chunk after all, so a runaway queue cannot pin unbounded host memory.
+    ``stats`` counts uploads, bytes, chunks allocated and host waits (tests read it).
     """
 
-    SLOTS = 32
+    CHUNK = 1 << 20
+    MAX_BYTES = 256 << 20
 
     def __init__(self):
-        self._slots = [None] * self.SLOTS  # (pinned memory, nbytes, event)
-        self._next = 0
+        self._free = []          # chunks whose copies have completed
+        self._busy = []          # retired chunks, oldest first
+        self._cur = None         # chunk being filled
+        self._off = 0
+        self._pinned = 0
         self._lock = threading.Lock()
+        self.stats = {"uploads": 0, "bytes": 0, "chunks": 0, "waits": 0}
+
+    @staticmethod
+    def _done(chunk):
+        return all(ev.done for _, ev in chunk["events"])
+
+    def _take(self, total):
+        import cupy
+
+        while self._busy and self._done(self._busy[0]):
+            self._free.append(self._busy.pop(0))
+        for i, c in enumerate(self._free):
+            if c["size"] >= total:
+                c = self._free.pop(i)
+                c["events"] = []
+                return c
+        size = max(total, self.CHUNK)
+        if self._busy and self._pinned + size > self.MAX_BYTES:
+            chunk = self._busy.pop(0)
+            for _, ev in chunk["events"]:
+                ev.synchronize()
+            self.stats["waits"] += 1
+            chunk["events"] = []
+            if chunk["size"] >= total:
+                return chunk
+            self._pinned -= chunk["size"]
+        self._pinned += size
+        self.stats["chunks"] += 1
+        return {"mem": cupy.cuda.alloc_pinned_memory(size), "size": size, "events": []}
 
     def upload(self, arrays):
         """Copy host arrays to the device on the current stream; return CuPy arrays."""
         import cupy
 
         offs, total = [], 0
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
         for a in arrays:
             offs.append(total)
             total += (a.nbytes + 255) // 256 * 256
         total = max(total, 256)
+        stream = cupy.cuda.get_current_stream()
         with self._lock:
-            i = self._next
-            self._next = (i + 1) % self.SLOTS
-            slot = self._slots[i]
-            if slot is not None and slot[2] is not None:
-                slot[2].synchronize()
-            if slot is None or slot[1] < total:
-                size = max(total, 1 << 16)
-                slot = [cupy.cuda.alloc_pinned_memory(size), size, None]
-                self._slots[i] = slot
-            host = np.frombuffer(slot[0], np.uint8, total)
+            cur = self._cur
+            if cur is not None and self._off + total > cur["size"]:
+                self._busy.append(cur)
+                cur = self._cur = None
+            if cur is None:
+                cur, self._off = self._take(total), 0
+                self._cur = cur
+            base = self._off
+            host = np.frombuffer(cur["mem"], np.uint8, total, base)
             for a, o in zip(arrays, offs):
                 host[o:o + a.nbytes] = a.view(np.uint8).reshape(-1)
             dev = cupy.empty(total, np.uint8)
-            stream = cupy.cuda.get_current_stream()
-            dev.data.copy_from_host_async(slot[0].ptr, total, stream)
+            dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
+            # One event per stream that read the chunk, recorded behind its latest copy (events
+            # are per stream; recorded now, so a stream destroyed later does not matter).
             ev = cupy.cuda.Event(block=False, disable_timing=True)
             ev.record(stream)
-            slot[2] = ev
+            evs = cur["events"]
+            for i, (ptr, _) in enumerate(evs):
+                if ptr == stream.ptr:
+                    evs[i] = (ptr, ev)
+                    break
+            else:
+                evs.append((stream.ptr, ev))
+            self._off = base + total
+            self.stats["uploads"] += 1
+            self.stats["bytes"] += total
         return [dev[o:o + a.nbytes].view(a.dtype).reshape(a.shape) for a, o in zip(arrays, offs)]
 
 
 _staging = {}
 
 
-def upload(*arrays):
-    """Host arrays -> device arrays, one async copy from pinned memory (current stream)."""
+def staging(dev=None) -> _Staging:
+    """The pinned upload area of device ``dev`` (default: the current device)."""
     import cupy
 
-    dev = cupy.cuda.runtime.getDevice()
+    if dev is None:
+        dev = cupy.cuda.runtime.getDevice()
     st = _staging.get(dev)
     if st is None:
         st = _staging.setdefault(dev, _Staging())
-    return st.upload(arrays)
+    return st
+
+
+def upload(*arrays):
+    """Host arrays -> device arrays, one async copy from pinned memory (current stream)."""
+    return staging().upload(arrays)
 
 
 def grid_2d(h: int, w: int, n: int, block=(32, 8)):

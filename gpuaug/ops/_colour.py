@@ -197,7 +197,8 @@ def _numba_means(b: Batch, params, gray, target):
         if s.dtype == np.float16:
             s = s.astype(np.float32)
         _launch(kern, target, b, s.shape, (s, sums[sl], par[sl]))
-    counts = xp.asarray(np.array([h * w for h, w in b.shapes], np.float64))
+    hs, ws = b.sizes()
+    counts = xp.asarray((hs * ws).astype(np.float64))
     return sums / counts
 
 

@@ -66,7 +66,7 @@ def uniform_out(b, out, hw, dtype, channels, layout):
     caller's ``out=``, as one 4-D batch in ``layout``. Returns ``(result, views)``: pass
     ``views`` (one HWC view per sample) to run() as ``out=`` and return ``result``."""
     proxy = dataclasses.replace(b, varshape=False, single=False)
-    result, dst = proxy.alloc(out, [tuple(hw)] * b.n, dtype=dtype, channels=channels, layout=layout)
+    result, dst = proxy.alloc(out, b.uniform(hw), dtype=dtype, channels=channels, layout=layout)
     return result, [dst.nhwc[i] for i in range(b.n)]
 
 

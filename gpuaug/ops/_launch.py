@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table
+from gpuaug._batch import Batch, descriptor_table, max_over, max_size
 from gpuaug._params import per_sample
 from gpuaug._run import _launch
 from gpuaug._stream import check_stream
@@ -41,8 +41,7 @@ class CudaPlan:
 
 def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
     """Grid with one block per ``tile_w`` x ``tile_h`` output tile; z walks the samples."""
-    hmax = max(h for h, _ in dst.shapes)
-    wmax = max(w for _, w in dst.shapes)
+    hmax, wmax = max_size(dst.shapes)
     return ((wmax + tile_w - 1) // tile_w, (hmax + tile_h - 1) // tile_h, min(dst.n, 65535)), tuple(block)
 
 
@@ -222,7 +221,7 @@ def store_range(dtype):
 def rows_grid(dst: Batch, block=256):
     """Grid for replace_rows: one thread per 16 bytes' worth of pixels (16 / itemsize) of a row."""
     ppt = 16 // dst.dtype.itemsize
-    work = max(h * -(-w // ppt) for h, w in dst.shapes)
+    work = max_over(dst.shapes, lambda h, w: h * -(-w // ppt))
     return (-(-work // block), min(dst.n, 65535), 1), (block, 1, 1)
 
 

@@ -194,7 +194,7 @@ def rotation_inverse(b, angle, center, scale):
         ctr = xp.asarray(ctr, dtype=xp.float64)
         cx, cy = ctr[:, 0], ctr[:, 1]
     elif b.varshape:
-        hw = xp.asarray(np.asarray(b.shapes, np.float64))
+        hw = xp.asarray(np.stack(b.sizes(), axis=1).astype(np.float64))
         cx, cy = (hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2
     else:
         h, w = b.nhwc.shape[1:3]
@@ -213,7 +213,7 @@ def rotation_inverse(b, angle, center, scale):
 def output_shapes(b, size):
     if size is None:
         return b.shapes
-    return [host_size(size, "size")] * b.n
+    return b.uniform(host_size(size, "size"))
 
 
 def params_matrix(b, interp, border, inv, fill):

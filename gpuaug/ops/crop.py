@@ -26,7 +26,7 @@ def host_ints(value, n, name, *, low=None):
 
 def uniform_shapes(b, shapes, names):
     """Refuse per-sample output sizes that differ in a uniform (4-D) batch."""
-    if not b.varshape and len(set(shapes)) > 1:
+    if not b.varshape and not hasattr(shapes, "hw") and len(set(shapes)) > 1:
         raise ValueError(f"{names}: give per-sample output sizes {sorted(set(shapes))[:4]} that "
                          "differ; a uniform batch has one output size (every sample's must be "
                          "equal); pass a list of images for outputs of different sizes")
@@ -136,9 +136,13 @@ def center_crop(x, size, *, out=None, layout="NHWC", stream=None, backend=None):
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     h, w = host_size(size, "size")
-    params = np.array([(center_offset(sh, h), center_offset(sw, w)) for sh, sw in b.shapes],
-                      np.float64)
-    return run(b, KERNELS, params, shapes=[(h, w)] * b.n, out=out, backend=be, stream=stream,
+    hw = getattr(b.shapes, "hw", None)
+    if hw is not None:  # a uniform batch: one offset for every sample
+        params = np.tile(np.array([center_offset(hw[0], h), center_offset(hw[1], w)], np.float64), (b.n, 1))
+    else:
+        params = np.array([(center_offset(sh, h), center_offset(sw, w)) for sh, sw in b.shapes],
+                          np.float64)
+    return run(b, KERNELS, params, shapes=b.uniform((h, w)), out=out, backend=be, stream=stream,
                fast=rows_fast())
 
 

@@ -86,9 +86,10 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     window = None
     if crop is not None:
         window = host_size(crop, "crop")
-        for i, (h, w) in enumerate(b.shapes):
-            if window[0] > h or window[1] > w:
-                raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
+        hs, ws = b.sizes()
+        for i in np.nonzero((window[0] > hs) | (window[1] > ws))[0][:1].tolist():
+            h, w = b.shapes[i]
+            raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
                                  "no larger than every image")
     co = 4 if check_flag("pad_output", pad_output) and b.channels == 3 else b.channels
     return cmn(b, be, KERNELS, pos, mir, window, mean, std, odt, output_layout, co, out, stream)
@@ -99,8 +100,10 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     n, c = b.n, b.channels
     m = channel_param(mean, n, c, "mean", b.device)
     s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
-    shapes = [tuple(window)] * n if window is not None else list(b.shapes)
-    params = column_stack([pos, mir, np.asarray(shapes, np.float64).reshape(n, 2), m, s], n)
+    shapes = b.uniform(window) if window is not None else b.shapes
+    hw = np.broadcast_to(np.asarray(window, np.float64), (n, 2)) if window is not None else \
+        np.stack(b.sizes(), axis=1).astype(np.float64)
+    params = column_stack([pos, mir, hw, m, s], n)
     padded = kernels.cu[1] == "gpuaug_crop_mirror_normalize"
     template = (b.dtype.name, c, odt.name) + ((co,) if padded else ())
     kw = dict(backend=be, stream=stream, dtype=odt, channels=co, template=template,

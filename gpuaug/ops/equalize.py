@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch, descriptor_table
+from gpuaug._batch import as_batch, descriptor_table, max_size
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
@@ -71,8 +71,7 @@ def _tables_cuda(b, stream):
         else:
             (tab,) = upload(descriptor_table(b))
             fn = get_function("equalize.cu", kernel_name("gpuaug_equalize_hist", b.dtype.name, c))
-            hmax = max(h for h, _ in b.shapes)
-            wmax = max(w for _, w in b.shapes)
+            hmax, wmax = max_size(b.shapes)
             grid, block = grid_2d(hmax, wmax, n)
             fn(grid, block, (tab, hist, np.int32(n)))
         get_function("equalize.cu", "gpuaug_equalize_lut")(

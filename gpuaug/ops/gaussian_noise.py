@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch
+from gpuaug._batch import as_batch, max_over
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
@@ -16,7 +16,7 @@ _BLOCK = 256
 
 def _plan(dst):
     ept = 16 // dst.dtype.itemsize  # elements per thread: one 16-byte chunk of a row
-    work = max(h * -(-(w * dst.channels) // ept) for h, w in dst.shapes)
+    work = max_over(dst.shapes, lambda h, w: h * -(-(w * dst.channels) // ept))
     return CudaPlan("gpuaug_gaussian_noise", (-(-work // _BLOCK), min(dst.n, 65535), 1), (_BLOCK, 1, 1))
 
 

@@ -68,8 +68,12 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
         p = np.repeat(per_sample(padding, b.n, "padding", integer=True, low=0)[:, None], 4, axis=1)
     else:
         p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, low=0)
-    shapes = [(h + int(t) + int(bo), w + int(le) + int(r))
-              for (h, w), (t, bo, le, r) in zip(b.shapes, p.tolist())]
+    hs, ws = b.sizes()
+    oh, ow = hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3]
+    if (oh == oh[0]).all() and (ow == ow[0]).all():
+        shapes = b.uniform((int(oh[0]), int(ow[0])))
+    else:
+        shapes = list(zip(oh.tolist(), ow.tolist()))
     uniform_shapes(b, shapes, "padding")
     v = as_stored(per_sample(value, b.n, "value", device=b.device), b.dtype)  # exact on every backend
     mcol = np.full(b.n, float(MODES[mode]))

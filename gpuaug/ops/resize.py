@@ -84,10 +84,9 @@ def resize(x, size, interpolation="bilinear", *, out=None, layout="NHWC", stream
     be = choose_backend(b, backend)
     size = host_size(size, "size")
     mode = interpolation_mode(interpolation)
-    hs = np.array([h for h, _ in b.shapes], np.float64)
-    ws = np.array([w for _, w in b.shapes], np.float64)
+    hs, ws = (a.astype(np.float64) for a in b.sizes())
     params = resample_params(np.zeros(b.n), np.zeros(b.n), hs, ws, size, mode, b.n)
-    return run(b, KERNELS, params, shapes=[size] * b.n, out=out, backend=be, stream=stream,
+    return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
                template=(b.dtype.name, b.channels, mode))
 
 

@@ -82,7 +82,7 @@ def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="
             raise ValueError(f"boxes: got {_fmt(boxes)}; expected rows (top, left, height, width) "
                              "with height > 0 and width > 0")
     params = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], size, mode, b.n)
-    return run(b, KERNELS, params, shapes=[size] * b.n, out=out, backend=be, stream=stream,
+    return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
                template=(b.dtype.name, b.channels, mode))
 
 

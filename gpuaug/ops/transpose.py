@@ -54,7 +54,8 @@ def transpose(x, *, out=None, layout="NHWC", stream=None, backend=None):
     be = choose_backend(b, backend)
     # No parameters; one dummy column keeps the (N, P) parameter matrix non-empty.
     params = np.zeros((b.n, 1))
-    shapes = [(w, h) for h, w in b.shapes]
+    hw = getattr(b.shapes, "hw", None)
+    shapes = b.uniform(hw[::-1]) if hw is not None else [(w, h) for h, w in b.shapes]
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
                fast=tiles_fast())
 
