@@ -3,6 +3,8 @@
     gpuaug bench [OPS...] [--batch 256 --size 224x224 --dtype uint8 --layout NHWC
                   --backends cuda,numba --peers --json PATH --plot PATH --repeat N
                   --device gpu|cpu --case NxHxW ...]
+    gpuaug bench --e2e [FOLDER] [--images 4096 --batch 256 --workers 14 --epochs 3
+                  --paths dali,gpuaug_dali_rrc,... --out DIR --dry-run]
     gpuaug info
 
 Adding a subcommand: write ``add_<name>(sub)`` (builds its parser from the subparsers
@@ -122,6 +124,24 @@ def add_bench(sub):
                         "separate GPU calls) into one per case, then print/--json/--plot as usual")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
+    e2e = p.add_argument_group("end to end (--e2e): a JPEG folder to augmented batches, every path "
+                                "(gpuaug.bench_e2e)")
+    e2e.add_argument("--e2e", nargs="?", const="", default=None, metavar="FOLDER",
+                     help="run the end-to-end benchmark on FOLDER (class folders of JPEGs; default: a generated "
+                          "synthetic one)")
+    e2e.add_argument("--images", type=_positive, default=None,
+                     help="images in the generated folder (default 4096; 32 with --dry-run)")
+    e2e.add_argument("--workers", type=_positive, default=None,
+                     help="worker processes/threads of every path (default min(14, CPUs); 2 with --dry-run)")
+    e2e.add_argument("--epochs", type=_positive, default=3, help="timed epochs, after one warm-up (default 3)")
+    e2e.add_argument("--min-seconds", type=float, default=None,
+                     help="time more epochs until this many seconds (default 2; 0 with --dry-run)")
+    e2e.add_argument("--paths", type=_csv, default=None,
+                     help="comma-separated: dali,gpuaug_dali_rrc,gpuaug_dali,scheduler_cpu,scheduler_gpu,torchvision")
+    e2e.add_argument("--out", default=None, metavar="DIR",
+                     help="write e2e.json, e2e.md and e2e.png here (default: gpuaug-e2e)")
+    e2e.add_argument("--dry-run", action="store_true",
+                     help="everything on the CPU on a tiny folder (no GPU paths): tests the machinery")
     return p
 
 
@@ -187,6 +207,8 @@ def cmd_bench(args) -> int:
 
     from gpuaug import bench
 
+    if args.e2e is not None:
+        return cmd_bench_e2e(args)
     if args.merge:
         docs = []
         for path in args.merge:
@@ -211,6 +233,32 @@ def cmd_bench(args) -> int:
         doc = bench.run(cfg, log=log)
         status = max(status, _report(doc, args, multi))
     return status
+
+
+def cmd_bench_e2e(args) -> int:
+    """``gpuaug bench --e2e [FOLDER]``: see :mod:`gpuaug.bench_e2e`."""
+    from gpuaug import bench_e2e
+
+    dry = args.dry_run
+    batch = args.batch or (8 if dry else 256)
+    size = args.size[0] if args.size else (64 if dry else 224)
+    try:
+        doc = bench_e2e.run(args.e2e or None, images=args.images or (32 if dry else 4096), batch=batch,
+                            workers=args.workers or (2 if dry else min(14, os.cpu_count() or 1)),
+                            epochs=args.epochs, min_seconds=(0.0 if dry else 2.0) if args.min_seconds is None
+                            else args.min_seconds, paths=args.paths, dry_run=dry, size=size, seed=args.seed,
+                            log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    _out(bench_e2e.format_table(doc))
+    problems = bench_e2e.validate(doc)
+    for p in problems:
+        _err(f"e2e document: {p}")
+    for path in bench_e2e.write(doc, args.out or "gpuaug-e2e"):
+        if path:
+            _out(f"wrote {path}")
+    return 1 if problems else 0
 
 
 # ----------------------------------------------------------------------------- info
