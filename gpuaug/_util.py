@@ -84,3 +84,75 @@ def gpu_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
+
+
+# CUresult codes that say what is missing (cuda.h).
+_CU_NO_DEVICE, _CU_STUB_LIBRARY, _CU_INSUFFICIENT_DRIVER = 100, 34, 35
+
+
+def _load_libcuda():
+    """The NVIDIA driver's CUDA library (ctypes handle), or None when it cannot be loaded."""
+    import ctypes
+    import sys
+
+    for name in (("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def why_no_gpu(load_libcuda=None) -> str | None:
+    """None when CuPy can use a CUDA device; else what is missing, in words.
+
+    Tells apart: CuPy not installed, no NVIDIA driver (``libcuda`` cannot be loaded), a
+    driver but no device, and a driver too old for CuPy's CUDA runtime. Never raises.
+    ``load_libcuda`` (tests) replaces the loader of the driver library.
+
+    >>> why_no_gpu()          # doctest: +SKIP
+    'no NVIDIA driver: libcuda.so.1 cannot be loaded (install the NVIDIA driver)'
+    """
+    import ctypes
+
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install gpuaug[cuda12] or gpuaug[cuda13])"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+        cupy_err = None if n > 0 else "device count 0"
+    except Exception as e:  # noqa: BLE001 - any CUDA failure means "no usable GPU"
+        cupy_err = f"{type(e).__name__}: {str(e)[:120]}"
+    if cupy_err is None:
+        return None
+    lib = (load_libcuda or _load_libcuda)()
+    if lib is None:
+        return "no NVIDIA driver: libcuda.so.1 cannot be loaded (install the NVIDIA driver)"
+    try:
+        drv = ctypes.c_int(0)
+        lib.cuDriverGetVersion(ctypes.byref(drv))
+        rc = lib.cuInit(0)
+        count = ctypes.c_int(0)
+        if rc == 0:
+            rc = lib.cuDeviceGetCount(ctypes.byref(count))
+    except Exception as e:  # noqa: BLE001
+        return f"the NVIDIA driver library loads but cannot be queried ({type(e).__name__}: {e}); CuPy: {cupy_err}"
+    try:
+        rt = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:  # noqa: BLE001
+        rt = 0
+    if rc == _CU_STUB_LIBRARY:
+        return "no NVIDIA driver: only the CUDA toolkit's stub libcuda is present (install the NVIDIA driver)"
+    if rc == _CU_INSUFFICIENT_DRIVER or (drv.value and rt and drv.value // 1000 < rt // 1000):
+        return (f"NVIDIA driver too old: it supports CUDA {_version(drv.value)}, CuPy's runtime is "
+                f"CUDA {_version(rt) if rt else '?'} (update the driver, or install the CuPy for your "
+                f"driver's CUDA: gpuaug[cuda12] / gpuaug[cuda13])")
+    if rc == _CU_NO_DEVICE or (rc == 0 and count.value == 0):
+        return (f"no CUDA device: the NVIDIA driver (CUDA {_version(drv.value)}) is installed but "
+                f"reports no GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)")
+    return f"no usable CUDA device (driver CUDA {_version(drv.value)}, cuInit error {rc}; CuPy: {cupy_err})"

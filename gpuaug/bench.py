@@ -155,18 +155,18 @@ class Config:
 
 # ----------------------------------------------------------------------------- environment
 def gpu_status() -> tuple[bool, str]:
-    """(usable, reason): whether CuPy sees a CUDA device, and why not."""
+    """(usable, reason): whether CuPy sees a CUDA device, and why not (no driver, no device,
+    driver too old: gpuaug._util.why_no_gpu)."""
     if importlib.util.find_spec("cupy") is None:
         return False, "CuPy is not installed (install gpuaug[cuda12] or gpuaug[cuda13])"
-    try:
-        import cupy
+    from gpuaug._util import why_no_gpu
 
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - any CUDA failure means "no GPU here"
-        return False, f"no CUDA device ({type(e).__name__}: {str(e)[:120]})"
-    if n < 1:
-        return False, "no CUDA device (device count 0)"
-    return True, f"{n} CUDA device(s)"
+    why = why_no_gpu()
+    if why is not None:
+        return False, why
+    import cupy
+
+    return True, f"{cupy.cuda.runtime.getDeviceCount()} CUDA device(s)"
 
 
 def _dist_version(*names) -> str | None:

@@ -36,13 +36,72 @@ def cpu_parallel() -> bool:
     return os.environ.get("GPUAUG_CPU_PARALLEL", "0") not in ("", "0")
 
 
+def disk_cache() -> bool:
+    """Whether the njit twins use Numba's on-disk cache (``cache=True``): on unless
+    ``GPUAUG_NUMBA_CACHE=0``.
+
+    A process's first call of a CPU op costs about 0.3-2 s of Numba compilation (more on a
+    busy machine); with the cache, later processes load the machine code instead (tens of
+    ms). Numba writes it to ``__pycache__`` beside kernels/numba/, or to its user-wide cache
+    directory when that is read-only (``NUMBA_CACHE_DIR`` moves it).
+    """
+    import os
+
+    return os.environ.get("GPUAUG_NUMBA_CACHE", "1") not in ("", "0")
+
+
+def _fingerprint(fn, g) -> str:
+    """A digest of the code ``fn`` runs with globals ``g``: its bytecode and constants, the
+    simple constants among its globals, and (recursively) the same for every dual function
+    or bound function it calls.
+
+    Numba's cache checks only the timestamp of the file that defines the cached function.
+    A driver in _driver.py runs maths bound from another file (``MAP=flip_map``), so the
+    digest goes into the cache entry's name: editing any function in the chain, or binding
+    another one, gives a new entry instead of stale machine code.
+    """
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha1()
+    seen = set()
+
+    def visit_code(code, glb):
+        if code in seen:
+            return
+        seen.add(code)
+        h.update(code.co_code)
+        h.update(repr(code.co_names).encode())
+        for c in code.co_consts:  # nested code objects by content (their repr holds an address)
+            if isinstance(c, types.CodeType):
+                visit_code(c, glb)
+            else:
+                h.update(repr(c).encode())
+        for name in code.co_names:
+            obj = glb.get(name)
+            obj = getattr(obj, "py_func", obj)  # a Numba dispatcher: its Python source
+            if isinstance(obj, types.FunctionType):
+                visit_code(obj.__code__, obj.__globals__)
+            elif isinstance(obj, (bool, int, float, str, tuple)):
+                h.update(f"{name}={obj!r}".encode())
+            elif isinstance(obj, np.ndarray):  # a global table: Numba freezes its values
+                h.update(f"{name}:{obj.dtype}{obj.shape}".encode() + obj.tobytes())
+
+    def visit(f, glb):
+        visit_code(f.__code__, glb)
+
+    visit(fn, g)
+    return h.hexdigest()[:12]
+
+
 def _jit(fn, target, kind):
     if target == "cpu":
         import numba
 
         if kind == "kernel":
-            return numba.njit(parallel=cpu_parallel(), nogil=True)(fn)
-        return numba.njit(nogil=True)(fn)
+            return numba.njit(parallel=cpu_parallel(), nogil=True, cache=disk_cache())(fn)
+        return numba.njit(nogil=True, cache=disk_cache())(fn)
     if target == "cuda":
         from numba import cuda
 
@@ -67,7 +126,10 @@ def specialize(fn, target, kind="device", **bind):
         if getattr(obj, "__gpuaug_dual__", False):
             g[name] = specialize(obj, target, "device")
     clone = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__qualname__ = f"{fn.__qualname__}[{target}]"
+    # The qualname names the cache entry (see _fingerprint): one per binding and code version.
+    # Numba's cache key leaves out the compile flags: parallel goes into the name as well.
+    flags = "par" if (target == "cpu" and kind == "kernel" and cpu_parallel()) else kind
+    clone.__qualname__ = f"{fn.__qualname__}[{target}-{flags}-{_fingerprint(fn, g)}]"
     compiled = _jit(clone, target, kind)
     _cache[key] = compiled
     return compiled
