@@ -37,11 +37,15 @@ import numpy as np
 
 from gpuaug.scheduler import telemetry as T
 from gpuaug.scheduler._device import Device
-from gpuaug.scheduler.sources import ArraySource, Source, as_source, layout_of
+from gpuaug.scheduler._decode import ImageDecodeError
+from gpuaug.scheduler.sources import ArraySource, Layout, Source, as_source, layout_of
 
 OUTPUTS = ("cupy", "torch")
 RECYCLE = ("next", "manual")
-_CHUNK_BYTES = 1 << 20  # a worker copies at least ~1 MiB at a time (fewer lock round trips)
+# An in-memory batch is split into at most one chunk per worker, each >= 4 MiB: few lock
+# round trips and Python steps per batch, and copies long enough for glibc's memcpy to use
+# its large-copy (non-temporal store) path, which spares the memory bus the H2D also needs.
+_CHUNK_BYTES = 4 << 20
 
 
 def _copy_batch(x):
@@ -76,19 +80,39 @@ def _split_item(item):
     return item, None
 
 
-def _host_batch(x):
+def _host_batch(x, top=True):
     """A host batch as a NumPy array or a list of NumPy arrays (no copy when possible)."""
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, list):
+    what = "a batch" if top else "an image of a varshape batch"
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise TypeError(f"source: got {what} of type {type(x).__name__}; expected a NumPy array, "
+                        "a list of arrays, a CPU tensor or a CUDA array")
+    if isinstance(x, list) and top:
         if not x:
             raise ValueError("source: got an empty list; a varshape batch needs at least one image")
-        return [_host_batch(a) for a in x]
-    try:
-        return np.asarray(x)  # PyTorch CPU tensors, array-likes
-    except Exception as e:  # noqa: BLE001
-        raise TypeError(f"source: got a batch of type {type(x).__name__}; expected a NumPy array, "
-                        "a list of arrays, a CPU tensor or a CUDA array") from e
+        return [_host_batch(a, False) for a in x]
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)  # PyTorch CPU tensors, array-likes
+        except Exception as e:  # noqa: BLE001
+            raise TypeError(f"source: got {what} of type {type(x).__name__}; expected a NumPy array, "
+                            "a list of arrays, a CPU tensor or a CUDA array") from e
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"source: got {what} of dtype {x.dtype}; expected a numeric array (e.g. uint8)")
+    if x.ndim < (1 if top else 2):
+        raise ValueError(f"source: got {what} of shape {x.shape}; expected "
+                         + ("(N, ...) samples, e.g. (N, H, W, C)" if top else "an HWC (or HW) image"))
+    return x
+
+
+def _check_result(y):
+    """The augment's result must be a device array or a list of them (varshape)."""
+    ok = (isinstance(y, (list, tuple)) and all(hasattr(a, "shape") and not isinstance(a, (str, bytes))
+                                               for a in y)) or (
+        y is not None and hasattr(y, "shape") and not isinstance(y, (str, bytes, dict)))
+    if not ok:
+        raise TypeError(f"augment: returned {type(y).__name__}; expected a device array (or a list of "
+                        "them, for a varshape batch)")
+    return y
 
 
 def _shard_iter(it, shard_id, num_shards):
@@ -177,8 +201,11 @@ class _Rec:
         self.filled = False
         self.ev = {}            # copy0, copy1, comp0, comp1, release
         self.released = self.delivered = self.harvested = self.aliased = False
-        self.fill, self.wait = [], None
+        self.fill, self.wait, self.launch = [], None, None
         self.nbytes = 0
+        self.bad = []            # (position, path, reason) of samples a source skipped
+        self.skipped = []        # (path, reason), after compaction
+        self.buf = self.encoded = self.finish = None
         self.n = layout.n if layout is not None else 0
 
 
@@ -444,10 +471,19 @@ class _Run:
                     self.prep_done, self.preparing = True, False
                     self.cv_work.notify_all()
                 return
-            idx = self.batches[k]
-            layout, labels, x = s.source.describe(idx), s.source.labels(idx), None
-            rows = s.source.rows(idx) if s.pin_source else None
-            kind = "direct" if rows is not None else "pinned"
+            idx, skipped = self.batches[k], []
+            screen = getattr(s.source, "screen", None)
+            if screen is not None:  # unreadable headers left out (on_error="skip") or raised
+                idx, skipped = screen(idx)
+            kind = None
+            if getattr(s.source, "device_decode", False):
+                layout, kind = None, "decode"
+            else:
+                layout = s.source.describe(idx)
+            labels, x = s.source.labels(idx), None
+            rows = s.source.rows(idx) if s.pin_source and kind != "decode" else None
+            if kind != "decode":
+                kind = "direct" if rows is not None else "pinned"
         else:
             it = self.it
             if it is None:  # closed
@@ -461,6 +497,7 @@ class _Run:
                 return
             x, labels = _split_item(item)
             idx = rows = None
+            skipped = []
             if self.dev.is_device_array(x):
                 kind, layout = "device", None
                 n_dev = len(x)
@@ -471,8 +508,15 @@ class _Run:
             raise _Stop
         rec = _Rec(k, layout, labels, kind)
         rec.idx, rec.x, rec.rows = idx, x, rows
+        rec.skipped = list(skipped)
         if kind == "device":
             rec.n = n_dev
+        if kind == "decode":  # workers read the files; the copy thread decodes on the GPU
+            n = rec.n = len(idx)
+            rec.encoded = [None] * n
+            per = max(1, -(-n // (2 * s.workers)))
+            rec.chunks = [(a, min(a + per, n)) for a in range(0, n, per)]
+            rec.left = len(rec.chunks)
         if kind == "pinned":
             slot = k % self.depth
             with self.lock:
@@ -483,14 +527,15 @@ class _Run:
                 self.dev.synchronize(prev.ev["copy1"])  # the slot's last copy has finished
             buf = self.res.pinned_slot(slot, layout.nbytes)
             self.pslot_user[slot] = rec
+            rec.buf = buf.array
             rec.flat = buf.array[:layout.nbytes]
             rec.host = layout.host_views(buf.array)
             rec.nbytes = layout.nbytes
             n = layout.n
-            if s.source_heavy:
-                per = 1
+            if s.source_heavy:  # decoding: small jobs balance the workers
+                per = max(1, -(-n // (4 * s.workers))) if getattr(s.source, "batch_reads", False) else 1
             else:
-                per = max(1, -(-n // max(1, min(s.workers * 2, layout.nbytes // _CHUNK_BYTES))))
+                per = max(1, -(-n // max(1, min(s.workers, layout.nbytes // _CHUNK_BYTES))))
             rec.chunks = [(a, min(a + per, n)) for a in range(0, n, per)]
             rec.left = len(rec.chunks)
         elif kind == "direct":
@@ -508,21 +553,61 @@ class _Run:
     def _fill(self, wid, rec, ci):
         a, b = rec.chunks[ci]
         t0 = time.perf_counter()
-        if rec.idx is not None:
-            self.s.source.read(rec.idx[a:b], rec.host[a:b])
+        bad = None
+        if rec.kind == "decode":
+            datas, bad = self.s.source.read_encoded(rec.idx[a:b])
+            rec.encoded[a:b] = datas
+        elif rec.idx is not None:
+            bad = self.s.source.read(rec.idx[a:b], rec.host[a:b])
         elif isinstance(rec.x, list):
             for i in range(a, b):
                 np.copyto(rec.host[i], rec.x[i])
         else:
             np.copyto(rec.host[a:b], rec.x[a:b])
         t1 = time.perf_counter()
+        bad = [(a + j, p, r) for j, p, r in bad] if isinstance(bad, list) and bad else []
         with self.lock:
             rec.fill.append((wid, t0 - self.host0, t1 - self.host0))
+            rec.bad += bad
             rec.left -= 1
-            if rec.left == 0:
-                rec.filled, rec.x = True, None
-                self.filling.pop(rec.k, None)
-                self.cv_copy.notify_all()
+            last = rec.left == 0
+        if not last:
+            return
+        if rec.bad:  # every chunk is in: close the gaps of the skipped samples
+            self._compact(rec)
+        with self.lock:
+            rec.filled, rec.x = True, None
+            self.filling.pop(rec.k, None)
+            self.cv_copy.notify_all()
+
+    def _compact(self, rec):
+        """Leave the skipped samples out of a filled batch: rows moved down (uniform), the
+        layout, labels and indices cut to the samples kept."""
+        gone = {p for p, _, _ in rec.bad}
+        rec.skipped += [(path, reason) for _, path, reason in sorted(rec.bad, key=lambda t: t[0])]
+        keep = [j for j in range(rec.n) if j not in gone]
+        if rec.kind == "decode":
+            rec.encoded = [rec.encoded[j] for j in keep]
+        else:
+            lay = rec.layout
+            if lay.shape is not None:
+                for dst, src in enumerate(keep):
+                    if dst != src:
+                        np.copyto(rec.host[dst], rec.host[src])
+                new = Layout.uniform((len(keep),) + tuple(lay.shape[1:]), lay.dtype)
+            else:  # varshape: the kept samples stay where they are
+                new = Layout(lay.dtype, None, tuple(lay.shapes[j] for j in keep),
+                             tuple(lay.offsets[j] for j in keep), lay.nbytes)
+            rec.layout, rec.nbytes = new, new.nbytes
+            rec.flat = rec.buf[:new.nbytes]
+            rec.host = new.host_views(rec.buf)
+        rec.n = len(keep)
+        if rec.idx is not None:
+            rec.idx = np.asarray(rec.idx)[keep]
+        if rec.labels is not None:
+            rec.labels = np.asarray(rec.labels)[keep] if not isinstance(rec.labels, list) else [
+                rec.labels[j] for j in keep]
+        rec.bad = []
 
     # ---- copier: H2D on the copy stream -------------------------------------------------
     def _copier(self):
@@ -542,7 +627,7 @@ class _Run:
                         return
                     rec = self.recs[k]
                     slot = k % self.depth
-                    prev = self.dslot_user[slot] if rec.kind != "device" else None
+                    prev = self.dslot_user[slot] if rec.kind in ("pinned", "direct") else None
                     try:
                         if prev is not None:
                             self._wait(self.cv_copy, lambda: self.compute_enq >= prev.k, k)
@@ -556,6 +641,9 @@ class _Run:
                         dev.record(ev["copy0"], copy_s)
                         rec.dev_in = dev.launch(copy_s, dev.as_device_array, rec.x)
                         rec.x = None
+                    elif rec.kind == "decode":
+                        dev.record(ev["copy0"], copy_s)
+                        self._decode(rec, copy_s)
                     else:
                         free_ev = None
                         if prev is not None:
@@ -621,19 +709,26 @@ class _Run:
                     dev.wait(comp_s, rec.ev["copy1"])
                     dev.record(ev["comp0"], comp_s)
                     x = rec.dev_in
-                    if outs:
+                    pre = rec.finish
+                    aug = fn if pre is None else (lambda v, _f=fn, **kw: _f(pre(v), **kw))
+                    t_l0 = time.perf_counter()
+                    if rec.n == 0:  # every sample of the batch was skipped: delivered empty
+                        y = x
+                    elif outs:
                         target = outs[k % len(outs)]
                         if s.augment is not None and s._augment_takes_out:
-                            y = dev.launch(comp_s, lambda v: fn(v, out=target), x)
+                            y = dev.launch(comp_s, lambda v: aug(v, out=target), x)
                         else:
-                            y = dev.launch(comp_s, lambda v: _copy_into(target, fn(v) if s.augment else v), x)
+                            y = dev.launch(comp_s, lambda v: _copy_into(
+                                target, aug(v) if s.augment or pre else v), x)
                         rec.export = s.out[k % len(outs)]
                     else:
-                        y = dev.launch(comp_s, fn, x)
+                        y = _check_result(dev.launch(comp_s, aug, x))
+                    rec.launch = (t_l0 - self.host0, time.perf_counter() - self.host0)
                     dev.record(ev["comp1"], comp_s)
                     rec.output = y
                     rec.aliased = rec.dbuf is not None and self._overlaps(y, rec.dbuf)
-                    rec.dev_in = None
+                    rec.dev_in = rec.finish = None
                 except BaseException as e:  # noqa: BLE001
                     self._fail(k, e, "augment (compute thread)")
                     return
@@ -645,6 +740,25 @@ class _Run:
                 k += 1
         except BaseException as e:  # noqa: BLE001
             self._fail(k, e, "compute thread")
+
+    def _decode(self, rec, copy_s):
+        """GPU decoding of a batch's file bytes (copy thread, copy stream): one batched call;
+        a file the decoder refuses is raised or skipped by the source's ``on_error``."""
+        src = self.s.source
+        datas, rec.encoded = rec.encoded, None
+        rec.nbytes = sum(len(d) for d in datas)
+        imgs = list(self.dev.decode_images(datas, src.mode, copy_s)) if datas else []
+        failed = [j for j, im in enumerate(imgs) if im is None]
+        for j in failed:
+            err = ImageDecodeError(src.files[rec.idx[j]], "the GPU decoder (nvImageCodec) could not decode "
+                                                         "it (truncated, corrupt or unsupported)")
+            rec.bad.append((j, *src._skip_or_raise(err)))
+        if failed:
+            rec.encoded = imgs
+            self._compact(rec)
+            imgs, rec.encoded = rec.encoded, None
+        rec.dev_in = imgs
+        rec.finish = src.finish
 
     def _overlaps(self, y, dbuf):
         lo, hi = dbuf.ptr, dbuf.ptr + dbuf.nbytes
@@ -732,7 +846,7 @@ class _Run:
             o = self.origin
             t = [dev.elapsed_ms(o, r.ev[n]) / 1e3 for n in names]
             self.timings.append(T.BatchTiming(r.k, r.n, r.nbytes, (t[0], t[1]), (t[2], t[3]),
-                                              list(r.fill), r.wait))
+                                              list(r.fill), r.wait, r.launch, list(r.skipped)))
             r.harvested = True
         with self.lock:  # forget batches nobody can still need
             keep_from = self.delivered - 2 * self.depth - len(self.s._out_views) - 2
@@ -920,6 +1034,12 @@ class Scheduler:
         self.shard_id, self.num_shards = int(shard_id), int(num_shards)
         if output not in OUTPUTS:
             raise ValueError(f"output: got {output!r}; expected one of {', '.join(map(repr, OUTPUTS))}")
+        if output == "torch":
+            import importlib.util
+
+            if importlib.util.find_spec("torch") is None:
+                raise ImportError("output: got 'torch', but PyTorch is not installed (pip install torch); "
+                                  "output='cupy' needs only CuPy")
         if recycle not in RECYCLE:
             raise ValueError(f"recycle: got {recycle!r}; expected one of {', '.join(map(repr, RECYCLE))}")
         self.output, self.recycle, self.stream = output, recycle, stream
@@ -945,6 +1065,8 @@ class Scheduler:
                              "in-memory array source can be page-locked in place")
         self.pin_source = bool(pin_source)
         self.source_heavy = bool(getattr(self.source, "heavy", False))
+        if hasattr(self.source, "use_workers"):  # default process count of decode="process"
+            self.source.use_workers(self.workers)
         self.keep_buffers, self.progress = bool(keep_buffers), bool(progress)
         if max_timings is not None and (isinstance(max_timings, bool) or not isinstance(
                 max_timings, (int, np.integer)) or max_timings < 1):
@@ -1062,6 +1184,11 @@ class Scheduler:
         """
         return T.summarize(self.timings(), warmup=warmup, pinned_reallocs=self._res.pinned_reallocs,
                            device_reallocs=self._res.device_reallocs)
+
+    def skipped(self):
+        """(path, reason) of every sample left out (``on_error="skip"``) in the current or
+        last epoch's recorded batches."""
+        return [sk for t in self.timings() for sk in t.skipped]
 
     def timeline(self, path):
         """Write a Chrome trace JSON of the current or last epoch to ``path`` (open in Perfetto)."""

@@ -160,6 +160,11 @@ class Device:
         """Enqueue a copy of the C-contiguous host array ``src`` to ``dst.ptr + offset``."""
         raise NotImplementedError
 
+    def decode_images(self, datas, mode, stream):
+        """Decode encoded images (bytes) to device HWC uint8 arrays ordered on ``stream``;
+        None where one cannot be decoded."""
+        raise NotImplementedError
+
     def launch(self, stream, fn, *args):
         """Run ``fn(*args)`` with ``stream`` as the current stream; return its result."""
         raise NotImplementedError
@@ -198,6 +203,7 @@ class CudaDevice(Device):
             raise ValueError(f"device: got {device_id!r}; this machine has {n} CUDA device(s) (0..{n - 1})")
         self.name = f"cuda:{self.id}"
         self._ext = {}  # stream handle -> CuPy wrapper, made once per handle
+        self._decoders = {}  # mode -> nvImageCodec decoder, made at first use
 
     def _wrap(self, ptr):
         ext = self._ext.get(ptr)
@@ -309,6 +315,23 @@ class CudaDevice(Device):
     def copy_h2d(self, dst, offset, src, stream):
         rt = self._rt
         rt.memcpyAsync(dst.ptr + int(offset), src.ctypes.data, src.nbytes, rt.memcpyHostToDevice, stream.ptr)
+
+    def decode_images(self, datas, mode, stream):
+        dec = self._decoders.get(mode)
+        if dec is None:
+            from gpuaug.scheduler._decode import GpuDecoder
+
+            dec = self._decoders[mode] = GpuDecoder(self.id, mode)
+        imgs = dec.decode(datas, stream.ptr)
+        out = []
+        with stream:  # the images are ordered on this stream: CuPy needs no sync to view them
+            for im in imgs:
+                if im is None:
+                    out.append(None)
+                    continue
+                a = self._cp.asarray(im)  # __cuda_array_interface__; keeps the image alive
+                out.append(a[..., None] if a.ndim == 2 else a)
+        return out
 
     def launch(self, stream, fn, *args):
         with stream:
@@ -643,6 +666,20 @@ class FakeDevice(Device):
                 self.log.append(("copy", (id(dst),), t0, time.perf_counter()))
 
         stream.put(op)
+
+    def decode_images(self, datas, mode, stream):
+        """Decodes on the CPU (Pillow / simplejpeg) in place of nvImageCodec: None where that fails."""
+        from gpuaug.scheduler._decode import ImageDecodeError, decode_bytes
+
+        out = []
+        for d in datas:
+            try:
+                out.append(decode_bytes(d, None, mode, max_pixels=None))
+            except ImageDecodeError:
+                out.append(None)
+        with self._lock:
+            self.decoded = getattr(self, "decoded", 0) + len(datas)
+        return out
 
     def launch(self, stream, fn, *args):
         if isinstance(stream, _HostStream):

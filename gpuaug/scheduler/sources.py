@@ -4,9 +4,12 @@ Indexable sources (random access: shuffling, sharding and parallel reads work on
 
 - :class:`ArraySource`: a NumPy array or ``np.memmap`` of samples, e.g. uint8 (N, H, W, C),
   with optional labels (any array-like of length N);
-- :class:`ImageFiles`: a list of image files, decoded on the CPU by the worker threads
-  (simplejpeg for JPEGs when it is installed, else Pillow with JPEG draft mode), resized
-  to a fixed ``size`` for uniform batches or kept at their own size (varshape batches);
+- :class:`ImageFiles`: a list of image files, decoded by the worker threads (simplejpeg
+  for JPEGs when it is installed, else Pillow with JPEG draft mode), by worker processes
+  (``decode="process"``) or on the GPU by nvImageCodec (``decode="gpu"``), resized to a
+  fixed ``size`` for uniform batches or kept at their own size (varshape batches); bad
+  files raise naming the file or are skipped (``on_error``), headers over ``max_pixels``
+  are refused before decoding;
 - :class:`ImageFolder`: ``root/<class>/<image>`` folders; the label is the class index.
 
 And :class:`IterableSource`: any Python iterable (or a zero-argument callable returning
@@ -22,9 +25,14 @@ samples packed in one staging buffer).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from gpuaug.scheduler._decode import (_MODES, DECODE, DEFAULT_MAX_PIXELS, ON_ERROR, ImageDecodeError,
+                                     ProcessDecoder, check_pixels, decode_file, file_shape, header_size,
+                                     nvimgcodec_module, read_file)
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
 ALIGN = 256  # bytes between packed varshape samples: aligned device views
@@ -162,7 +170,7 @@ class ArraySource(Source):
             raise ValueError(f"images: got shape {images.shape}; expected (N, ...) samples, e.g. (N, H, W, C)")
         self.images = images
         if labels is not None:
-            if not hasattr(labels, "__getitem__") or not hasattr(labels, "__len__"):
+            if isinstance(labels, (str, bytes)) or not hasattr(labels, "__getitem__") or not hasattr(labels, "__len__"):
                 raise TypeError(f"labels: got {type(labels).__name__}; expected an array-like of length N")
             if len(labels) != len(images):
                 raise ValueError(f"labels: got {len(labels)} labels for {len(images)} images; expected one per image")
@@ -197,62 +205,31 @@ class ArraySource(Source):
 # --------------------------------------------------------------------------------------
 # Image files
 # --------------------------------------------------------------------------------------
-def _simplejpeg():
-    try:
-        import simplejpeg  # noqa: F401
-
-        return simplejpeg
-    except Exception:  # noqa: BLE001 - optional accelerator
-        return None
-
-
-_MODES = {"RGB": 3, "L": 1, "RGBA": 4}
-
-
-def decode_image(path, size=None, mode="RGB"):
+def decode_image(path, size=None, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
     """Decode one image file to a uint8 HWC array, optionally resized to ``size`` (h, w).
 
-    JPEGs go through simplejpeg when it is installed, else Pillow, which with a
-    ``size`` uses draft mode (DCT-domain downscale by 1/2, 1/4, 1/8 to at least ``size``)
-    before a bilinear resize. ``mode``: "RGB" (3 channels), "L" (1) or "RGBA" (4).
+    JPEGs go through simplejpeg when it is installed (``pip install gpuaug[cpu-decode]``;
+    libjpeg-turbo with the GIL released), else Pillow; with a ``size`` both decode in the
+    DCT domain at the smallest 1/2, 1/4 or 1/8 scale still >= ``size``, then resize
+    bilinearly. ``mode``: "RGB" (3 channels), "L" (1) or "RGBA" (4). A header claiming
+    more than ``max_pixels`` pixels is refused before decoding. Every failure (missing,
+    empty, truncated, corrupt, not an image, not a regular file) raises
+    :class:`ImageDecodeError` (a ValueError) whose message starts with the path.
     """
-    from PIL import Image
-
-    path = os.fspath(path)
-    arr = None
-    sj = _simplejpeg() if mode in ("RGB", "L") else None
-    if sj is not None and path.lower().endswith((".jpg", ".jpeg")):
-        with open(path, "rb") as f:
-            data = f.read()
-        kw = {"min_height": size[0], "min_width": size[1]} if size else {}
-        arr = sj.decode_jpeg(data, colorspace="GRAY" if mode == "L" else "RGB", **kw)
-        if size is not None and arr.shape[:2] != tuple(size):
-            im = Image.fromarray(arr[..., 0] if mode == "L" else arr)
-            arr = np.asarray(im.resize((size[1], size[0]), Image.BILINEAR))
-    else:
-        with Image.open(path) as im:
-            if size is not None:  # JPEG: decode at 1/2, 1/4 or 1/8 scale when that is still >= size
-                im.draft(mode if mode in ("RGB", "L") else None, (size[1], size[0]))
-            im = im.convert(mode)
-            if size is not None and im.size != (size[1], size[0]):
-                im = im.resize((size[1], size[0]), Image.BILINEAR)
-            arr = np.asarray(im)
-    if arr.ndim == 2:
-        arr = arr[..., None]
-    return arr
+    return decode_file(os.fspath(path), size, mode, max_pixels)
 
 
-def image_shape(path, mode="RGB"):
+def image_shape(path, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
     """(h, w, c) of an image file as :func:`decode_image` returns it without ``size`` (header only)."""
-    from PIL import Image
+    return file_shape(os.fspath(path), mode, max_pixels)
 
-    with Image.open(os.fspath(path)) as im:
-        w, h = im.size
-    return (h, w, _MODES[mode])
+
+def _warn_skip(path, reason):
+    warnings.warn(f"gpuaug: skipped {path}: {reason}", RuntimeWarning, stacklevel=3)
 
 
 class ImageFiles(Source):
-    """A list of image files, decoded by the scheduler's worker threads.
+    """A list of image files, decoded by the scheduler's workers (or on the GPU).
 
     Args:
         files: paths (str or PathLike).
@@ -261,59 +238,248 @@ class ImageFiles(Source):
             uint8 (N, h, w, C); None: images keep their size and a batch is a list of
             HWC arrays (a varshape batch, which gpuaug ops accept).
         mode: "RGB" (C=3), "L" (C=1) or "RGBA" (C=4).
+        decode: where images are decoded:
+
+            - ``"cpu"`` (default): on the scheduler's worker threads (simplejpeg, which
+              releases the GIL, when installed: ``pip install gpuaug[cpu-decode]``; else Pillow);
+            - ``"process"``: in ``processes`` worker processes writing into shared memory
+              (decoding never holds the training process's GIL); the threads copy into the
+              pinned staging slots;
+            - ``"gpu"``: the workers only read the files; nvImageCodec decodes each batch
+              in one batched call into device memory on the scheduler's copy stream
+              (``pip install gpuaug[gpu-decode12]`` or ``[gpu-decode13]``), then one
+              ``gpuaug.resized_crop`` launch makes the dense (N, h, w, C) batch (with
+              ``size``; else the augment gets the list of decoded images).
+        on_error: a file that cannot be read or decoded (missing, empty, truncated, corrupt,
+            not an image, not a regular file, over ``max_pixels``): ``"raise"`` (default) -
+            the batch fails with :class:`ImageDecodeError` naming the file; ``"skip"`` - a
+            RuntimeWarning naming the file, the sample is left out of its batch (which is
+            then shorter; its labels too) and counted in ``Scheduler.stats().skipped``.
+        max_pixels: the most pixels (h * w) an image's header may claim; checked before
+            decoding or allocating. Default 2**26 = 67,108,864 (8192 x 8192); None: no limit
+            (Pillow's own decompression-bomb check still applies on the CPU paths).
+        processes: worker processes for ``decode="process"`` (None: the scheduler's
+            ``workers``).
+        crop: with ``decode="gpu"`` and a ``size``: None - the whole image is resized to
+            ``size``; ``"random"`` - a random resized crop (torchvision's RandomResizedCrop
+            boxes from :func:`gpuaug.random.resized_crop_boxes`, ``scale`` / ``ratio``)
+            resized to ``size`` in the same launch.
+        scale, ratio: the random resized crop's area and aspect-ratio ranges.
+        seed: seed of the crop boxes (None: fresh entropy).
 
     Example::
 
         >>> from gpuaug.scheduler import ImageFiles
         >>> src = ImageFiles(["a.jpg", "b.jpg"], labels=[0, 1], size=(224, 224))  # doctest: +SKIP
+        >>> src = ImageFiles(files, size=(224, 224), decode="gpu", crop="random")  # doctest: +SKIP
     """
 
     heavy = True
 
-    def __init__(self, files, labels=None, size=None, mode="RGB"):
+    def __init__(self, files, labels=None, size=None, mode="RGB", *, decode="cpu", on_error="raise",
+                 max_pixels=DEFAULT_MAX_PIXELS, processes=None, crop=None, scale=(0.08, 1.0),
+                 ratio=(3 / 4, 4 / 3), seed=None):
+        if isinstance(files, (str, bytes, os.PathLike)):
+            raise TypeError(f"files: got a single path {files!r}; expected a list of image files "
+                            "(or ImageFolder(root) for a directory)")
         self.files = [os.fspath(f) for f in files]
         if not self.files:
             raise ValueError("files: got an empty list; expected at least one image file")
         if mode not in _MODES:
             raise ValueError(f"mode: got {mode!r}; expected one of 'RGB', 'L', 'RGBA'")
-        if size is not None:
-            if isinstance(size, int):
-                size = (size, size)
-            size = tuple(int(s) for s in size)
-            if len(size) != 2 or min(size) < 1:
-                raise ValueError(f"size: got {size!r}; expected (height, width) of positive ints, or None")
-        self.size, self.mode = size, mode
+        self.size, self.mode = _check_size(size), mode
+        if decode not in DECODE:
+            raise ValueError(f"decode: got {decode!r}; expected one of {', '.join(map(repr, DECODE))}")
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error: got {on_error!r}; expected one of {', '.join(map(repr, ON_ERROR))}")
+        if max_pixels is not None and (isinstance(max_pixels, bool) or not isinstance(
+                max_pixels, (int, np.integer)) or max_pixels < 1):
+            raise ValueError(f"max_pixels: got {max_pixels!r}; expected an int >= 1 or None")
+        if processes is not None and (isinstance(processes, bool) or not isinstance(
+                processes, (int, np.integer)) or not 1 <= processes <= 1024):
+            raise ValueError(f"processes: got {processes!r}; expected an int in [1, 1024] or None")
+        if crop not in (None, "random"):
+            raise ValueError(f"crop: got {crop!r}; expected None or 'random'")
+        if crop is not None and (decode != "gpu" or self.size is None):
+            raise ValueError(f"crop: got {crop!r} with decode={decode!r}, size={self.size}; a crop is made "
+                             "by the GPU decode path and needs decode='gpu' and a size (on the CPU paths "
+                             "put gpuaug.RandomResizedCrop in the augment)")
+        self.decode, self.on_error, self.max_pixels = decode, on_error, max_pixels
+        self.processes, self.crop = processes, crop
+        self.scale, self.ratio = tuple(float(v) for v in scale), tuple(float(v) for v in ratio)
+        self._rng = np.random.default_rng(seed)
+        self._proc = None
+        self._workers = None
         if labels is not None:
+            if isinstance(labels, (str, bytes)):
+                raise TypeError(f"labels: got a {type(labels).__name__}; expected an array-like of one label per file")
             if len(labels) != len(self.files):
                 raise ValueError(f"labels: got {len(labels)} labels for {len(self.files)} files; expected one per file")
             labels = np.asarray(labels)
         self._labels = labels
+        if decode == "gpu":
+            nvimgcodec_module()  # ImportError naming the extra, now rather than mid-epoch
+
+    # the scheduler tells the source how many workers it runs (the default process count)
+    def use_workers(self, workers):
+        self._workers = int(workers)
+
+    @property
+    def device_decode(self):
+        return self.decode == "gpu"
+
+    @property
+    def batch_reads(self):
+        """Samples per worker job: processes and the GPU path amortise a round trip."""
+        return self.decode != "cpu"
 
     def __len__(self):
         return len(self.files)
+
+    def _skip_or_raise(self, err: ImageDecodeError):
+        if self.on_error == "raise":
+            raise err
+        _warn_skip(err.path, err.reason)
+        return (err.path, err.reason)
+
+    def screen(self, indices):
+        """(kept indices, skipped [(path, reason)]): samples whose header is unusable are
+        left out here (with ``on_error="skip"``) when the layout needs their shapes."""
+        if self.size is not None or self.decode == "gpu":
+            return indices, []
+        keep, bad = [], []
+        shapes = {}
+        for i in indices:
+            try:
+                shapes[int(i)] = file_shape(self.files[i], self.mode, self.max_pixels)
+                keep.append(i)
+            except ImageDecodeError as e:
+                bad.append(self._skip_or_raise(e))
+        self._shapes = shapes
+        return np.asarray(keep, np.int64), bad
 
     def describe(self, indices):
         c = _MODES[self.mode]
         if self.size is not None:
             return Layout.uniform((len(indices), *self.size, c), np.uint8)
-        return Layout.varshape([image_shape(self.files[i], self.mode) for i in indices], np.uint8)
+        known = getattr(self, "_shapes", {})
+        return Layout.varshape([known.get(int(i)) or file_shape(self.files[i], self.mode, self.max_pixels)
+                                for i in indices], np.uint8)
 
     def read(self, indices, out):
+        """Decode ``indices`` into ``out``; returns the positions skipped, [(pos, path, reason)]."""
+        bad = []
+        if self.decode == "process":
+            if self._proc is None:
+                self._proc = ProcessDecoder(self.processes or self._workers or min(8, os.cpu_count() or 1))
+            outs = [out[j] for j in range(len(indices))]
+            errs = self._proc.decode_into([self.files[i] for i in indices], outs, self.size, self.mode,
+                                          self.max_pixels)
+            for j, (i, err) in enumerate(zip(indices, errs)):
+                if err is not None:
+                    bad.append((j, *self._skip_or_raise(ImageDecodeError(self.files[i], err))))
+            return bad
         for j, i in enumerate(indices):
-            img = decode_image(self.files[i], self.size, self.mode)
-            if img.shape != out[j].shape:
-                raise ValueError(f"{self.files[i]}: decoded to shape {img.shape}, but its header "
-                                 f"said {out[j].shape}")
+            path = self.files[i]
+            try:
+                img = decode_file(path, self.size, self.mode, self.max_pixels)
+                if img.shape != out[j].shape:
+                    raise ImageDecodeError(path, f"decoded to shape {img.shape}, but its header "
+                                                 f"said {out[j].shape}")
+            except ImageDecodeError as e:
+                bad.append((j, *self._skip_or_raise(e)))
+                continue
             np.copyto(out[j], img)
+        return bad
+
+    def read_encoded(self, indices):
+        """For GPU decoding: (list of bytes, or None where skipped; skipped [(pos, path, reason)]).
+        Headers are checked (recognisable image, ``max_pixels``) before the bytes go to the GPU."""
+        datas, bad = [], []
+        for j, i in enumerate(indices):
+            path = self.files[i]
+            try:
+                d = read_file(path)
+                check_pixels(header_size(d, path), self.max_pixels, path)
+                datas.append(d)
+            except ImageDecodeError as e:
+                bad.append((j, *self._skip_or_raise(e)))
+                datas.append(None)
+        return datas, bad
+
+    def finish(self, images):
+        """On the compute stream, after GPU decoding: the list of decoded HWC device images
+        to the dense (N, h, w, C) batch (one ``gpuaug.resized_crop`` launch), or the list itself
+        without a ``size``."""
+        if self.size is None or not images:
+            return images
+        import gpuaug
+        from gpuaug import random as R
+
+        sizes = np.asarray([a.shape[:2] for a in images], np.int64)
+        if self.crop == "random":
+            boxes = R.resized_crop_boxes(self._rng, sizes, self.scale, self.ratio)
+        else:
+            boxes = np.concatenate([np.zeros_like(sizes), sizes], axis=1)
+        return gpuaug.resized_crop(images, boxes.astype(np.float32), self.size)
+
+    def close(self):
+        """Stop the decoding processes (``decode="process"``); they restart when needed."""
+        if self._proc is not None:
+            self._proc.close()
+            self._proc = None
+
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st["_proc"] = None
+        return st
 
     def labels(self, indices):
         return None if self._labels is None else self._labels[np.asarray(indices, np.int64)]
 
 
+def _check_size(size):
+    if size is None:
+        return None
+    if isinstance(size, (bool, np.bool_)):
+        raise TypeError(f"size: got {size!r}; expected (height, width) of positive ints, one int, or None")
+    if isinstance(size, (int, np.integer)):
+        size = (size, size)
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2 or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in size):
+        raise TypeError(f"size: got {size!r}; expected (height, width) of positive ints, one int, or None")
+    size = tuple(int(v) for v in size)
+    if min(size) < 1 or max(size) > 65535:
+        raise ValueError(f"size: got {size!r}; expected (height, width) in [1, 65535]")
+    return size
+
+
+def _scan(top, exts):
+    """Regular files under ``top`` whose names end in ``exts``, sorted (FIFOs, sockets and
+    devices are never listed: opening a FIFO would block forever)."""
+    out = []
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        try:
+            if e.is_dir():
+                out.extend(_scan(e.path, exts))
+            elif e.is_file() and e.name.lower().endswith(exts):
+                out.append(e.path)
+        except OSError:
+            continue
+    return out
+
+
 class ImageFolder(ImageFiles):
     """Images in ``root/<class name>/...``; labels are class indices (sorted class names).
 
-    ``classes``: the class names, ``classes[label]``. Other arguments as :class:`ImageFiles`.
+    ``classes``: the class names, ``classes[label]``. ``extensions``: file name endings
+    (case-insensitive; a str or a sequence of str). Only regular files are listed. Other
+    arguments (``size``, ``mode``, ``decode``, ``on_error``, ``max_pixels``, ``crop``...)
+    as :class:`ImageFiles`.
 
     Example::
 
@@ -323,24 +489,29 @@ class ImageFolder(ImageFiles):
         ['cat', 'dog']
     """
 
-    def __init__(self, root, size=None, mode="RGB", extensions=IMAGE_EXTENSIONS):
+    def __init__(self, root, size=None, mode="RGB", extensions=IMAGE_EXTENSIONS, **kwargs):
         root = os.fspath(root)
         if not os.path.isdir(root):
             raise ValueError(f"root: got {root!r}; expected a directory of class folders")
+        if isinstance(extensions, str):
+            extensions = (extensions,)
+        extensions = tuple(extensions)
+        if not extensions or not all(isinstance(e, str) and e for e in extensions):
+            raise TypeError(f"extensions: got {extensions!r}; expected file name endings such as '.jpg' "
+                            "(a str or a sequence of str)")
+        exts = tuple(e.lower() for e in extensions)
         self.root = root
         self.classes = sorted(d.name for d in os.scandir(root) if d.is_dir())
         if not self.classes:
             raise ValueError(f"root: {root!r} has no class folders; expected root/<class>/<image>")
         files, labels = [], []
         for ci, c in enumerate(self.classes):
-            for dirpath, _, names in sorted(os.walk(os.path.join(root, c))):
-                for name in sorted(names):
-                    if name.lower().endswith(tuple(extensions)):
-                        files.append(os.path.join(dirpath, name))
-                        labels.append(ci)
+            found = _scan(os.path.join(root, c), exts)
+            files += found
+            labels += [ci] * len(found)
         if not files:
             raise ValueError(f"root: {root!r} holds no images with extensions {', '.join(extensions)}")
-        super().__init__(files, np.asarray(labels, np.int64), size=size, mode=mode)
+        super().__init__(files, np.asarray(labels, np.int64), size=size, mode=mode, **kwargs)
 
 
 class IterableSource:

@@ -26,7 +26,11 @@ class BatchTiming:
     ``copy``/``compute``: (start, end) on the GPU clock (copy stream / compute stream).
     ``fill``: (worker, start, end) host intervals of the workers filling its staging slot.
     ``wait``: (start, end) of the consumer blocked in ``next()`` for it (host clock).
-    ``images``: samples in the batch; ``nbytes``: bytes copied host to device.
+    ``images``: samples in the batch; ``nbytes``: bytes copied host to device (the
+    encoded file bytes when decoding on the GPU).
+    ``launch``: (start, end) host time the compute thread spent calling the augment (its
+    Python and launch cost; long when the thread waits for the GIL).
+    ``skipped``: (path, reason) of the samples left out (``on_error="skip"``).
     """
 
     index: int
@@ -36,6 +40,8 @@ class BatchTiming:
     compute: tuple
     fill: list = field(default_factory=list)
     wait: tuple | None = None
+    launch: tuple | None = None
+    skipped: list = field(default_factory=list)
 
 
 def merge(intervals):
@@ -82,7 +88,11 @@ class Stats:
       augment end) during which the copy stream / the compute stream was busy;
     - ``overlap``: time both were busy at once, as a fraction of the shorter of the two
       busy times (1.0: the shorter one was completely hidden behind the other);
-    - ``host_wait_s``: total time the consumer waited in ``next()``.
+    - ``host_wait_s``: total time the consumer waited in ``next()``;
+    - ``fill_gb_per_s``: staged bytes per second of time some worker was filling (the
+      host staging speed; 0 when nothing was staged);
+    - ``launch_mean_ms``: mean host time of one augment call on the compute thread;
+    - ``skipped``: samples left out by ``on_error="skip"`` (``Scheduler.skipped()`` lists them).
     """
 
     batches: int
@@ -102,6 +112,9 @@ class Stats:
     host_wait_mean_ms: float
     pinned_reallocs: int = 0
     device_reallocs: int = 0
+    fill_gb_per_s: float = 0.0
+    launch_mean_ms: float = 0.0
+    skipped: int = 0
 
     def __str__(self):
         return (f"{self.batches} batches, {self.images} images, {self.bytes / 1e9:.3f} GB in "
@@ -110,7 +123,9 @@ class Stats:
                 f"copy busy {self.copy_busy:.0%}, compute busy {self.compute_busy:.0%}, "
                 f"overlap {self.overlap:.0%}; consumer waited {self.host_wait_s * 1e3:.1f} ms "
                 f"({self.host_wait_mean_ms:.2f} ms per batch); reallocations: pinned "
-                f"{self.pinned_reallocs}, device {self.device_reallocs}")
+                f"{self.pinned_reallocs}, device {self.device_reallocs}\n"
+                f"host: staging {self.fill_gb_per_s:.2f} GB/s while filling, augment call "
+                f"{self.launch_mean_ms:.2f} ms per batch; skipped samples {self.skipped}")
 
 
 def summarize(batches, *, warmup=0, pinned_reallocs=0, device_reallocs=0) -> Stats:
@@ -141,6 +156,9 @@ def summarize(batches, *, warmup=0, pinned_reallocs=0, device_reallocs=0) -> Sta
     wall = max(end - start, 0.0)
     inter = intersection(copies, computes)
     short = min(c, k)
+    fills = length(merge((s0, e0) for b in bs for _, s0, e0 in b.fill))
+    filled = sum(b.nbytes for b in bs if b.fill)
+    launches = [b.launch[1] - b.launch[0] for b in bs if b.launch is not None]
     return Stats(
         batches=len(bs), images=images, bytes=nbytes, wall_s=wall, span_s=span,
         images_per_s=images / wall if wall > 0 else 0.0,
@@ -151,7 +169,10 @@ def summarize(batches, *, warmup=0, pinned_reallocs=0, device_reallocs=0) -> Sta
         compute_busy=k / span if span > 0 else 0.0,
         overlap=inter / short if short > 0 else 0.0,
         host_wait_s=host_wait, host_wait_mean_ms=host_wait / len(bs) * 1e3,
-        pinned_reallocs=pinned_reallocs, device_reallocs=device_reallocs)
+        pinned_reallocs=pinned_reallocs, device_reallocs=device_reallocs,
+        fill_gb_per_s=filled / fills / 1e9 if fills > 0 else 0.0,
+        launch_mean_ms=sum(launches) / len(launches) * 1e3 if launches else 0.0,
+        skipped=sum(len(b.skipped) for b in bs))
 
 
 def chrome_trace(batches, *, device="gpu", meta=None) -> dict:
@@ -173,6 +194,7 @@ def chrome_trace(batches, *, device="gpu", meta=None) -> dict:
     meta_ev(1, 2, "thread_name", "compute stream (augment)")
     meta_ev(2, None, "process_name", "host")
     meta_ev(2, 100, "thread_name", "consumer wait")
+    meta_ev(2, 101, "thread_name", "compute thread (augment call)")
     workers = set()
     for b in sorted(batches, key=lambda b: b.index):
         args = {"batch": b.index, "images": b.images, "bytes": b.nbytes}
@@ -182,6 +204,10 @@ def chrome_trace(batches, *, device="gpu", meta=None) -> dict:
         for w, s, e in b.fill:
             workers.add(w)
             ev.append({"name": f"fill b{b.index}", "cat": "host", "ph": "X", "pid": 2, "tid": 10 + w,
+                       "ts": s * 1e6, "dur": max(e - s, 0.0) * 1e6, "args": {"batch": b.index}})
+        if b.launch is not None:
+            s, e = b.launch
+            ev.append({"name": f"augment call a{b.index}", "cat": "host", "ph": "X", "pid": 2, "tid": 101,
                        "ts": s * 1e6, "dur": max(e - s, 0.0) * 1e6, "args": {"batch": b.index}})
         if b.wait is not None:
             s, e = b.wait

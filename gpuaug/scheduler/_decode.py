@@ -1,0 +1,381 @@
+"""Image decoding for the scheduler's file sources: headers, CPU decode, worker processes, GPU decode.
+
+- :func:`read_file` reads a file's bytes, refusing what is not a regular file (a FIFO would
+  block ``open`` forever) and empty files;
+- :func:`header_size` reads (height, width) from the first bytes of a JPEG, PNG, GIF, BMP
+  or WebP without decoding (Pillow's lazy ``open`` for other formats), so the pixel limit
+  is checked before anything is allocated;
+- :func:`decode_bytes` decodes bytes to uint8 HWC: JPEGs through simplejpeg when it is
+  installed (libjpeg-turbo with the GIL released, DCT-domain downscale to the smallest
+  1/2, 1/4, 1/8 scale still >= ``size``), else Pillow (draft mode does the same downscale);
+- :class:`ProcessDecoder`: a pool of worker processes that decode into shared memory, so
+  decoding is not held by the parent's GIL;
+- :func:`nvimgcodec_module` / :class:`GpuDecoder`: nvImageCodec's batched decoder into
+  device memory (``pip install gpuaug[gpu-decode12]`` / ``[gpu-decode13]``).
+
+Every failure is an :class:`ImageDecodeError` naming the file.
+"""
+from __future__ import annotations
+
+import io
+import os
+import stat
+import struct
+import threading
+import weakref
+
+import numpy as np
+
+#: default ``max_pixels`` of ImageFiles / ImageFolder: 2**26 = 67,108,864 pixels (8192 x 8192);
+#: a header that claims more is refused before anything is allocated (decompression bombs)
+DEFAULT_MAX_PIXELS = 1 << 26
+ON_ERROR = ("raise", "skip")
+DECODE = ("cpu", "process", "gpu")
+_MODES = {"RGB": 3, "L": 1, "RGBA": 4}
+
+
+class ImageDecodeError(ValueError):
+    """A file that cannot be read or decoded (or whose header is over the pixel limit).
+
+    ``path``: the file; ``reason``: what is wrong with it. The message starts with the path.
+    """
+
+    def __init__(self, path, reason):
+        self.path, self.reason = path, reason
+        super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self):  # survives the trip back from a worker process
+        return (ImageDecodeError, (self.path, self.reason))
+
+
+def read_file(path):
+    """The bytes of ``path``; ImageDecodeError for a non-regular file, an empty file, an OSError."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ImageDecodeError(path, f"cannot stat it ({type(e).__name__}: {e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageDecodeError(path, "not a regular file (a FIFO, socket, device or directory); "
+                                     "only regular image files are read")
+    if st.st_size == 0:
+        raise ImageDecodeError(path, "empty file (0 bytes)")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ImageDecodeError(path, f"cannot read it ({type(e).__name__}: {e})") from None
+    if not data:
+        raise ImageDecodeError(path, "empty file (0 bytes)")
+    return data
+
+
+def _jpeg_size(data):
+    pos, n = 2, len(data)
+    while pos + 4 <= n:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            pos += 2
+            continue
+        (seg,) = struct.unpack(">H", data[pos + 2:pos + 4])
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            if pos + 9 > n:
+                return None
+            h, w = struct.unpack(">HH", data[pos + 5:pos + 9])
+            return h, w
+        if marker == 0xDA or seg < 2:  # scan before a frame header, or a broken length
+            return None
+        pos += 2 + seg
+    return None
+
+
+def header_size(data, path="<bytes>"):
+    """(height, width) an image's header claims, without decoding; ImageDecodeError when
+    the bytes are not a recognisable image."""
+    if data[:2] == b"\xff\xd8":
+        hw = _jpeg_size(data)
+        if hw is None or min(hw) == 0:
+            raise ImageDecodeError(path, "not a decodable JPEG (no frame header with a size; "
+                                         "truncated or corrupt)")
+        return hw
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        if len(data) < 24 or data[12:16] != b"IHDR":
+            raise ImageDecodeError(path, "not a decodable PNG (truncated or corrupt header)")
+        w, h = struct.unpack(">II", data[16:24])
+        return h, w
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        w, h = struct.unpack("<HH", data[6:10])
+        return h, w
+    if data[:2] == b"BM" and len(data) >= 26:
+        w, h = struct.unpack("<ii", data[18:26])
+        return abs(h), abs(w)
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+    except Image.DecompressionBombError as e:
+        raise ImageDecodeError(path, f"refused by Pillow's decompression bomb check ({e})") from None
+    except Exception as e:  # noqa: BLE001 - any Pillow failure: not an image
+        raise ImageDecodeError(path, f"not a recognisable image ({type(e).__name__}: {e})") from None
+    return h, w
+
+
+def check_pixels(hw, max_pixels, path):
+    h, w = hw
+    if max_pixels is not None and h * w > max_pixels:
+        raise ImageDecodeError(path, f"its header claims {w}x{h} = {h * w:,} pixels, over the limit "
+                                     f"max_pixels={max_pixels:,} (a decompression bomb?); pass a larger "
+                                     "max_pixels (or None) to the source to accept it")
+
+
+def _simplejpeg():
+    try:
+        import simplejpeg
+
+        return simplejpeg
+    except Exception:  # noqa: BLE001 - optional accelerator (pip install gpuaug[cpu-decode])
+        return None
+
+
+def decode_bytes(data, size=None, mode="RGB", path="<bytes>", max_pixels=DEFAULT_MAX_PIXELS):
+    """Decode image bytes to a uint8 HWC array, resized to ``size`` (h, w) when given.
+
+    The header is checked against ``max_pixels`` first. JPEGs: simplejpeg when installed
+    (GIL released; DCT-domain downscale to the smallest 1/2, 1/4, 1/8 scale that is still
+    >= ``size``), else Pillow's draft mode (the same downscale); then a bilinear resize.
+    Any failure raises :class:`ImageDecodeError` naming ``path``.
+    """
+    from PIL import Image
+
+    hw = header_size(data, path)
+    check_pixels(hw, max_pixels, path)
+    arr = None
+    sj = _simplejpeg() if mode in ("RGB", "L") and data[:2] == b"\xff\xd8" else None
+    if sj is not None:
+        kw = {"min_height": size[0], "min_width": size[1]} if size else {}
+        try:
+            arr = sj.decode_jpeg(data, colorspace="GRAY" if mode == "L" else "RGB", strict=True, **kw)
+        except Exception:  # noqa: BLE001 - CMYK, arithmetic coding...: Pillow decides below
+            arr = None
+    try:
+        if arr is not None:
+            if mode == "L" and arr.ndim == 3:
+                arr = arr[..., 0]
+            if size is not None and arr.shape[:2] != tuple(size):
+                arr = np.asarray(Image.fromarray(arr).resize((size[1], size[0]), Image.BILINEAR))
+        else:
+            with Image.open(io.BytesIO(data)) as im:
+                if size is not None:  # JPEG: decode at 1/2, 1/4 or 1/8 scale when that is still >= size
+                    im.draft(mode if mode in ("RGB", "L") else None, (size[1], size[0]))
+                im = im.convert(mode)
+                if size is not None and im.size != (size[1], size[0]):
+                    im = im.resize((size[1], size[0]), Image.BILINEAR)
+                arr = np.asarray(im)
+    except ImageDecodeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - truncated, corrupt, unsupported: name the file
+        raise ImageDecodeError(path, f"cannot decode it ({type(e).__name__}: {e})") from None
+    if arr.ndim == 2:
+        arr = arr[..., None]
+    return arr
+
+
+def decode_file(path, size=None, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
+    """:func:`decode_bytes` of a file's bytes (:func:`read_file`)."""
+    return decode_bytes(read_file(path), size, mode, path, max_pixels)
+
+
+def file_shape(path, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
+    """(h, w, c) a file decodes to without ``size``, from its header only (pixel limit checked)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ImageDecodeError(path, f"cannot stat it ({type(e).__name__}: {e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageDecodeError(path, "not a regular file (a FIFO, socket, device or directory); "
+                                     "only regular image files are read")
+    if st.st_size == 0:
+        raise ImageDecodeError(path, "empty file (0 bytes)")
+    with open(path, "rb") as f:
+        head = f.read(65536)
+    try:
+        hw = header_size(head, path)
+    except ImageDecodeError:
+        hw = header_size(read_file(path), path)  # a header past the first 64 KiB (big EXIF)
+    check_pixels(hw, max_pixels, path)
+    return (hw[0], hw[1], _MODES[mode])
+
+
+# --------------------------------------------------------------------------------------
+# Worker processes
+# --------------------------------------------------------------------------------------
+_child_shm = {}
+
+
+def _child_decode(paths, size, mode, max_pixels, shm_name, offsets, shapes):
+    """In a worker process: decode ``paths`` into the shared memory ``shm_name`` at
+    ``offsets`` (expected ``shapes``); returns one error message (or None) per path."""
+    from multiprocessing import shared_memory
+
+    shm = _child_shm.get(shm_name)
+    if shm is None:
+        if len(_child_shm) > 64:  # the parent re-creates segments when they grow
+            for old in _child_shm.values():
+                old.close()
+            _child_shm.clear()
+        try:
+            shm = shared_memory.SharedMemory(name=shm_name, track=False)  # Python >= 3.13
+        except TypeError:
+            shm = shared_memory.SharedMemory(name=shm_name)
+            try:  # the parent owns (and unlinks) the segment, not this process's tracker
+                from multiprocessing import resource_tracker
+
+                resource_tracker.unregister(shm._name, "shared_memory")
+            except Exception:  # noqa: BLE001
+                pass
+        _child_shm[shm_name] = shm
+    errs = []
+    for p, off, sh in zip(paths, offsets, shapes):
+        try:
+            img = decode_file(p, size, mode, max_pixels)
+            if img.shape != tuple(sh):
+                raise ImageDecodeError(p, f"decoded to shape {img.shape}, but its header said {tuple(sh)}")
+            np.copyto(np.ndarray(img.shape, np.uint8, shm.buf, off), img)
+            errs.append(None)
+        except ImageDecodeError as e:
+            errs.append(e.reason)
+        except Exception as e:  # noqa: BLE001 - reported to the parent with the file
+            errs.append(f"cannot decode it ({type(e).__name__}: {e})")
+    return errs
+
+
+def _child_ping():
+    return os.getpid()
+
+
+class ProcessDecoder:
+    """A pool of ``processes`` worker processes (spawned: safe with CUDA and threads) that
+    decode files into shared memory. One per source; started at first use, shut down when
+    the source is garbage collected (or by :meth:`close`).
+
+    :meth:`decode_into` is called by the scheduler's worker threads; each thread owns a
+    shared-memory segment the processes write into, then copies it to the pinned slot.
+    """
+
+    def __init__(self, processes):
+        self.processes = int(processes)
+        self._pool = None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._segments = []
+        self._finalizer = None
+
+    def _ensure(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor
+
+                self._pool = ProcessPoolExecutor(self.processes, mp_context=mp.get_context("spawn"))
+                self._finalizer = weakref.finalize(self, ProcessDecoder._shutdown, self._pool, self._segments)
+            return self._pool
+
+    def start(self):
+        """Start every process now (they take ~0.3 s each to import NumPy and Pillow)."""
+        pool = self._ensure()
+        list(pool.map(_child_ping, range(self.processes)))
+
+    @staticmethod
+    def _shutdown(pool, segments):
+        pool.shutdown(wait=True, cancel_futures=True)
+        for s in segments:
+            try:
+                s.close()
+                s.unlink()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        segments.clear()
+
+    def close(self):
+        if self._finalizer is not None:
+            self._finalizer()
+        self._pool = None
+
+    def _segment(self, nbytes):
+        from multiprocessing import shared_memory
+
+        seg = getattr(self._local, "seg", None)
+        if seg is None or seg.size < nbytes:
+            new = shared_memory.SharedMemory(create=True, size=max(int(nbytes), 1 << 20))
+            with self._lock:
+                self._segments.append(new)
+                if seg is not None:
+                    self._segments.remove(seg)
+            if seg is not None:
+                seg.close()
+                seg.unlink()
+            seg = self._local.seg = new
+        return seg
+
+    def decode_into(self, paths, outs, size, mode, max_pixels):
+        """Decode ``paths`` into the arrays ``outs`` (their shapes are the expected ones);
+        returns one error reason (or None) per path."""
+        offs, pos = [], 0
+        for o in outs:
+            offs.append(pos)
+            pos += (o.nbytes + 63) // 64 * 64
+        seg = self._segment(pos)
+        fut = self._ensure().submit(_child_decode, list(paths), size, mode, max_pixels, seg.name, offs,
+                                    [tuple(o.shape) for o in outs])
+        errs = fut.result()
+        for o, off, err in zip(outs, offs, errs):
+            if err is None:
+                np.copyto(o, np.ndarray(o.shape, np.uint8, seg.buf, off))
+        return errs
+
+
+# --------------------------------------------------------------------------------------
+# GPU decoding (nvImageCodec)
+# --------------------------------------------------------------------------------------
+def nvimgcodec_module():
+    """``nvidia.nvimgcodec``, or ImportError naming the extra that installs it."""
+    try:
+        from nvidia import nvimgcodec
+    except Exception as e:  # noqa: BLE001 - not installed, or its libraries missing
+        raise ImportError(
+            "decode='gpu' needs nvImageCodec: pip install 'gpuaug[gpu-decode12]' (CUDA 12, "
+            "nvidia-nvimgcodec-cu12) or 'gpuaug[gpu-decode13]' (CUDA 13, nvidia-nvimgcodec-cu13) "
+            f"({type(e).__name__}: {e})") from e
+    return nvimgcodec
+
+
+class GpuDecoder:
+    """nvImageCodec's batched decoder on one device: :meth:`decode` turns a list of encoded
+    images into device images (``__cuda_array_interface__``), ordered on ``cuda_stream``;
+    None where an image failed to decode."""
+
+    def __init__(self, device_id, mode="RGB"):
+        nv = nvimgcodec_module()
+        self.nv = nv
+        self.decoder = nv.Decoder(device_id=int(device_id))
+        cs = nv.ColorSpec
+        rgb = getattr(cs, "SRGB", None) or getattr(cs, "RGB")
+        color, fmt = {"RGB": (rgb, "I_RGB"), "L": (cs.GRAY, "I_Y"), "RGBA": (rgb, "I_RGBA")}[mode]
+        kw = {"apply_exif_orientation": False, "color_spec": color}
+        sf = getattr(getattr(nv, "SampleFormat", None), fmt, None)
+        if sf is not None:
+            try:
+                self.params = nv.DecodeParams(sample_format=sf, **kw)
+            except TypeError:  # older nvImageCodec: no sample_format argument
+                self.params = nv.DecodeParams(**kw)
+        else:
+            self.params = nv.DecodeParams(**kw)
+
+    def decode(self, datas, cuda_stream):
+        streams = [self.nv.CodeStream(d) for d in datas]
+        return self.decoder.decode(streams, params=self.params, cuda_stream=int(cuda_stream))
