@@ -22,13 +22,19 @@ from gpuaug._registry import REGISTRY
 
 from ._steps import RESERVED, SAMPLE_LAYOUT, check_param_node_device, is_node, make_step, op_error
 
-_BACKENDS = (None, "cuda", "numba", "cpu")
+_BACKENDS = (None, "cuda", "numba", "cpu", "native", "python")
 
 
 def check_backend(op, backend, device):
     """The gpuaug backend for ``device`` data ("cpu"/"gpu"), or a clear error."""
     if backend not in _BACKENDS:
-        raise op_error(op, f"backend: got {backend!r}; expected None, 'cuda', 'numba' or 'cpu'")
+        raise op_error(op, f"backend: got {backend!r}; expected None, 'cuda', 'numba', 'cpu', 'native' "
+                           "(the C++ DALI operator) or 'python' (python_function)")
+    if backend == "native" and device != "gpu":
+        raise op_error(op, "backend: got 'native' for CPU data; the native operator runs on GPU data "
+                           "(images.gpu(), or decode with device='mixed')")
+    if backend == "python":
+        backend = None
     if device == "gpu":
         if backend == "cpu":
             raise op_error(op, "backend: got 'cpu' for GPU data; use None/'cuda' (CUDA C) or 'numba', "
@@ -74,6 +80,13 @@ def apply(op, data, params, *, backend=None, layout="HWC", input_dtype="uint8"):
     """Run registry op ``op`` on the images ``data`` (a DataNode); return the output DataNode."""
     step, nodes = step_for(op, data, params, layout)
     be = check_backend(op, backend, data.device)
+    if data.device == "gpu" and backend in (None, "cuda", "native"):
+        from ._native import native_node
+
+        node = native_node(step, data, nodes, forced=backend == "native")
+        if node is not None:
+            return node
+        be = "cuda"
     if be == "numba":
         from ._numba import numba_node
 

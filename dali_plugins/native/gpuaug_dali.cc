@@ -1,0 +1,563 @@
+// gpuaug__Kernel: one generic DALI GPU operator that runs any gpuaug CUDA C kernel of the
+// table-driven signature
+//
+//   name<T, C[, extra template ints]>(const i64* src_table, const i64* dst_table,
+//                                     const float* params, int P, int n[, partials, nparts])
+//
+// on a TensorList of HWC images (uint8 / float16 / float32, varshape allowed), once per batch,
+// on DALI's stream, with no host synchronisation:
+// - the per-sample descriptor tables (address, h, w, stride_y, stride_x, stride_c in elements,
+//   gpuaug/_batch.py's descriptor_table) and the (N, P) float32 parameter matrix are written
+//   into one pinned host slot and reach the device in one cuMemcpyHtoDAsync on ws.stream();
+//   the device copy is stream-ordered (cuMemAllocAsync / cuMemFreeAsync on that stream);
+// - the kernel source travels in the operator's "source" argument (the .cu file with its
+//   headers inlined by gpuaug.dali._native), so a serialized pipeline holds everything it
+//   needs: Triton's DALI backend only has to load this library. The source is compiled at run
+//   time with NVRTC for the device's architecture, once per (device, source, instance), and
+//   cached for the process (users need no nvcc, and kernels/*.cu stays the one source).
+//
+// The CUDA driver and NVRTC are opened with dlopen: the library links only against DALI, so it
+// builds on a machine without a GPU or CUDA libraries (only DALI's headers and the CUDA runtime
+// headers that DALI's headers include) and loads there (CI checks the schema).
+//
+// Parameter programs ("program" argument) turn what the graph passes per sample into the
+// kernel's parameter row, where the row needs the image's size (known here, on the host):
+// - "identity": the row as given;
+// - "rotation": [angle, scale, cx, cy, interp, border, fill...] -> [interp, border, inverse of
+//   OpenCV's getRotationMatrix2D (6), fill...], cx/cy NaN meaning the image centre
+//   ((w - 1) / 2, (h - 1) / 2); the same double-precision maths as gpuaug/ops/_warp.py.
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dali/pipeline/operator/operator.h"
+
+namespace gpuaug_dali {
+
+using dali::DALIDataType;
+
+// ---- the CUDA driver and NVRTC, opened at run time ---------------------------------------
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+struct Api {
+  bool ok = false;
+  std::string error;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetDevice)(CUdevice *);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemAllocHost)(void **, size_t);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                                    const char *const *, const char *const *);
+  nvrtcResult (*nvrtcAddNameExpression)(nvrtcProgram, const char *);
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+  nvrtcResult (*nvrtcGetLoweredName)(nvrtcProgram, const char *, const char **);
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
+  const char *(*nvrtcGetErrorString)(nvrtcResult);
+};
+
+static void *open_first(const std::vector<std::string> &names, std::string *tried) {
+  for (const auto &n : names) {
+    if (n.empty()) continue;
+    void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (h) return h;
+    *tried += "\n  " + n + ": " + dlerror();
+  }
+  return nullptr;
+}
+
+template <typename F>
+static bool sym(void *lib, const char *name, F *f, std::string *err) {
+  *f = reinterpret_cast<F>(dlsym(lib, name));
+  if (!*f) *err += std::string("missing symbol ") + name + "; ";
+  return *f != nullptr;
+}
+
+static Api &api() {
+  static Api a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string tried;
+    void *cuda = open_first({"libcuda.so.1", "libcuda.so"}, &tried);
+    if (!cuda) {
+      a.error = "cannot open the CUDA driver (libcuda.so.1):" + tried;
+      return;
+    }
+    // gpuaug.dali._native sets GPUAUG_NVRTC_LIBRARY to the NVRTC it found (CUDA toolkit or the
+    // nvidia-cuda-nvrtc wheel); otherwise the loader's search path decides.
+    const char *env = getenv("GPUAUG_NVRTC_LIBRARY");
+    void *nvrtc = open_first({env ? env : "", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}, &tried);
+    if (!nvrtc) {
+      a.error = "cannot open NVRTC (set GPUAUG_NVRTC_LIBRARY to libnvrtc.so's path, or pip install "
+                "nvidia-cuda-nvrtc for your CUDA version):" + tried;
+      return;
+    }
+    std::string e;
+    bool ok = true;
+#define GA_SYM(lib, name) ok &= sym(lib, #name, &a.name, &e)
+#define GA_SYM2(lib, field, name) ok &= sym(lib, name, &a.field, &e)
+    GA_SYM(cuda, cuInit);
+    GA_SYM(cuda, cuCtxGetCurrent);
+    GA_SYM(cuda, cuCtxSetCurrent);
+    GA_SYM(cuda, cuCtxGetDevice);
+    GA_SYM2(cuda, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    GA_SYM(cuda, cuDeviceGet);
+    GA_SYM(cuda, cuDeviceGetAttribute);
+    GA_SYM(cuda, cuModuleLoadData);
+    GA_SYM(cuda, cuModuleGetFunction);
+    GA_SYM(cuda, cuLaunchKernel);
+    GA_SYM(cuda, cuMemAllocAsync);
+    GA_SYM(cuda, cuMemFreeAsync);
+    GA_SYM2(cuda, cuMemAllocHost, "cuMemAllocHost_v2");
+    GA_SYM(cuda, cuMemFreeHost);
+    GA_SYM2(cuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    GA_SYM2(cuda, cuMemsetD8Async, "cuMemsetD8Async");
+    GA_SYM(cuda, cuEventCreate);
+    GA_SYM(cuda, cuEventRecord);
+    GA_SYM(cuda, cuEventSynchronize);
+    GA_SYM(cuda, cuGetErrorString);
+    GA_SYM(nvrtc, nvrtcCreateProgram);
+    GA_SYM(nvrtc, nvrtcAddNameExpression);
+    GA_SYM(nvrtc, nvrtcCompileProgram);
+    GA_SYM(nvrtc, nvrtcGetLoweredName);
+    GA_SYM(nvrtc, nvrtcGetProgramLogSize);
+    GA_SYM(nvrtc, nvrtcGetProgramLog);
+    GA_SYM(nvrtc, nvrtcGetCUBINSize);
+    GA_SYM(nvrtc, nvrtcGetCUBIN);
+    GA_SYM(nvrtc, nvrtcGetPTXSize);
+    GA_SYM(nvrtc, nvrtcGetPTX);
+    GA_SYM(nvrtc, nvrtcDestroyProgram);
+    GA_SYM(nvrtc, nvrtcGetErrorString);
+#undef GA_SYM
+#undef GA_SYM2
+    if (!ok) {
+      a.error = "the CUDA driver / NVRTC lack functions gpuaug needs: " + e;
+      return;
+    }
+    a.ok = a.cuInit(0) == 0;
+    if (!a.ok) a.error = "cuInit failed (no usable GPU or driver)";
+  });
+  return a;
+}
+
+static std::string cu_error(CUresult r) {
+  const char *s = nullptr;
+  if (api().cuGetErrorString) api().cuGetErrorString(r, &s);
+  return std::to_string(r) + (s ? std::string(" (") + s + ")" : std::string());
+}
+
+#define GA_CU(op, call)                                                                     \
+  do {                                                                                      \
+    CUresult r_ = (call);                                                                   \
+    DALI_ENFORCE(r_ == 0, (op) + std::string(": CUDA driver call " #call " failed: ") +     \
+                              cu_error(r_));                                                \
+  } while (0)
+
+// ---- compiled kernels, per (device, source, instance) ---------------------------------------
+struct ModuleCache {
+  std::mutex lock;
+  std::map<std::tuple<int, size_t, std::string>, std::pair<CUmodule, CUfunction>> fns;
+};
+
+static ModuleCache &modules() {
+  static ModuleCache m;
+  return m;
+}
+
+static CUfunction get_function(const std::string &op, int device, const std::string &source,
+                               const std::string &name_expr) {
+  auto &A = api();
+  size_t h = std::hash<std::string>()(source);
+  auto key = std::make_tuple(device, h, name_expr);
+  auto &cache = modules();
+  std::lock_guard<std::mutex> g(cache.lock);
+  auto it = cache.fns.find(key);
+  if (it != cache.fns.end()) return it->second.second;
+
+  CUdevice dev;
+  GA_CU(op, A.cuDeviceGet(&dev, device));
+  int major = 0, minor = 0;
+  GA_CU(op, A.cuDeviceGetAttribute(&major, 75, dev));  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  GA_CU(op, A.cuDeviceGetAttribute(&minor, 76, dev));  // ..._MINOR
+  // A CUBIN for the device when this NVRTC knows its architecture, else PTX for the driver's JIT.
+  std::vector<char> image;
+  std::string log;
+  for (int attempt = 0; attempt < 2 && image.empty(); ++attempt) {
+    nvrtcProgram prog;
+    nvrtcResult r = A.nvrtcCreateProgram(&prog, source.c_str(), (op + ".cu").c_str(), 0, nullptr, nullptr);
+    DALI_ENFORCE(r == 0, op + ": nvrtcCreateProgram failed: " + A.nvrtcGetErrorString(r));
+    A.nvrtcAddNameExpression(prog, name_expr.c_str());
+    std::string arch = std::string(attempt == 0 ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +
+                       std::to_string(major) + std::to_string(minor);
+    const char *opts[] = {"-std=c++17", arch.c_str()};
+    r = A.nvrtcCompileProgram(prog, 2, opts);
+    if (r == 0) {
+      const char *lowered = nullptr;
+      A.nvrtcGetLoweredName(prog, name_expr.c_str(), &lowered);
+      std::string low = lowered ? lowered : "";
+      size_t n = 0;
+      if (attempt == 0) {
+        A.nvrtcGetCUBINSize(prog, &n);
+        image.resize(n);
+        A.nvrtcGetCUBIN(prog, image.data());
+      } else {
+        A.nvrtcGetPTXSize(prog, &n);
+        image.resize(n);
+        A.nvrtcGetPTX(prog, image.data());
+      }
+      A.nvrtcDestroyProgram(&prog);
+      CUmodule mod;
+      GA_CU(op, A.cuModuleLoadData(&mod, image.data()));
+      CUfunction fn;
+      GA_CU(op, A.cuModuleGetFunction(&fn, mod, low.c_str()));
+      cache.fns[key] = {mod, fn};
+      return fn;
+    }
+    size_t ls = 0;
+    A.nvrtcGetProgramLogSize(prog, &ls);
+    std::string l(ls, '\0');
+    A.nvrtcGetProgramLog(prog, &l[0]);
+    log += arch + ": " + A.nvrtcGetErrorString(r) + "\n" + l + "\n";
+    A.nvrtcDestroyProgram(&prog);
+  }
+  DALI_FAIL(op + ": NVRTC could not compile " + name_expr + ":\n" + log);
+}
+
+// ---- pinned staging ring ---------------------------------------------------------------------
+// Slots are reused after the event recorded behind their copy has completed (a host wait on
+// that copy only, normally long done); never a device synchronisation.
+class Staging {
+ public:
+  static constexpr int kSlots = 8;
+  ~Staging() {
+    for (auto &s : slots_)
+      if (s.host) api().cuMemFreeHost(s.host);
+  }
+  void *get(const std::string &op, size_t bytes, int *index) {
+    auto &A = api();
+    Slot &s = slots_[next_];
+    *index = next_;
+    next_ = (next_ + 1) % kSlots;
+    if (s.event) GA_CU(op, A.cuEventSynchronize(s.event));
+    if (s.size < bytes) {
+      if (s.host) A.cuMemFreeHost(s.host);
+      s.size = std::max<size_t>(bytes, 1 << 16);
+      GA_CU(op, A.cuMemAllocHost(&s.host, s.size));
+    }
+    return s.host;
+  }
+  void record(const std::string &op, int index, CUstream stream) {
+    auto &A = api();
+    Slot &s = slots_[index];
+    if (!s.event) GA_CU(op, A.cuEventCreate(&s.event, 2));  // CU_EVENT_DISABLE_TIMING
+    GA_CU(op, A.cuEventRecord(s.event, stream));
+  }
+
+ private:
+  struct Slot {
+    void *host = nullptr;
+    size_t size = 0;
+    CUevent event = nullptr;
+  };
+  Slot slots_[kSlots];
+  int next_ = 0;
+};
+
+static const char *ctype(DALIDataType t) {
+  switch (t) {
+    case ::DALI_UINT8: return "unsigned char";
+    case ::DALI_FLOAT16: return "gpuaug::half";
+    case ::DALI_FLOAT: return "float";
+    default: return nullptr;
+  }
+}
+
+static int type_size(DALIDataType t) { return t == ::DALI_UINT8 ? 1 : t == ::DALI_FLOAT16 ? 2 : 4; }
+
+// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry._cos_sin).
+static void cos_sin_deg(double deg, double *c, double *s) {
+  const double r = deg * (M_PI / 180.0);
+  *c = std::cos(r);
+  *s = std::sin(r);
+  const double q90 = deg / 90.0;
+  const double q = std::nearbyint(q90);  // numpy.round: half to even
+  if (q90 == q) {
+    const int k = static_cast<int>(((static_cast<long long>(q) % 4) + 4) % 4);
+    static const double cs[4] = {1.0, 0.0, -1.0, 0.0}, sn[4] = {0.0, 1.0, 0.0, -1.0};
+    *c = cs[k];
+    *s = sn[k];
+  }
+}
+
+class Kernel : public dali::Operator<dali::GPUBackend> {
+ public:
+  explicit Kernel(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
+    op_ = "gpuaug.dali." + spec.GetArgument<std::string>("op");
+    source_ = spec.GetArgument<std::string>("source");
+    kernel_ = spec.GetArgument<std::string>("kernel");
+    signature_ = spec.GetArgument<std::string>("signature");
+    program_ = spec.GetArgument<std::string>("program");
+    template_extra_ = spec.GetRepeatedArgument<int>("template_extra");
+    channels_ = spec.GetRepeatedArgument<int>("channels");
+    device_ = spec.GetArgument<int>("device_id");
+    num_params_ = spec.GetArgument<int>("num_params");
+    dtype_cols_ = spec.GetRepeatedArgument<int>("dtype_cols");
+    dtype_values_ = spec.GetRepeatedArgument<float>("dtype_values");
+    DALI_ENFORCE(dtype_values_.size() == 3 * dtype_cols_.size(),
+                 op_ + ": argument 'dtype_values': got " + std::to_string(dtype_values_.size()) +
+                 " values; expected 3 (uint8, float16, float32) per entry of 'dtype_cols' (" +
+                 std::to_string(dtype_cols_.size()) + ")");
+    DALI_ENFORCE(signature_ == "generic" || signature_ == "colour",
+                 op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic' or 'colour'");
+    DALI_ENFORCE(program_ == "identity" || program_ == "rotation",
+                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity' or 'rotation'");
+    DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
+    DALI_ENFORCE(!kernel_.empty(), op_ + ": argument 'kernel': empty; expected a kernel template name");
+  }
+
+ protected:
+  bool SetupImpl(std::vector<dali::OutputDesc> &output_desc, const dali::Workspace &ws) override {
+    const auto &in = ws.Input<dali::GPUBackend>(0);
+    const DALIDataType t = in.type();
+    DALI_ENFORCE(ctype(t) != nullptr, op_ + ": input 'data': got type " + dali::to_string(t) +
+                                          "; expected uint8, float16 or float32 images");
+    DALI_ENFORCE(in.sample_dim() == 3, op_ + ": input 'data': got " + std::to_string(in.sample_dim()) +
+                                           "-D samples; expected HWC images (3-D)");
+    const auto &layout = in.GetLayout();
+    DALI_ENFORCE(layout.empty() || layout == "HWC",
+                 op_ + ": input 'data': got layout '" + layout.str() + "'; the native operator takes HWC "
+                 "(use backend='python' for CHW)");
+    const int n = in.num_samples();
+    for (int i = 0; i < n; ++i) {
+      const auto &s = in.tensor_shape(i);
+      bool okc = false;
+      for (int c : channels_) okc |= s[2] == c;
+      DALI_ENFORCE(okc, op_ + ": input 'data': sample " + std::to_string(i) + " has " + std::to_string(s[2]) +
+                            " channels; this op accepts " + join(channels_));
+      DALI_ENFORCE(s[0] * s[1] * s[2] <= 2147483647LL,
+                   op_ + ": input 'data': sample " + std::to_string(i) + " holds over 2**31 - 1 elements");
+    }
+    output_desc.resize(1);
+    output_desc[0].shape = in.shape();
+    output_desc[0].type = t;
+    return true;
+  }
+
+  void RunImpl(dali::Workspace &ws) override {
+    auto &A = api();
+    DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
+    const auto &in = ws.Input<dali::GPUBackend>(0);
+    auto &out = ws.Output<dali::GPUBackend>(0);
+    out.SetLayout("HWC");
+    const int n = in.num_samples();
+    if (n == 0) return;
+    const DALIDataType t = in.type();
+    const int C = static_cast<int>(in.tensor_shape(0)[2]);
+    CUstream stream = reinterpret_cast<CUstream>(ws.stream());
+
+    CUcontext ctx = nullptr;
+    A.cuCtxGetCurrent(&ctx);
+    if (!ctx) {
+      CUdevice dev;
+      GA_CU(op_, A.cuDeviceGet(&dev, device_));
+      GA_CU(op_, A.cuDevicePrimaryCtxRetain(&ctx, dev));
+      GA_CU(op_, A.cuCtxSetCurrent(ctx));
+    }
+
+    // Parameters: a per-sample argument input or one constant row.
+    std::vector<std::vector<float>> rows(n);
+    if (spec_.HasTensorArgument("params")) {
+      const auto &p = ws.ArgumentInput("params");
+      DALI_ENFORCE(p.num_samples() == n, op_ + ": argument 'params': got " + std::to_string(p.num_samples()) +
+                                             " samples for a batch of " + std::to_string(n));
+      DALI_ENFORCE(p.type() == ::DALI_FLOAT, op_ + ": argument 'params': got type " +
+                                                    dali::to_string(p.type()) + "; expected float32");
+      for (int i = 0; i < n; ++i) {
+        const float *v = p.tensor<float>(i);
+        rows[i].assign(v, v + p.tensor_shape(i).num_elements());
+      }
+    } else {
+      auto v = spec_.GetRepeatedArgument<float>("params");
+      for (auto &r : rows) r = v;
+    }
+    for (int i = 0; i < n; ++i)
+      DALI_ENFORCE(num_params_ < 0 || rows[i].size() == size_t(num_params_),
+                   op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                   std::to_string(rows[i].size()) + " values; expected " + std::to_string(num_params_) +
+                   " (a per-sample parameter of the wrong size?)");
+    const int ti = t == ::DALI_UINT8 ? 0 : t == ::DALI_FLOAT16 ? 1 : 2;
+    for (auto &r : rows) {
+      for (size_t k = 0; k < dtype_cols_.size(); ++k) {
+        DALI_ENFORCE(dtype_cols_[k] >= 0 && size_t(dtype_cols_[k]) < r.size(),
+                     op_ + ": argument 'dtype_cols': column " + std::to_string(dtype_cols_[k]) +
+                     " is outside the parameter row of " + std::to_string(r.size()) + " values");
+        r[dtype_cols_[k]] = dtype_values_[3 * k + ti];
+      }
+    }
+    if (program_ == "rotation") rotation(in, &rows, C, ti);
+    const size_t P = rows[0].size();
+    for (int i = 1; i < n; ++i)
+      DALI_ENFORCE(rows[i].size() == P, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                            std::to_string(rows[i].size()) + " values, sample 0 has " +
+                                            std::to_string(P) + "; every sample needs the same number");
+
+    // Tables and parameters, one pinned slot, one copy.
+    const size_t tab_bytes = size_t(n) * 6 * sizeof(int64_t);
+    const size_t par_off = 2 * tab_bytes;
+    const size_t total = par_off + std::max<size_t>(1, size_t(n) * P) * sizeof(float);
+    int slot;
+    char *host = static_cast<char *>(staging_.get(op_, total, &slot));
+    int64_t *st = reinterpret_cast<int64_t *>(host), *dt = st + 6 * n;
+    float *par = reinterpret_cast<float *>(host + par_off);
+    const int es = type_size(t);
+    int hmax = 0, wmax = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto &s = in.tensor_shape(i);
+      const int64_t h = s[0], w = s[1], c = s[2];
+      DALI_ENFORCE(c == C, op_ + ": input 'data': sample " + std::to_string(i) + " has " + std::to_string(c) +
+                               " channels, sample 0 has " + std::to_string(C));
+      int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * c, c, 1};
+      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), h, w, w * c, c, 1};
+      std::memcpy(st + 6 * i, src, sizeof(src));
+      std::memcpy(dt + 6 * i, dst, sizeof(dst));
+      hmax = std::max<int>(hmax, h);
+      wmax = std::max<int>(wmax, w);
+      if (P) std::memcpy(par + i * P, rows[i].data(), P * sizeof(float));
+    }
+    (void)es;
+    CUdeviceptr dev = 0;
+    GA_CU(op_, A.cuMemAllocAsync(&dev, total, stream));
+    GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
+    staging_.record(op_, slot, stream);
+
+    std::string name = kernel_ + "<" + ctype(t) + ", " + std::to_string(C);
+    for (int e : template_extra_) name += ", " + std::to_string(e);
+    name += ">";
+    CUfunction fn = get_function(op_, device_, source_, name);
+
+    CUdeviceptr src_t = dev, dst_t = dev + tab_bytes, par_d = dev + par_off;
+    int Pi = static_cast<int>(P), ni = n;
+    CUdeviceptr partials = 0;
+    int nparts = 0;
+    void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
+    if (hmax > 0 && wmax > 0) {
+      const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8, gz = std::min(n, 65535);
+      GA_CU(op_, A.cuLaunchKernel(fn, gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
+    }
+    GA_CU(op_, A.cuMemFreeAsync(dev, stream));
+  }
+
+ private:
+  static std::string join(const std::vector<int> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  }
+
+  // [angle, scale, cx, cy, interp, border, fill as uint8, as float16, as float32]
+  //   -> [interp, border, inv(6), fill * C]
+  void rotation(const dali::TensorList<dali::GPUBackend> &in, std::vector<std::vector<float>> *rows, int C,
+                int ti) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 9, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                      std::to_string(r.size()) + " values; the rotation program expects 9");
+      const double angle = r[0], scale = r[1];
+      DALI_ENFORCE(scale != 0.0, op_ + ": argument 'scale': got 0 for sample " + std::to_string(i) +
+                                     "; expected non-zero numbers (0 collapses the image to a point)");
+      const auto &s = in.tensor_shape(i);
+      const double cx = std::isnan(r[2]) ? (double(s[1]) - 1) / 2 : double(r[2]);
+      const double cy = std::isnan(r[3]) ? (double(s[0]) - 1) / 2 : double(r[3]);
+      double c, sn;
+      cos_sin_deg(angle, &c, &sn);
+      const double k = 1.0 / scale;
+      const double a00 = c * k, a01 = -sn * k;
+      std::vector<float> o(8 + C);
+      o[0] = r[4];
+      o[1] = r[5];
+      o[2] = float(a00);
+      o[3] = float(a01);
+      o[4] = float(cx - a00 * cx - a01 * cy);
+      o[5] = float(-a01);
+      o[6] = float(a00);
+      o[7] = float(cy + a01 * cx - a00 * cy);
+      for (int ch = 0; ch < C; ++ch) o[8 + ch] = r[6 + ti];
+      r.swap(o);
+    }
+  }
+
+  std::string op_, source_, kernel_, signature_, program_;
+  std::vector<int> template_extra_, channels_, dtype_cols_;
+  std::vector<float> dtype_values_;
+  int device_ = 0, num_params_ = -1;
+  Staging staging_;
+};
+
+}  // namespace gpuaug_dali
+
+DALI_REGISTER_OPERATOR(gpuaug__Kernel, ::gpuaug_dali::Kernel, dali::GPU);
+
+DALI_SCHEMA(gpuaug__Kernel)
+    .DocStr(R"(Runs one gpuaug CUDA C kernel over a batch of HWC images, once per batch, on DALI's
+stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gpuaug_dali.cc).)")
+    .NumInput(1)
+    .NumOutput(1)
+    .InputLayout(0, {"HWC"})
+    .AddArg("op", "The gpuaug op's name (for error messages).", ::DALI_STRING)
+    .AddArg("source", "The kernel's CUDA C source, headers inlined (compiled with NVRTC at run time).",
+            ::DALI_STRING)
+    .AddArg("kernel", "The kernel template's name; instantiated as name<T, C, template_extra...>.",
+            ::DALI_STRING)
+    .AddOptionalArg("template_extra", "Extra int template arguments after <T, C>.", std::vector<int>{})
+    .AddOptionalArg("channels", "Accepted channel counts.", std::vector<int>{1, 3, 4})
+    .AddOptionalArg("signature", "'generic' (src, dst, params, P, n) or 'colour' (+ partials, nparts).",
+                    std::string("generic"))
+    .AddOptionalArg("program", "'identity' or 'rotation': how a sample's params become its kernel row.",
+                    std::string("identity"))
+    .AddOptionalArg("dtype_cols", "Parameter columns set from the images' dtype (see dtype_values).",
+                    std::vector<int>{})
+    .AddOptionalArg("dtype_values", "Per dtype_cols entry: its value for uint8, float16, float32.",
+                    std::vector<float>{})
+    .AddOptionalArg("num_params", "Values per sample in params (-1: any).", -1)
+    .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector).",
+                    std::vector<float>{}, true);
