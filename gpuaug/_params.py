@@ -151,4 +151,18 @@ def column_stack(cols, n):
     if all(isinstance(c, np.ndarray) for c in flat):
         return np.concatenate(flat, axis=1) if flat else np.zeros((n, 0))
     cp = cupy_module()
-    return cp.concatenate([cp.asarray(c, dtype=cp.float64) for c in flat], axis=1)
+    from gpuaug.kernels._cuda import upload
+
+    # Host columns travel together in one copy from pinned memory (never a pageable upload,
+    # which can make the host wait for the stream); then one concatenate on the device.
+    host = [i for i, c in enumerate(flat) if isinstance(c, np.ndarray)]
+    cols = [c.astype(cp.float64, copy=False) if not isinstance(c, np.ndarray) else None for c in flat]
+    if host:
+        packed = np.concatenate([np.asarray(flat[i], np.float64) for i in host], axis=1)
+        (dev,) = upload(packed)
+        o = 0
+        for i in host:
+            k = flat[i].shape[1]
+            cols[i] = dev[:, o:o + k]
+            o += k
+    return cp.concatenate(cols, axis=1)

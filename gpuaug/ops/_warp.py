@@ -190,6 +190,8 @@ def rotation_inverse(b, angle, center, scale):
         raise ValueError(f"scale: got {np.asarray(scale).tolist() if np.size(scale) <= 8 else 'an array with zeros'}; "
                          "expected non-zero numbers (0 collapses the image to a point)")
     xp = xp_of(a, s, ctr)
+    if xp is not np:
+        return _rotation_inverse_device(b, a, s, ctr)
     if ctr is not None:
         ctr = xp.asarray(ctr, dtype=xp.float64)
         cx, cy = ctr[:, 0], ctr[:, 1]
@@ -207,6 +209,71 @@ def rotation_inverse(b, angle, center, scale):
     inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = a00, a01, -a01, a00
     inv[:, 2] = cx - a00 * cx - a01 * cy
     inv[:, 5] = cy + a01 * cx - a00 * cy
+    return inv
+
+
+_ROTATION_INVERSE = r"""
+double r = a * (M_PI / 180);
+double c = cos(r), sn = sin(r);
+double q90 = a / 90.0;
+double q = rint(q90);
+if (q90 == q) {  // multiples of 90 degrees: exact, as geometry._cos_sin
+    double m = fmod(q, 4.0);
+    if (m < 0) m += 4.0;
+    int k = (int)m;
+    c = k == 0 ? 1.0 : (k == 2 ? -1.0 : 0.0);
+    sn = k == 1 ? 1.0 : (k == 3 ? -1.0 : 0.0);
+}
+double ks = 1.0 / s;
+double a00 = c * ks, a01 = -sn * ks;
+inv[6 * i + 0] = a00; inv[6 * i + 1] = a01; inv[6 * i + 3] = -a01; inv[6 * i + 4] = a00;
+inv[6 * i + 2] = (cx - a00 * cx) - a01 * cy;
+inv[6 * i + 5] = (cy + a01 * cx) - a00 * cy;
+"""
+
+
+def _rotation_inverse_kernel():
+    cp = cupy_module()
+    # --fmad=false: every product and sum rounds as the host (and the former CuPy op-by-op
+    # maths) rounds it, so device and host angles give the same matrices bit for bit.
+    return cp.ElementwiseKernel("float64 a, float64 s, float64 cx, float64 cy", "raw float64 inv",
+                                _ROTATION_INVERSE, "gpuaug_rotation_inverse", options=("--fmad=false",))
+
+
+_rot_kernel = []
+
+
+def _rotation_inverse_device(b, a, s, ctr):
+    """:func:`rotation_inverse` for parameters on the GPU: one elementwise kernel instead of
+    about ten CuPy launches (cos, sin, round, where, ...). Host parameters that are one value
+    for the batch go in as kernel scalars; other host columns in one pinned upload."""
+    from gpuaug.kernels._cuda import upload
+
+    cp = cupy_module()
+    n = b.n
+    if not _rot_kernel:
+        _rot_kernel.append(_rotation_inverse_kernel())
+
+    def arg(v):
+        if not isinstance(v, np.ndarray):
+            return v.astype(cp.float64, copy=False)
+        if v.size and (v == v.flat[0]).all():
+            return np.float64(v.flat[0])
+        return upload(np.ascontiguousarray(v, np.float64))[0]
+
+    if ctr is not None:
+        cx, cy = arg(ctr[:, 0]), arg(ctr[:, 1])
+    elif b.varshape:
+        hs, ws = b.sizes()
+        cx, cy = arg((ws - 1) / 2), arg((hs - 1) / 2)
+    else:
+        h, w = b.nhwc.shape[1:3]
+        cx, cy = np.float64((w - 1) / 2), np.float64((h - 1) / 2)
+    a, s = arg(a), arg(s)
+    inv = cp.empty((n, 6), cp.float64)
+    if all(isinstance(v, np.floating) for v in (a, s, cx, cy)):
+        a = cp.full(n, a)
+    _rot_kernel[0](a, s, cx, cy, inv, size=n)
     return inv
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, max_size
+from gpuaug._batch import Batch, descriptor_table, max_size, same_size
 from gpuaug._util import cupy_module
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import channels_of
@@ -180,7 +180,7 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
         st = transforms[i].apply(st)
     rows[:, P_SCALE:P_SCALE + c] = st["scale"]
     rows[:, P_BIAS:P_BIAS + c] = st["bias"]
-    shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else [tuple(int(v) for v in sizes[0])] * n
+    shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else b.uniform(tuple(int(v) for v in sizes[0]))
     return Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
 
 
@@ -192,7 +192,7 @@ def allocate(b: Batch, out, built: Built):
     c = b.channels
     odt = np.dtype(built.out_dtype)
     hw = built.shapes[0]
-    uniform = all(s == hw for s in built.shapes)
+    uniform = same_size(built.shapes) is not None
     if not b.varshape:
         return b.alloc(out, built.shapes, dtype=odt, channels=c, layout=built.out_layout)
     if uniform:

@@ -23,8 +23,10 @@ it. Values are floats (float64 on the CPU, float32 on CUDA).
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from numba import cuda, float64
@@ -326,23 +328,41 @@ def _sum_cuda(src, sums, params, meta, jidx):
         cuda.atomic.add(sums, n, buf[0])
 
 
+_POOL = None
+_POOL_LOCK = threading.Lock()
+#: Below this many source elements a call runs on the calling thread: handing slices to
+#: threads costs more than the work (tens of microseconds per call).
+PARALLEL_MIN_ELEMENTS = 1 << 18
+
+
+def _pool():
+    """One thread pool for the process (threads are made once, not per call)."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gpuaug-cpu")
+    return _POOL
+
+
 def _chunked(kern):
     """Run a serial (nogil) CPU kernel over the samples in parallel threads: ``run(*args)`` calls
     ``kern(*args, n0, n1)`` on slices of samples. (Numba's prange would do the same, but its
     parfor lowering doubles the compile time of a kernel this size, which the CPU tests pay.)"""
+    cores = os.cpu_count() or 1
 
     def run(*args):
         n = args[0].shape[0]
-        k = min(n, os.cpu_count() or 1)
-        if k <= 1:
+        k = min(n, cores)
+        if k <= 1 or args[0].size < PARALLEL_MIN_ELEMENTS:
             kern(*args, 0, n)
             return
         bounds = [n * i // k for i in range(k + 1)]
-        with ThreadPoolExecutor(k) as ex:
-            list(ex.map(lambda i: kern(*args, bounds[i], bounds[i + 1]), range(k)))
+        list(_pool().map(lambda i: kern(*args, bounds[i], bounds[i + 1]), range(k)))
     return run
 
 
+@functools.lru_cache(maxsize=None)
 def kernel(target):
     """The fused kernel on ``target`` ('cpu' or 'cuda'):
     ``kern(src, dst, params, meta, means, lo, hi, rnd)`` on 4-D NHWC arrays (CUDA: grid
@@ -353,6 +373,7 @@ def kernel(target):
     return specialize(_fused_cuda, "cuda", "kernel")
 
 
+@functools.lru_cache(maxsize=None)
 def sum_kernel(target):
     """Contrast's per-sample sums on ``target``: ``kern(src, sums, params, meta, jidx)``
     (CUDA: grid (x, y, sample) over the source, block (32, 8); sums must start at 0)."""

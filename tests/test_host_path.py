@@ -1,0 +1,282 @@
+"""The host path: pinned uploads that never wait on a busy stream, no pageable uploads, device
+parameters against host parameters for every op, no per-sample Python loops.
+
+CPU tests drive the staging arena with a stand-in CuPy (streams, events and pinned memory
+are faked; the logic under test is which chunk an upload lands in and when the host waits);
+GPU tests (marked ``gpu``) run every registry op with its parameters on the host and on the
+device and check that no call copies from pageable memory.
+"""
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import gpuaug
+from tests.test_determinism import example
+
+OPS = sorted(gpuaug.registry)
+
+
+# -- the staging arena, with a stand-in CuPy -----------------------------------------------
+
+class _Event:
+    def __init__(self, block=False, disable_timing=True):
+        self.done = False
+        self.synced = 0
+
+    def record(self, stream=None):
+        self.stream = stream
+
+    def synchronize(self):
+        self.synced += 1
+        self.done = True
+
+
+class _Pinned:
+    _next = 1 << 20
+
+    def __init__(self, size):
+        self.buf = bytearray(size)
+        self.ptr = _Pinned._next
+        _Pinned._next += size + 4096
+
+    def __buffer__(self, flags):  # np.frombuffer
+        return memoryview(self.buf)
+
+
+class _Dev:
+    def __init__(self, n):
+        self.copies = []
+        self.data = types.SimpleNamespace(copy_from_host_async=lambda ptr, n, s: self.copies.append((ptr, n)))
+
+    def __getitem__(self, sl):
+        return self
+
+    def view(self, dtype):
+        return self
+
+    def reshape(self, shape):
+        return self
+
+
+def _fake_cupy(stream_ptr):
+    cp = types.ModuleType("cupy")
+    events = []
+
+    def event(**kw):
+        e = _Event()
+        events.append(e)
+        return e
+    cp.cuda = types.SimpleNamespace(Event=event, alloc_pinned_memory=_Pinned,
+                                    get_current_stream=lambda: types.SimpleNamespace(ptr=stream_ptr[0]))
+    cp.empty = lambda n, dtype: _Dev(n)
+    cp.events = events
+    return cp
+
+
+@pytest.fixture()
+def staging(monkeypatch):
+    if sys.version_info < (3, 12):  # bytearray-backed fake pinned memory via the buffer protocol
+        monkeypatch.setattr(_Pinned, "__array_interface__", property(
+            lambda self: {"shape": (len(self.buf),), "typestr": "|u1", "version": 3,
+                          "data": np.frombuffer(self.buf, np.uint8).__array_interface__["data"]}),
+            raising=False)
+    stream = [7]
+    cp = _fake_cupy(stream)
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    from gpuaug.kernels import _cuda
+    monkeypatch.setattr(np, "frombuffer", _frombuffer(np.frombuffer))
+    st = _cuda._Staging()
+    st.CHUNK = 4096
+    st.MAX_BYTES = 4 * 4096
+    return st, cp, stream
+
+
+def _frombuffer(orig):
+    def fb(buf, dtype=float, count=-1, offset=0):
+        if isinstance(buf, _Pinned):
+            buf = buf.buf
+        return orig(buf, dtype, count, offset)
+    return fb
+
+
+def test_staging_packs_uploads_into_one_chunk(staging):
+    st, cp, _ = staging
+    for i in range(10):
+        st.upload([np.full((4, 6), i, np.int64)])
+    assert st.stats == {"uploads": 10, "bytes": 10 * 256, "chunks": 1, "waits": 0}
+
+
+def test_staging_grows_instead_of_waiting_on_a_busy_stream(staging):
+    st, cp, _ = staging
+    for _ in range(3 * 16):  # 16 uploads of 256 bytes fill a 4096-byte chunk
+        st.upload([np.zeros(32, np.float64)])
+    assert st.stats["chunks"] == 3 and st.stats["waits"] == 0
+    assert not any(e.synced for e in cp.events)  # no event was waited on
+
+
+def test_staging_reuses_a_chunk_once_its_copies_are_done(staging):
+    st, cp, _ = staging
+    for _ in range(16):
+        st.upload([np.zeros(32, np.float64)])
+    for e in cp.events:
+        e.done = True
+    for _ in range(16):  # the next upload retires the full chunk and takes it again
+        st.upload([np.zeros(32, np.float64)])
+    assert st.stats["chunks"] == 1 and st.stats["waits"] == 0
+    st.upload([np.zeros(32, np.float64)])  # now busy again: a second chunk, still no wait
+    assert st.stats["chunks"] == 2 and st.stats["waits"] == 0
+
+
+def test_staging_waits_only_past_its_memory_bound(staging):
+    st, cp, _ = staging
+    for _ in range(4 * 16 + 1):  # MAX_BYTES is 4 chunks
+        st.upload([np.zeros(32, np.float64)])
+    assert st.stats["chunks"] == 4 and st.stats["waits"] == 1
+
+
+def test_staging_chunk_read_by_two_streams_waits_for_both(staging):
+    st, cp, stream = staging
+    st.upload([np.zeros(32, np.float64)])
+    stream[0] = 9
+    st.upload([np.zeros(32, np.float64)])
+    chunk = st._cur
+    assert sorted(p for p, _ in chunk["events"]) == [7, 9]
+    chunk["events"][1][1].done = True  # stream 9 done, stream 7 not: the chunk is still busy
+    assert not st._done(chunk)
+
+
+def test_staging_bytes_land_where_the_copy_reads(staging):
+    st, cp, _ = staging
+    a = np.arange(12, dtype=np.int64)
+    b = np.arange(5, dtype=np.float32) + 0.5
+    st.upload([a, b])
+    mem = st._cur["mem"]
+    got = np.frombuffer(mem.buf, np.uint8, 512)
+    assert got[:a.nbytes].tobytes() == a.tobytes()
+    assert got[256:256 + b.nbytes].tobytes() == b.tobytes()
+
+
+# -- no per-sample Python loops for uniform batches -----------------------------------------
+
+def test_uniform_batch_sizes_and_shapes_without_loops():
+    from gpuaug._batch import Same, as_batch, max_over, same_size
+    b = as_batch(np.zeros((300, 5, 7, 3), np.uint8))
+    hs, ws = b.sizes()
+    assert hs.tolist() == [5] * 300 and ws.tolist() == [7] * 300
+    assert isinstance(b.uniform((2, 3)), Same) and same_size(b.uniform((2, 3))) == (2, 3)
+    assert max_over(b.shapes, lambda h, w: h * w) == 35
+    assert same_size([(2, 3)] * 4) == (2, 3) and same_size([(2, 3), (2, 4)]) is None
+    v = as_batch([np.zeros((4, 6, 3), np.uint8), np.zeros((5, 2, 3), np.uint8)])
+    assert [a.tolist() for a in v.sizes()] == [[4, 5], [6, 2]]
+    assert max_over(v.shapes, lambda h, w: h * w) == 24
+
+
+def test_gaussian_weight_rows_bit_identical_to_per_sample_taps():
+    from gpuaug.ops._launch import separable_params
+    from gpuaug.ops.gaussian_blur import gaussian_kernel_size, gaussian_weight_rows, gaussian_weights
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.integers(1, 80))
+        sig = rng.uniform(0.1, 12, n) if trial % 3 else np.full(n, rng.uniform(0.1, 12))
+        k = gaussian_kernel_size(sig, np.uint8) if trial % 2 else rng.choice([1, 3, 5, 11, 31, 63], n)
+        want = separable_params([gaussian_weights(int(ki), float(si)) for ki, si in zip(k, sig)])
+        got = gaussian_weight_rows(k, sig)
+        assert got.shape == want.shape and np.array_equal(got, want), trial
+
+
+# -- on the GPU -------------------------------------------------------------------------------
+
+def _device_kwargs(name, kw):
+    from tests.test_bad_input import host_only
+    import cupy as cp
+    keep = host_only(name)
+    per = {p.name for p in gpuaug.registry[name].params if p.per_sample}
+    return {k: cp.asarray(v) if k in per and k not in keep and isinstance(v, np.ndarray) else v
+            for k, v in kw.items()}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPS)
+def test_device_parameters_match_host_parameters(name):
+    """Every op, its per-sample parameters as CUDA arrays against the same values on the host."""
+    import cupy as cp
+    rng = np.random.default_rng(3)
+    n, h, w = 37, 29, 45
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    kw = example(name, rng, n, h, w)
+    dkw = _device_kwargs(name, kw)
+    if all(dkw[k] is kw[k] for k in kw):
+        pytest.skip(f"{name} has no per-sample parameter that may live on the device")
+    fn = gpuaug.registry[name].func
+    want = cp.asnumpy(fn(x, **kw)).astype(np.float64)
+    got = cp.asnumpy(fn(x, **dkw)).astype(np.float64)
+    assert got.shape == want.shape
+    # Derived values (cos/sin, inverses) come from CUDA's maths for device parameters and
+    # NumPy's for host ones: an ulp can move a pixel across a rounding boundary.
+    bad = np.abs(got - want) > 1
+    assert bad.mean() < 1e-3, f"{name}: {bad.sum()} of {bad.size} elements differ by more than 1"
+
+
+def _pageable_guard(monkeypatch, cp):
+    """Make every CuPy host->device conversion of a NumPy array raise."""
+    calls = []
+    for fname in ("asarray", "array", "ascontiguousarray"):
+        orig = getattr(cp, fname)
+
+        def guard(a, *args, _orig=orig, _f=fname, **kw):
+            if isinstance(a, np.ndarray) and a.ndim > 0:
+                calls.append((_f, a.shape))
+            return _orig(a, *args, **kw)
+        monkeypatch.setattr(cp, fname, guard)
+    return calls
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPS)
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_no_op_uploads_from_pageable_memory(name, where, monkeypatch):
+    """Host parameters and descriptor tables reach the device through the pinned staging
+    area only (counted), never through cupy.asarray of a NumPy array (a pageable copy)."""
+    import cupy as cp
+    from gpuaug.kernels._cuda import staging
+    rng = np.random.default_rng(4)
+    n, h, w = 16, 24, 32
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    kw = example(name, rng, n, h, w)
+    if where == "device":
+        kw = _device_kwargs(name, kw)
+    fn = gpuaug.registry[name].func
+    fn(x, **kw)  # compile outside the guard
+    before = dict(staging().stats)
+    calls = _pageable_guard(monkeypatch, cp)
+    fn(x, **kw)
+    assert calls == [], f"{name}: pageable uploads {calls}"
+    assert staging().stats["uploads"] >= before["uploads"]
+
+
+@pytest.mark.gpu
+def test_uploads_do_not_wait_behind_a_busy_stream():
+    """200 op calls queued behind a 0.5 s spin kernel: the host never waits for the device
+    (the spin is still running after the calls, and the staging area counted no wait)."""
+    import cupy as cp
+    from gpuaug.kernels._cuda import staging
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }''', "spin")
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.integers(0, 256, (64, 64, 64, 3), dtype=np.uint8))
+    mean, std = (120.0, 110.0, 100.0), (50.0, 60.0, 70.0)
+    gpuaug.normalize(x, mean, std)
+    gpuaug.flip(x, horizontal=rng.random(64) < 0.5)
+    cp.cuda.Device().synchronize()
+    waits = staging().stats["waits"]
+    spin((1,), (1,), (np.uint64(1_000_000_000),))
+    done = cp.cuda.Event()
+    done.record()
+    for _ in range(100):
+        gpuaug.normalize(x, mean, std)
+        gpuaug.flip(x, horizontal=rng.random(64) < 0.5)
+    assert not done.done, "the host waited for the spin kernel"
+    assert staging().stats["waits"] == waits
+    cp.cuda.Device().synchronize()
