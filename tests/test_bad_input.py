@@ -964,3 +964,50 @@ def test_geometry_builders_check_their_arguments(make, exc, pattern):
     """Adds to tests/test_geometry.py::test_bad_arguments."""
     with raises(exc, pattern):
         make(gpuaug.geometry)
+
+
+# ---------------------------------------------------------------------------------------
+# issue 18: the Scheduler's constructor bounds and seed; a thread that cannot start
+# ---------------------------------------------------------------------------------------
+def _sched(**kw):
+    from gpuaug.scheduler import FakeDevice
+
+    kw.setdefault("batch_size", 4)
+    return gpuaug.Scheduler(np.zeros((16, 4, 4, 3), np.uint8), None, device=FakeDevice(), **kw)
+
+
+@pytest.mark.parametrize("kw,exc,pattern", [
+    (dict(workers=100_000), ValueError, r"^workers: got 100000; expected an int in \[1, 256\]"),
+    (dict(depth=10**12), ValueError, r"^depth: got 1000000000000; expected an int in \[1, 64\] \(each slot"),
+    (dict(depth=10**9), ValueError, r"^depth: got 1000000000; expected an int in \[1, 64\]"),
+    (dict(seed=-1, shuffle=True), ValueError, r"^seed: got -1; expected None or an int >= 0"),
+    (dict(seed=-1), ValueError, r"^seed: got -1; expected None or an int >= 0"),
+    (dict(seed=1.5, shuffle=True), TypeError, r"^seed: got 1.5; expected None or an int >= 0"),
+    (dict(seed="0", shuffle=True), TypeError, r"^seed: got '0'; expected None or an int >= 0"),
+], ids=["workers-huge", "depth-1e12", "depth-1e9", "seed-neg-shuffle", "seed-neg", "seed-float", "seed-str"])
+def test_scheduler_constructor_bounds_and_seed(kw, exc, pattern):
+    with raises(exc, pattern):
+        _sched(**kw)
+
+
+def test_scheduler_thread_start_failure_surfaces_the_real_error(monkeypatch):
+    import threading
+
+    real = threading.Thread.start
+
+    def start(self):
+        if self.name == "gpuaug-worker-2":
+            raise RuntimeError("can't start new thread")
+        return real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    s = _sched(workers=4)
+    with pytest.raises(RuntimeError, match=r"^can't start new thread") as info:
+        next(iter(s))
+    assert "started only 2 of its 6 threads; workers=4" in "".join(getattr(info.value, "__notes__", []))
+    monkeypatch.undo()
+    for t in threading.enumerate():
+        if t.name.startswith("gpuaug-worker-"):
+            t.join(timeout=10)
+            assert not t.is_alive(), t.name
+    assert [b for b, _ in zip(_sched(workers=2), range(5))]   # a new scheduler still runs

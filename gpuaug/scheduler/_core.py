@@ -42,6 +42,8 @@ from gpuaug.scheduler.sources import ArraySource, Layout, Source, as_source, lay
 
 OUTPUTS = ("cupy", "torch")
 RECYCLE = ("next", "manual")
+#: Upper bounds of Scheduler(workers=, depth=): more only costs memory and contention.
+MAX_WORKERS, MAX_DEPTH = 256, 64
 # An in-memory batch is split into at most one chunk per worker, each >= 4 MiB: few lock
 # round trips and Python steps per batch, and copies long enough for glibc's memcpy to use
 # its large-copy (non-temporal store) path, which spares the memory bus the H2D also needs.
@@ -375,9 +377,15 @@ class _Run:
             for t in self.threads:
                 t.start()
                 started += 1
-        except BaseException:
+        except BaseException as e:
             with self.lock:
                 self.live -= len(self.threads) - started
+            # close() joins only the threads that started (joining the others would raise
+            # "cannot join thread before it is started" and hide this error).
+            total, self.threads = len(self.threads), self.threads[:started]
+            if hasattr(e, "add_note"):
+                e.add_note(f"(gpuaug.Scheduler started only {started} of its {total} threads; "
+                           f"workers={sched.workers})")
             self.close()
             raise
 
@@ -1023,12 +1031,20 @@ class Scheduler:
         for name, v, lo in (("depth", depth, 1), ("num_shards", num_shards, 1)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
                 raise ValueError(f"{name}: got {v!r}; expected an int >= {lo}")
+        if depth > MAX_DEPTH:  # each slot holds a pinned and a device batch; overlap needs 2-3
+            raise ValueError(f"depth: got {depth!r}; expected an int in [1, {MAX_DEPTH}] (each slot holds "
+                             "a pinned host batch and a device batch; 2-4 already overlap copy and compute)")
         self.depth = int(depth)
         if workers is None:
             workers = min(8, os.cpu_count() or 1)
-        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-            raise ValueError(f"workers: got {workers!r}; expected an int >= 1")
+        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or not 1 <= workers <= MAX_WORKERS:
+            raise ValueError(f"workers: got {workers!r}; expected an int in [1, {MAX_WORKERS}] (threads "
+                             "beyond the CPU cores only contend)")
         self.workers = int(workers)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise (ValueError if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else TypeError)(
+                f"seed: got {seed!r}; expected None or an int >= 0 (the shuffle of each epoch is "
+                "numpy.random.default_rng([seed, epoch]))")
         if isinstance(shard_id, bool) or not isinstance(shard_id, (int, np.integer)) or not 0 <= shard_id < num_shards:
             raise ValueError(f"shard_id: got {shard_id!r}; expected an int in [0, num_shards={num_shards})")
         self.shard_id, self.num_shards = int(shard_id), int(num_shards)
