@@ -424,3 +424,63 @@ def test_dali_augment_draws_differ_per_rank(tmp_path):
     key = lambda a: sorted(a.reshape(len(a), -1).round(4).tolist())  # noqa: E731
     assert key(out[(0, 10)]) != key(out[(1, 11)])
     assert key(out[(0, 10)]) == key(out[(1, 10)]), "same seed on two ranks: same draws (the pitfall)"
+
+
+# ---------------------------------------------------------------------------------------
+# the check examples/ddp_train.py runs under torchrun (its pure-NumPy part)
+# ---------------------------------------------------------------------------------------
+def _example():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "ddp_train.py"
+    spec = importlib.util.spec_from_file_location("ddp_train_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_example_check_accepts_real_shards_and_catches_faults(world, drop_last):
+    """The all-gathered check of examples/ddp_train.py on what FakeDevice Schedulers with
+    the example's settings deliver: OK; a duplicated, a lost or a foreign sample: FAILED."""
+    ex = _example()
+    n, bs = 103, 8
+    parts = []
+    for r in range(world):
+        s = Scheduler(_indexed_images(n), batch_size=bs, labels=np.arange(n), device=FakeDevice(), workers=1,
+                      shard_id=r, num_shards=world, shuffle=True, seed=0, drop_last=drop_last)
+        parts.append(np.concatenate([np.asarray(lab) for _, lab in s]))
+        s.close()
+    ok, info = ex.check_partition(parts, n, world, bs, drop_last)
+    assert ok, info
+    assert info["dropped"] == (n - world * bs * ((n // world) // bs) if drop_last else 0)
+    if not drop_last:
+        assert info["union_digest"] == info["full_digest"]
+    dup = [p.copy() for p in parts]
+    dup[-1] = np.append(dup[-1], dup[0][0])
+    assert not ex.check_partition(dup, n, world, bs, drop_last)[0]
+    lost = [p.copy() for p in parts]
+    lost[0] = lost[0][1:]
+    assert not ex.check_partition(lost, n, world, bs, drop_last)[0]
+    foreign = [p.copy() for p in parts]
+    foreign[0] = np.append(foreign[0][1:], n + 5)
+    assert not ex.check_partition(foreign, n, world, bs, drop_last)[0]
+
+
+def test_example_synthetic_data_and_folder_listing(tmp_path):
+    """The example's synthetic array (same on every rank, class tint learnable) and its file
+    listing (sorted classes and files: the order the DALI reader and the Scheduler share)."""
+    ex = _example()
+    x, cls = ex.synthetic_array(40, 8, 4, seed=3)
+    x2, _ = ex.synthetic_array(40, 8, 4, seed=3)
+    np.testing.assert_array_equal(x, x2)
+    assert x.shape == (40, 8, 8, 3) and x.dtype == np.uint8
+    means = np.array([x[cls == c].mean(axis=(0, 1, 2)) for c in range(4)])
+    assert len({tuple(np.round(m)) for m in means}) == 4
+    root = ex.write_folder(str(tmp_path / "f"), 12, 3, shape=(10, 14))
+    files, classes_of, k = ex.list_folder(root)
+    assert k == 3 and len(files) == 12
+    assert files == sorted(files) and [int(f.split("_")[1][:3]) for f in files] == classes_of.tolist()
+    assert ex.contexts() is None or isinstance(ex.contexts(), list)
