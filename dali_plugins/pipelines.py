@@ -41,6 +41,16 @@ def _float(node):
     return fn.cast(node, dtype=types.FLOAT)
 
 
+def _uniform(lo, hi):
+    """U(lo, hi) per sample; the constant where the range is one point (DALI refuses [a, a))."""
+    from nvidia.dali import fn
+
+    lo, hi = float(lo), float(hi)
+    if not lo <= hi:
+        raise ValueError(f"range: got ({lo}, {hi}); expected low <= high")
+    return lo if lo == hi else fn.random.uniform(range=[lo, hi])
+
+
 def random_resized_crop_boxes(shape, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), *, parts=False):
     """Per-sample boxes ``(top, left, height, width)`` (float32 DataNode, CPU) for a random
     resized crop, from a DataNode of image shapes ``(H, W, C)`` (``fn.peek_image_shape``).
@@ -55,8 +65,9 @@ def random_resized_crop_boxes(shape, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), *,
     from nvidia.dali import math as dmath
 
     h_img, w_img = _float(shape[0]), _float(shape[1])
-    area = h_img * w_img * fn.random.uniform(range=list(scale))
-    r = dmath.exp(fn.random.uniform(range=[math.log(ratio[0]), math.log(ratio[1])]))
+    area = h_img * w_img * _uniform(*scale)
+    lo, hi = math.log(ratio[0]), math.log(ratio[1])
+    r = math.exp(lo) if lo == hi else dmath.exp(_uniform(lo, hi))
     w = dmath.clamp(dmath.sqrt(area * r), 1.0, w_img)
     h = dmath.clamp(dmath.sqrt(area / r), 1.0, h_img)
     top = fn.random.uniform(range=[0.0, 1.0]) * (h_img - h)

@@ -341,13 +341,14 @@ def _jpeg_tree(root, classes=3, per_class=4):
     return root
 
 
-@pytest.mark.parametrize("training", [True, False])
-def test_image_folder_pipeline_cpu(tmp_path, training):
+@pytest.mark.parametrize("training,augment", [(True, "default"), (True, "flip"), (True, None), (False, None)])
+def test_image_folder_pipeline_cpu(tmp_path, training, augment):
     import gpuaug.dali as gd
 
     root = _jpeg_tree(tmp_path / "imgs")
+    kw = {"augment": augment} if training else {}
     make = gd.image_folder_pipeline if training else gd.validation_pipeline
-    pipe = make(str(root), size=16, batch_size=4, device_id=None, num_threads=1, seed=3)
+    pipe = make(str(root), size=16, batch_size=4, device_id=None, num_threads=1, seed=3, **kw)
     pipe.build()
     for _ in range(2):
         images, labels = pipe.run()
