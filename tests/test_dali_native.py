@@ -1,0 +1,420 @@
+"""gpuaug.dali's native DALI operator (gpuaug__Kernel, a C++ plugin built on first use).
+
+CPU (CI): the kernels' inlined sources compile with NVRTC for every native op; the plugin builds
+with the host compiler against the installed DALI and loads (skipped, with the reason, without a
+compiler or DALI's headers); DALI sees its schema; gd ops define graphs through it; the parameter
+rows it gets (DALI arithmetic on CPU nodes) equal the standalone op's; bad constants fail at
+definition naming the op and argument; the fallback warns once and says why.
+
+GPU (marked gpu and dali): every native op bit-exact against the standalone gpuaug op, constants
+and per-sample DataNodes, dense and varshape, uint8/float16/float32; serialize -> deserialize in a
+fresh process after load_library gives the same outputs; bad arguments give a DALI error naming
+the op and the argument, without crashing the process.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import gpuaug
+
+dali = pytest.importorskip("nvidia.dali", reason="NVIDIA DALI is not installed (pip install -e '.[cuda12]')")
+
+N, H, W = 4, 33, 47
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    """The built plugin's path (skipped with the reason when it cannot be built here)."""
+    from gpuaug.dali import _native, native
+
+    try:
+        path = native.build()
+    except native.NativeUnavailable as e:
+        pytest.skip(f"cannot build the native DALI plugin here: {e}")
+    assert _native.load(), _native._state["reason"]
+    return path
+
+
+def _schema_names(pipe):
+    pipe._build_graph()
+    return [str(op.spec).splitlines()[0].split()[-1].rstrip(":") for op in pipe._ops]
+
+
+# ------------------------------------------------------------------------------------------ CPU
+def test_kernel_sources_compile_with_nvrtc():
+    """The self-contained sources the operator carries compile for every instance it may ask for."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy's NVRTC bindings are not installed")
+    from gpuaug.dali._native import NATIVE_OPS, kernel_source
+
+    ctypes = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
+    for op, nat in NATIVE_OPS.items():
+        src = kernel_source(nat.file)
+        assert '#include "' not in src, f"{op}: an include was left in the inlined source"
+        spec = gpuaug.registry[op]
+        extra = ""
+        if nat.extra:
+            args = {p.name: p.default for p in spec.params}
+            extra = "".join(f", {e}" for e in nat.extra(args))
+        names = [f"{nat.kernel}<{ctypes[d]}, {c}{extra}>" for d in ("uint8", "float16", "float32")
+                 for c in nat.channels]
+        try:
+            prog = nvrtc.createProgram(src, f"{op}.cu", [], [])
+        except Exception as e:  # noqa: BLE001 - no libnvrtc here
+            pytest.skip(f"NVRTC unavailable: {e}")
+        try:
+            for ne in names:
+                nvrtc.addNameExpression(prog, ne)
+            try:
+                nvrtc.compileProgram(prog, ["-std=c++17", "-arch=compute_90"])
+            except Exception as e:  # noqa: BLE001
+                pytest.fail(f"{op}: NVRTC failed on the inlined source: {e}\n{nvrtc.getProgramLog(prog)}")
+            for ne in names:
+                assert nvrtc.getLoweredName(prog, ne), f"{op}: {ne} not instantiated"
+        finally:
+            nvrtc.destroyProgram(prog)
+
+
+def test_plugin_builds_loads_and_registers_the_schema(plugin):
+    from nvidia.dali import backend, fn
+
+    assert os.path.isfile(plugin)
+    assert hasattr(fn.gpuaug, "kernel")
+    schema = backend.GetSchema("gpuaug__Kernel")
+    for arg in ("op", "source", "kernel", "template_extra", "params", "program", "dtype_cols", "num_params"):
+        assert schema.HasArgument(arg), arg
+    from gpuaug.dali import native
+
+    assert native.build() == plugin  # cached: the second call does not rebuild
+
+
+def test_gd_ops_define_graphs_through_the_native_operator(plugin):
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        x = gd.flip(x, horizontal=fn.random.coin_flip(), vertical=True)
+        x = gd.rotate(x, angle=fn.random.uniform(range=(-10, 10)), border="reflect")
+        x = gd.brightness(x, factor=1.25)
+        return gd.contrast(x, factor=1.2)  # no native form: python_function
+
+    names = _schema_names(pipe())
+    assert names.count("gpuaug__Kernel") == 3, names
+    assert any("PythonFunction" in n for n in names), names
+
+
+def test_parameter_rows_match_the_standalone_op(plugin):
+    """The per-sample rows built by DALI arithmetic (CPU nodes) equal what the op builds."""
+    from gpuaug.dali import _native
+    from nvidia.dali import fn, pipeline_def, types
+
+    rng = np.random.default_rng(0)
+    h = (rng.random(N) < 0.5).astype(np.int32)
+    f = rng.uniform(0.5, 1.5, N).astype(np.float32)
+    m = rng.uniform(-1, 1, (N, 3, 4)).astype(np.float32)
+    entries_of = {
+        "flip": lambda nodes: _native.NATIVE_OPS["flip"].row({"horizontal": nodes[0], "vertical": True}),
+        "brightness": lambda nodes: _native.NATIVE_OPS["brightness"].row({"factor": nodes[1]}),
+        "color_twist": lambda nodes: _native.NATIVE_OPS["color_twist"].row({"matrix": nodes[2]}),
+    }
+    widths = {0: 1, 1: 1, 2: 12}
+    expect = {"flip": np.stack([h.astype(np.float32), np.ones(N, np.float32)], 1),
+              "brightness": np.stack([f, np.zeros(N, np.float32)], 1),
+              "color_twist": np.concatenate([m.reshape(N, 12), np.zeros((N, 1), np.float32)], 1)}
+    meta = {}
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=None)
+    def pipe():
+        nodes = [fn.external_source(source=lambda: [h[i] for i in range(N)], batch=True),
+                 fn.external_source(source=lambda: [f[i] for i in range(N)], batch=True),
+                 fn.external_source(source=lambda: [m[i] for i in range(N)], batch=True)]
+        outs = []
+        for op, make in entries_of.items():
+            params, num, dcols, dvals = _native._params_node(make(nodes), lambda nd: widths[next(i for i, x in enumerate(nodes) if x is nd)])
+            meta[op] = (num, dcols, dvals)
+            outs.append(params)
+        return tuple(outs)
+
+    p = pipe()
+    p.build()
+    got = p.run()
+    for (op, want), out in zip(expect.items(), got):
+        rows = np.stack([np.array(t) for t in out])
+        np.testing.assert_array_equal(rows, want, err_msg=op)
+        assert meta[op][0] == want.shape[1]
+    assert meta["brightness"][1:] == ([1], [255.0, 1.0, 1.0])
+    assert meta["color_twist"][1] == [12]
+    del types
+
+
+def test_constant_rows_and_rotation_program_inputs(plugin):
+    from gpuaug.dali import _native
+
+    ent = _native.NATIVE_OPS["rotate"].row({"angle": 30.0, "scale": 1.0, "center": None, "interpolation": "nearest",
+                                          "border": "reflect", "fill": 300})
+    params, num, dcols, dvals = _native._params_node(ent, lambda nd: 1)
+    assert num == 9 and dcols == [] and params[:2] == [30.0, 1.0]
+    assert np.isnan(params[2]) and np.isnan(params[3])
+    assert params[4:] == [0.0, 3.0, 255.0, 300.0, 300.0]  # uint8 fill saturates; floats keep it
+    with pytest.raises(_native.Unsupported, match="fill"):
+        _native.NATIVE_OPS["rotate"].row({"angle": 1.0, "scale": 1.0, "center": None, "interpolation": "nearest",
+                                         "border": "constant", "fill": (1, 2, 3)})
+
+
+def test_bad_constants_fail_at_definition_naming_op_and_argument(plugin):
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        return gd.brightness(x, factor=-1.0)
+
+    with pytest.raises(ValueError, match=r"gpuaug\.dali\.brightness: factor"):
+        pipe()._build_graph()
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe2():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        return gd.contrast(x, factor=1.1, backend="native")
+
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.contrast: backend='native': op 'contrast' has no native"):
+        pipe2()._build_graph()
+
+
+def test_fallback_warns_once_and_says_why(monkeypatch):
+    import gpuaug.dali as gd
+    from gpuaug.dali import _native, native
+    from nvidia.dali import fn, pipeline_def
+
+    def no_compiler():
+        raise native.NativeUnavailable("no C++ compiler found (test)")
+
+    monkeypatch.setattr(native, "compiler", no_compiler)
+    monkeypatch.setenv("GPUAUG_CACHE_DIR", "/nonexistent-gpuaug-cache-for-test")
+    _native.reset_for_tests()
+    try:
+        @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+        def pipe():
+            x = fn.external_source(name="x", device="gpu", layout="HWC")
+            return gd.invert(gd.flip(x, horizontal=True))
+
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            names = _schema_names(pipe())
+        ours = [w for w in rec if "native DALI operator is unavailable" in str(w.message)]
+        assert len(ours) == 1, [str(w.message) for w in rec]
+        assert "no C++ compiler found (test)" in str(ours[0].message)
+        assert "gpuaug__Kernel" not in names and sum("PythonFunction" in n for n in names) == 2
+        st = _native.status()
+        assert st["active"] is False and "no C++ compiler" in st["reason"]
+
+        monkeypatch.setenv(_native.ENV, "1")  # forced: an error instead of a fallback
+        with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.flip: .*no C\+\+ compiler"):
+            pipe()._build_graph()
+        monkeypatch.setenv(_native.ENV, "0")  # off: python_function, no warning
+        _native.reset_for_tests()
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            names = _schema_names(pipe())
+        assert not [w for w in rec if "native" in str(w.message)]
+        assert _native.status()["active"] is False
+    finally:
+        _native.reset_for_tests()
+
+
+def test_gpuaug_info_reports_the_dali_path(plugin):
+    from gpuaug import bench
+
+    st = bench.backend_status()["dali_native"]
+    assert st["usable"] is True and "native DALI operator" in st["why"], st
+
+
+# ------------------------------------------------------------------------------------------ GPU
+def _gpu_ready():
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _native_ops():
+    from gpuaug.dali._native import NATIVE_OPS
+
+    return sorted(NATIVE_OPS)
+
+
+def _images(dtype, varshape, c, seed=1):
+    rng = np.random.default_rng(seed)
+    shapes = [(H + 3 * i, W - 2 * i) for i in range(N)] if varshape else [(H, W)] * N
+    out = []
+    for h, w in shapes:
+        a = rng.integers(0, 256, (h, w, c)).astype(np.uint8)
+        out.append(a if dtype == "uint8" else (a / 255.0).astype(dtype))
+    return out
+
+
+def _per_sample(op):
+    """The registry example's per-sample values, as float32 (what DALI nodes carry)."""
+    spec = gpuaug.registry[op]
+    kw = spec.example(np.random.default_rng(3), N, H, W) if spec.example else {}
+    per = {}
+    for k, v in kw.items():
+        a = np.asarray(v)
+        if a.dtype == bool:
+            per[k] = a.astype(np.int32)
+        else:
+            per[k] = a.astype(np.float32)
+    return per
+
+
+def _run(graph, n_out=1):
+    from nvidia.dali import pipeline_def
+
+    pipe = pipeline_def(graph, batch_size=N, num_threads=2, device_id=0, prefetch_queue_depth=1)()
+    pipe.build()
+    outs = pipe.run()
+    res = [[np.array(t) for t in o.as_cpu()] for o in outs]
+    return res, pipe
+
+
+def _reference(op, imgs, kw):
+    import cupy as cp
+
+    fn_ = getattr(gpuaug, op)
+    if len({a.shape for a in imgs}) == 1:
+        return list(cp.asnumpy(fn_(cp.asarray(np.stack(imgs)), **kw)))
+    return [cp.asnumpy(o) for o in fn_([cp.asarray(a) for a in imgs], **kw)]
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+@pytest.mark.parametrize("op", _native_ops())
+@pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32"])
+@pytest.mark.parametrize("per_sample", [False, True], ids=["constants", "nodes"])
+def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample, plugin):
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    spec = gpuaug.registry[op]
+    c = 3 if 3 in spec.channels else spec.channels[-1]
+    imgs = _images(dtype, varshape, c)
+    per = _per_sample(op)
+    if per_sample:
+        consts, ref_kw = {}, {k: (v.astype(bool) if v.dtype == np.int32 else v.astype(np.float64))
+                              for k, v in per.items()}
+    else:
+        consts = {k: (bool(v[0]) if v.dtype == np.int32 else
+                      (v[0].astype(np.float64).tolist() if v.ndim > 1 else float(v[0]))) for k, v in per.items()}
+        if op == "posterize":
+            consts = {k: int(v) for k, v in consts.items()}
+        ref_kw = consts
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        nodes = {k: fn.external_source(source=(lambda v=v: [v[i] for i in range(N)]), batch=True)
+                 for k, v in per.items()} if per_sample else {}
+        return getattr(gd, op)(x, **consts, **nodes, backend="native")
+
+    (got,), _ = _run(graph)
+    ref = _reference(op, imgs, ref_kw)
+    for i, (g, r) in enumerate(zip(got, ref)):
+        assert g.shape == r.shape and g.dtype == r.dtype, f"{op} sample {i}: {g.shape} {g.dtype} vs {r.shape} {r.dtype}"
+        if not np.array_equal(g.view(np.uint8), r.view(np.uint8)):
+            d = np.abs(g.astype(np.float64) - r.astype(np.float64))
+            pytest.fail(f"{op} {dtype} sample {i}: not bit-exact, {int((d > 0).sum())} elements differ, max {d.max()}")
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+def test_serialize_deserialize_in_a_fresh_process(plugin, tmp_path):
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    imgs = _images("uint8", False, 3)
+    np.save(tmp_path / "x.npy", np.stack(imgs))
+
+    @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=7)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        x = gd.flip(x, horizontal=fn.random.coin_flip(seed=3), vertical=False)
+        x = gd.rotate(x, angle=fn.random.uniform(range=(-20, 20), seed=4), border="reflect")
+        return gd.brightness(x, factor=fn.random.uniform(range=(0.7, 1.3), seed=5))
+
+    p = pipe()
+    assert "gpuaug__Kernel" in _schema_names(p)
+    p.build()
+    p.feed_input("x", np.stack(imgs), layout="HWC")
+    (out,) = p.run()
+    want = np.stack([np.array(t) for t in out.as_cpu()])
+    (tmp_path / "pipe.bin").write_bytes(p.serialize())
+    np.save(tmp_path / "want.npy", want)
+    script = textwrap.dedent(f"""
+        import numpy as np, nvidia.dali.plugin_manager as pm
+        from nvidia.dali import Pipeline
+        pm.load_library({plugin!r})
+        p = Pipeline.deserialize(serialized_pipeline=open({str(tmp_path / 'pipe.bin')!r}, 'rb').read())
+        p.build()
+        p.feed_input("x", np.load({str(tmp_path / 'x.npy')!r}), layout="HWC")
+        (out,) = p.run()
+        got = np.stack([np.array(t) for t in out.as_cpu()])
+        want = np.load({str(tmp_path / 'want.npy')!r})
+        assert np.array_equal(got, want), int((got != want).sum())
+        print("ROUNDTRIP OK")
+    """)
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert "ROUNDTRIP OK" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+def test_bad_arguments_raise_a_dali_error_naming_op_and_argument(plugin):
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    imgs = _images("uint8", False, 3)
+    bad_center = [np.array([1.0, 2.0, 3.0], np.float32)] * N  # 3 values where (cx, cy) is expected
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        ctr = fn.external_source(source=lambda: bad_center, batch=True)
+        return gd.rotate(x, angle=10.0, center=ctr, backend="native")
+
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: argument 'params'"):
+        _run(graph)
+
+    gray = [a[..., :2].copy() for a in imgs]  # 2 channels: refused by the op's channel list
+
+    def graph2():
+        x = fn.external_source(source=lambda: gray, batch=True, device="gpu", layout="HWC")
+        return gd.flip(x, horizontal=True, backend="native")
+
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.flip: input 'data'.*2 channels"):
+        _run(graph2)
+
+    # the process is fine and a new pipeline runs
+    def graph3():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        return gd.flip(x, horizontal=True, backend="native")
+
+    (got,), _ = _run(graph3)
+    np.testing.assert_array_equal(got[0], imgs[0][:, ::-1])
