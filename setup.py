@@ -10,10 +10,13 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=["gpuaug", "gpuaug.ops", "gpuaug.policy", "gpuaug.scheduler", "gpuaug.kernels",
-              "gpuaug.kernels.numba", "gpuaug.dali"],
+              "gpuaug.kernels.numba", "gpuaug.dali", "gpuaug.dali.native"],
     package_dir={"gpuaug": "gpuaug", "gpuaug.kernels": "kernels",
-                 "gpuaug.kernels.numba": "kernels/numba", "gpuaug.dali": "dali_plugins"},
-    package_data={"gpuaug.kernels": ["*.cu", "*.cuh"], "gpuaug": ["data/*.png"]},
+                 "gpuaug.kernels.numba": "kernels/numba", "gpuaug.dali": "dali_plugins",
+                 "gpuaug.dali.native": "dali_plugins/native"},
+    # gpuaug.dali.native: the C++ DALI plugin's source, compiled on first use (see its __init__)
+    package_data={"gpuaug.kernels": ["*.cu", "*.cuh"], "gpuaug": ["data/*.png"],
+                  "gpuaug.dali.native": ["*.cc"]},
     install_requires=[
         # numba-cuda 0.30 breaks on NumPy 2.5 (numpy.row_stack is gone)
         "numpy>=1.24,<2.5",
