@@ -1,0 +1,175 @@
+"""What gpuaug's native DALI operator costs per batch, next to DALI's built-ins and python_function.
+
+Run on the GPU machine (under 5 minutes)::
+
+    source tests/gpu/setup.sh; python3 tests/gpu/dali_native_bench.py
+
+Batch: 256x224x224x3 uint8 from a GPU ``external_source`` (one device buffer, no_copy). Per
+pipeline and executor: ``--warmup`` runs, then ``--iters`` (30) runs each followed by a device
+synchronisation; the median ms per batch is reported, and the difference to the identity
+pipeline (what the op adds). Executors: DALI's default (async, pipelined), synchronous
+(exec_async=False, exec_pipelined=False) and exec_dynamic=True.
+
+Rows: identity; fn.flip vs gd.flip native vs gd.flip python_function (coin flip per sample);
+fn.rotate vs gd.rotate native vs python_function (uniform angle); the chain of four built-ins
+(flip, rotate, brightness_contrast, crop_mirror_normalize) vs gd.policy (fused, python_function:
+the policy has no native form yet) vs the native chain gd.flip + gd.rotate + gd.brightness +
+gd.saturation. Before timing, gd.flip/gd.rotate native and python_function outputs are compared
+(bit-exact). Writes $OUT/dali_native_bench.json and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+MEAN = [123.675, 116.28, 103.53]
+STD = [58.395, 57.12, 57.375]
+EXECUTORS = {
+    "default": {},
+    "sync": {"exec_async": False, "exec_pipelined": False},
+    "exec_dynamic": {"exec_dynamic": True},
+}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "dali_native_bench.json"))
+    a = ap.parse_args(argv)
+
+    import cupy as cp
+    import nvidia.dali as dali
+    from nvidia.dali import fn, pipeline_def, types
+
+    import gpuaug
+    import gpuaug.dali as gd
+    from gpuaug.dali import _native
+
+    t_start = time.perf_counter()
+    st = _native.status()
+    print(f"DALI {dali.__version__}; native operator: {'active' if st['active'] else 'UNAVAILABLE: ' + str(st['reason'])}"
+          f" ({st['library']})", flush=True)
+    n, s = a.batch, a.size
+    batch = cp.asarray(np.random.default_rng(0).integers(0, 256, (n, s, s, 3), dtype=np.uint8))
+
+    def images():
+        return fn.external_source(source=lambda: batch, batch=True, device="gpu", layout="HWC", no_copy=True)
+
+    def u(lo, hi):
+        return fn.random.uniform(range=[lo, hi])
+
+    def policy_node(x):
+        # as gpuaug.dali._bench's policy row
+        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(30),
+                              gpuaug.ColorJitter(brightness=0.5, contrast=0.5),
+                              gpuaug.Normalize([m / 255 for m in MEAN], [s / 255 for s in STD])], seed=0)
+        return gd.policy(x, pol)
+
+    rows = {
+        "identity": lambda x: x,
+        "fn.flip (coin flip)": lambda x: fn.flip(x, horizontal=fn.random.coin_flip()),
+        "gd.flip native": lambda x: gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False, backend="native"),
+        "gd.flip python_function": lambda x: gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False,
+                                                     backend="python"),
+        "fn.rotate (uniform angle)": lambda x: fn.rotate(x, angle=u(-30, 30), keep_size=True, fill_value=0),
+        "gd.rotate native": lambda x: gd.rotate(x, angle=u(-30, 30), backend="native"),
+        "gd.rotate python_function": lambda x: gd.rotate(x, angle=u(-30, 30), backend="python"),
+        "built-ins: flip + rotate + brightness_contrast + cmn": lambda x: fn.crop_mirror_normalize(
+            fn.brightness_contrast(fn.rotate(fn.flip(x, horizontal=fn.random.coin_flip()), angle=u(-15, 15),
+                                             keep_size=True, fill_value=0),
+                                   brightness=u(0.7, 1.3), contrast=u(0.7, 1.3)),
+            mean=MEAN, std=STD, dtype=types.FLOAT, output_layout="CHW"),
+        "gd.policy (fused, python_function)": policy_node,
+        "gd native chain: flip + rotate + brightness + saturation": lambda x: gd.saturation(
+            gd.brightness(gd.rotate(gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False, backend="native"),
+                                    angle=u(-15, 15), backend="native"),
+                          factor=u(0.7, 1.3), backend="native"),
+            factor=u(0.7, 1.3), backend="native"),
+    }
+
+    def build(graph, **ex):
+        def define():
+            return graph(images())
+        kw = dict(batch_size=n, num_threads=a.threads, device_id=0, seed=1)
+        kw.update(ex)
+        if not ex:
+            kw["prefetch_queue_depth"] = 2
+        p = pipeline_def(define, **kw)()
+        p.build()
+        return p
+
+    # correctness first: native == python_function on the same draws (same seed, same graph shape)
+    checks = {}
+    for op, kw in (("flip", {"horizontal": None, "vertical": False}), ("rotate", {"angle": None})):
+        outs = {}
+        for be in ("native", "python"):
+            def g(x, be=be, op=op, kw=kw):
+                k = dict(kw)
+                k["horizontal" if op == "flip" else "angle"] = (fn.random.coin_flip(seed=11) if op == "flip"
+                                                               else u(-30, 30))
+                return getattr(gd, op)(x, **k, backend=be)
+            p = build(g, exec_async=False, exec_pipelined=False)
+            (o,) = p.run()
+            outs[be] = np.stack([np.array(t) for t in o.as_cpu()])
+            del p
+        checks[op] = bool(np.array_equal(outs["native"], outs["python"]))
+        print(f"check gd.{op}: native == python_function: {checks[op]}", flush=True)
+
+    res = {"dali": dali.__version__, "batch": [n, s, s, 3], "iters": a.iters, "native": st, "checks": checks,
+           "ms": {}}
+    for ex_name, ex in EXECUTORS.items():
+        for name, graph in rows.items():
+            if time.perf_counter() - t_start > 420:
+                print("time budget reached; skipping the rest", flush=True)
+                break
+            try:
+                p = build(graph, **ex)
+                for _ in range(a.warmup):
+                    p.run()
+                cp.cuda.runtime.deviceSynchronize()
+                ts = []
+                for _ in range(a.iters):
+                    t0 = time.perf_counter()
+                    p.run()
+                    cp.cuda.runtime.deviceSynchronize()
+                    ts.append((time.perf_counter() - t0) * 1e3)
+                del p
+                ms = statistics.median(ts)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                print(f"{ex_name} / {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                ms = None
+            res["ms"].setdefault(name, {})[ex_name] = ms
+            print(f"{ex_name:13s} {name:58s} {ms if ms is None else round(ms, 3)}", flush=True)
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    base = res["ms"].get("identity", {})
+    print(f"\n# ms per batch (median of {a.iters}), {n}x{s}x{s}x3 uint8; in brackets: added over identity")
+    print(f"| pipeline | {' | '.join(EXECUTORS)} |")
+    print("|---|" + "---:|" * len(EXECUTORS))
+    for name, per in res["ms"].items():
+        cells = []
+        for ex in EXECUTORS:
+            v, b = per.get(ex), base.get(ex)
+            cells.append("-" if v is None else f"{v:.2f}" + ("" if b is None or name == "identity" else f" (+{v - b:.2f})"))
+        print(f"| {name} | {' | '.join(cells)} |")
+    print(f"\nSUMMARY: native {'active' if st['active'] else 'unavailable'}; bit-exact checks {checks}; "
+          f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
