@@ -146,8 +146,8 @@ def decode_bytes(data, size=None, mode="RGB", path="<bytes>", max_pixels=DEFAULT
     """Decode image bytes to a uint8 HWC array, resized to ``size`` (h, w) when given.
 
     The header is checked against ``max_pixels`` first. JPEGs: simplejpeg when installed
-    (GIL released; DCT-domain downscale to the smallest 1/2, 1/4, 1/8 scale that is still
-    >= ``size``), else Pillow's draft mode (the same downscale); then a bilinear resize.
+    (GIL released; DCT-domain downscale to the smallest scale M/8 that is still >= ``size``),
+    else Pillow's draft mode (1/2, 1/4 or 1/8); then a bilinear resize.
     Any failure raises :class:`ImageDecodeError` naming ``path``.
     """
     from PIL import Image

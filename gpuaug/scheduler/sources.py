@@ -210,8 +210,8 @@ def decode_image(path, size=None, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
 
     JPEGs go through simplejpeg when it is installed (``pip install gpuaug[cpu-decode]``;
     libjpeg-turbo with the GIL released), else Pillow; with a ``size`` both decode in the
-    DCT domain at the smallest 1/2, 1/4 or 1/8 scale still >= ``size``, then resize
-    bilinearly. ``mode``: "RGB" (3 channels), "L" (1) or "RGBA" (4). A header claiming
+    DCT domain at a reduced scale still >= ``size`` (simplejpeg: any M/8; Pillow's draft
+    mode: 1/2, 1/4, 1/8), then resize bilinearly. ``mode``: "RGB" (3 channels), "L" (1) or "RGBA" (4). A header claiming
     more than ``max_pixels`` pixels is refused before decoding. Every failure (missing,
     empty, truncated, corrupt, not an image, not a regular file) raises
     :class:`ImageDecodeError` (a ValueError) whose message starts with the path.
@@ -421,7 +421,15 @@ class ImageFiles(Source):
             boxes = R.resized_crop_boxes(self._rng, sizes, self.scale, self.ratio)
         else:
             boxes = np.concatenate([np.zeros_like(sizes), sizes], axis=1)
-        return gpuaug.resized_crop(images, boxes.astype(np.float32), self.size)
+        if isinstance(images[0], np.ndarray):  # FakeDevice (tests)
+            xp = np
+        else:
+            import cupy as xp
+        c = images[0].shape[2]
+        dense = xp.empty((len(images), *self.size, c), np.uint8)
+        # one launch over the decoded (varshape) images, written into the dense batch's rows
+        gpuaug.resized_crop(images, boxes.astype(np.float32), self.size, out=list(dense))
+        return dense
 
     def close(self):
         """Stop the decoding processes (``decode="process"``); they restart when needed."""

@@ -1,0 +1,429 @@
+"""The scheduler's image-file paths on the CPU (FakeDevice): CPU decode on threads, decode in
+worker processes, the GPU-decode plumbing (FakeDevice decodes with Pillow in place of
+nvImageCodec, then the real resized_crop CPU twin), bad files (raise naming the file / skip
+and count), the pixel limit, and the in-memory staging path (bytes intact, in order)."""
+from __future__ import annotations
+
+import io
+import os
+import struct
+import sys
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import gpuaug
+from gpuaug.scheduler import FakeDevice, ImageFiles, ImageFolder, Scheduler
+from gpuaug.scheduler import _decode as D
+from gpuaug.scheduler import sources as S
+
+
+def collect(sched):
+    return [(np.array(x) if not isinstance(x, list) else [np.array(a) for a in x],
+             None if lab is None else np.asarray(lab)) for x, lab in sched]
+
+
+def pil_decode(path, size=None, mode="RGB"):
+    """Independent reference: Pillow alone (draft-mode DCT downscale, then bilinear)."""
+    with Image.open(path) as im:
+        if size is not None:
+            im.draft(mode if mode in ("RGB", "L") else None, (size[1], size[0]))
+        im = im.convert(mode)
+        if size is not None and im.size != (size[1], size[0]):
+            im = im.resize((size[1], size[0]), Image.BILINEAR)
+        a = np.asarray(im)
+    return a[..., None] if a.ndim == 2 else a
+
+
+def _photo(rng, h, w):
+    # smooth content (a photo-like JPEG), not noise
+    small = rng.integers(0, 256, (max(2, h // 16), max(2, w // 16), 3), dtype=np.uint8)
+    return np.asarray(Image.fromarray(small).resize((w, h), Image.BILINEAR))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """root/<class>/*.jpg|png of mixed sizes; returns (root, files, labels)."""
+    root = tmp_path_factory.mktemp("folder")
+    rng = np.random.default_rng(0)
+    files, labels = [], []
+    for ci, c in enumerate(["ant", "bee", "cat"]):
+        (root / c).mkdir()
+        for i in range(7):
+            h, w = int(rng.integers(40, 90)), int(rng.integers(40, 90))
+            ext = ".png" if i % 3 == 2 else ".jpg"
+            p = root / c / f"{i:02d}{ext}"
+            kw = {"quality": 88, "progressive": bool(i % 2)} if ext == ".jpg" else {}
+            Image.fromarray(_photo(rng, h, w)).save(p, **kw)
+            files.append(str(p))
+            labels.append(ci)
+    return root, files, labels
+
+
+# --------------------------------------------------------------------------------------
+# CPU decode: threads and processes, counted and checksummed against Pillow
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("decode", ["cpu", "process"])
+@pytest.mark.parametrize("size", [(24, 32), None])
+def test_folder_decode_matches_pillow(folder, decode, size):
+    root, files, labels = folder
+    src = ImageFolder(root, size=size, decode=decode, processes=2 if decode == "process" else None)
+    dev = FakeDevice()
+    aug = None if size is not None else (lambda xs: [a.copy() for a in xs])
+    got = collect(Scheduler(src, aug, batch_size=5, workers=3, device=dev))
+    assert [len(lab) for _, lab in got] == [5, 5, 5, 5, 1]
+    imgs = [a for x, _ in got for a in x]
+    assert len(imgs) == len(files) == 21
+    np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), labels)
+    want = [pil_decode(f, size) for f in files]
+    for a, w, f in zip(imgs, want, files):
+        assert a.shape == w.shape, f
+        d = np.abs(a.astype(int) - w)
+        # with a size, simplejpeg decodes at the smallest libjpeg-turbo scale M/8 >= size where
+        # Pillow's draft mode only has 1/2, 1/4, 1/8: different intermediate images before the
+        # same bilinear resize; full-size decodes are identical
+        assert d.mean() <= (6 if size else 0), f
+    if size is None:  # checksum of the whole epoch against Pillow's
+        assert zlib.crc32(b"".join(a.tobytes() for a in imgs)) == zlib.crc32(b"".join(w.tobytes() for w in want))
+    if decode == "process":
+        src.close()
+    assert not dev.errors
+
+
+def test_without_simplejpeg_the_resized_decode_is_pillows_exactly(folder, monkeypatch):
+    root, files, labels = folder
+    monkeypatch.setattr(D, "_simplejpeg", lambda: None)
+    got = collect(Scheduler(ImageFolder(root, size=(24, 32)), None, batch_size=8, workers=2, device=FakeDevice()))
+    imgs = np.concatenate([x for x, _ in got])
+    np.testing.assert_array_equal(imgs, np.stack([pil_decode(f, (24, 32)) for f in files]))
+
+
+def test_process_decode_shuffled_order_and_reuse(folder):
+    root, files, labels = folder
+    src = ImageFolder(root, size=(16, 16), decode="process", processes=2)
+    sched = Scheduler(src, None, batch_size=4, workers=2, shuffle=True, seed=3, device=FakeDevice())
+    for epoch in range(2):  # the pool is kept between epochs
+        order = np.concatenate(gpuaug.scheduler.epoch_batches(len(files), 4, epoch=epoch, shuffle=True, seed=3))
+        got = collect(sched)
+        np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), np.asarray(labels)[order])
+        for a, i in zip([a for x, _ in got for a in x], order):  # the processes run the thread path's decoder
+            np.testing.assert_array_equal(a, S.decode_image(files[i], (16, 16)))
+    assert src._proc is not None and src._proc.processes == 2
+    src.close()
+
+
+def test_process_count_defaults_to_workers(folder):
+    src = ImageFolder(folder[0], size=(8, 8), decode="process")
+    Scheduler(src, None, batch_size=4, workers=3, device=FakeDevice())
+    assert src._workers == 3
+
+
+# --------------------------------------------------------------------------------------
+# GPU decode plumbing (FakeDevice stands in for nvImageCodec)
+# --------------------------------------------------------------------------------------
+@pytest.fixture
+def no_nvimgcodec_check(monkeypatch):
+    monkeypatch.setattr(S, "nvimgcodec_module", lambda: None)
+
+
+@pytest.mark.parametrize("crop", [None, "random"])
+def test_gpu_decode_path_resized_crop(folder, no_nvimgcodec_check, crop):
+    root, files, labels = folder
+    size = (20, 24)
+    src = ImageFolder(root, size=size, decode="gpu", crop=crop, seed=11)
+    dev = FakeDevice()
+    got = collect(Scheduler(src, None, batch_size=8, workers=2, device=dev))
+    assert [x.shape for x, _ in got] == [(8, 20, 24, 3), (8, 20, 24, 3), (5, 20, 24, 3)]
+    np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), labels)
+    assert dev.decoded == len(files)
+    rng = np.random.default_rng(11)
+    for b, (x, _) in enumerate(got):
+        full = [pil_decode(f) for f in files[8 * b:8 * b + 8]]
+        sizes = np.asarray([a.shape[:2] for a in full])
+        if crop == "random":
+            boxes = gpuaug.random.resized_crop_boxes(rng, sizes)
+        else:
+            boxes = np.concatenate([np.zeros_like(sizes), sizes], axis=1)
+        want = gpuaug.resized_crop(full, boxes.astype(np.float32), size)
+        np.testing.assert_array_equal(x, np.stack(want))
+    assert not dev.errors
+
+
+def test_gpu_decode_varshape_goes_to_the_augment(folder, no_nvimgcodec_check):
+    root, files, _ = folder
+    seen = []
+
+    def aug(xs):
+        seen.append(len(xs))
+        return np.stack(gpuaug.resized_crop(xs, [0, 0, 10, 10], (10, 10)))
+
+    got = collect(Scheduler(ImageFolder(root, decode="gpu"), aug, batch_size=10, device=FakeDevice()))
+    assert seen == [10, 10, 1] and got[0][0].shape == (10, 10, 10, 3)
+    np.testing.assert_array_equal(got[2][0][0], pil_decode(files[20])[:10, :10])
+
+
+def test_missing_nvimgcodec_names_the_extra(folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "nvidia.nvimgcodec", None)
+    with pytest.raises(ImportError, match=r"gpuaug\[gpu-decode12\]"):
+        ImageFolder(folder[0], size=(8, 8), decode="gpu")
+
+
+# --------------------------------------------------------------------------------------
+# Bad files
+# --------------------------------------------------------------------------------------
+def _png_header(w, h):
+    sig = b"\x89PNG\r\n\x1a\n"
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    chunk = struct.pack(">I", len(ihdr)) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return sig + chunk + b"\x00" * 16
+
+
+def _jpeg_bytes(rng, h=48, w=40):
+    b = io.BytesIO()
+    Image.fromarray(_photo(rng, h, w)).save(b, "JPEG", quality=90)
+    return b.getvalue()
+
+
+def _bomb_jpeg(rng):
+    d = bytearray(_jpeg_bytes(rng))
+    i = d.index(b"\xff\xc0")
+    d[i + 5:i + 9] = struct.pack(">HH", 30000, 30000)
+    return bytes(d)
+
+
+BAD = {
+    "truncated.jpg": lambda rng: _jpeg_bytes(rng)[:300],
+    "garbage.jpg": lambda rng: b"\xff\xd8" + rng.integers(0, 256, 2000, dtype=np.uint8).tobytes(),
+    "empty.jpg": lambda rng: b"",
+    "text.png": lambda rng: b"this is not an image\n" * 20,
+    "bomb.png": lambda rng: _png_header(30000, 30000),
+    "bomb.jpg": _bomb_jpeg,
+}
+
+
+@pytest.fixture
+def bad_folder(tmp_path):
+    """root/a/ holds good JPEGs g00..g05 and one bad file per kind; returns (root, good files)."""
+    rng = np.random.default_rng(5)
+    (tmp_path / "a").mkdir()
+    good = []
+    for i in range(6):
+        p = tmp_path / "a" / f"g{i:02d}.jpg"
+        p.write_bytes(_jpeg_bytes(rng))
+        good.append(str(p))
+    return tmp_path, good, rng
+
+
+@pytest.mark.parametrize("decode", ["cpu", "process", "gpu"])
+@pytest.mark.parametrize("size", [(16, 16), None])
+@pytest.mark.parametrize("bad", sorted(BAD))
+def test_bad_file_raises_naming_the_file(bad_folder, no_nvimgcodec_check, decode, size, bad):
+    root, good, rng = bad_folder
+    path = root / "a" / ("h" + bad)  # sorts after the good files: batch 1
+    path.write_bytes(BAD[bad](rng))
+    src = ImageFolder(root, size=size, decode=decode, processes=1)
+    sched = Scheduler(src, None if size else (lambda xs: [a.copy() for a in xs]), batch_size=4,
+                      workers=2, device=FakeDevice())
+    it = iter(sched)
+    first = next(it)  # batch 0: good files only
+    assert len(first[0]) == 4
+    with pytest.raises(D.ImageDecodeError, match=str(path).replace("\\", "\\\\")) as ei:
+        next(it)
+    assert ei.value.path == str(path)
+    if bad.startswith("bomb"):
+        assert "30000x30000" in str(ei.value) and "max_pixels=67,108,864" in str(ei.value)
+    src.close()
+    sched.close()
+
+
+@pytest.mark.parametrize("decode", ["cpu", "process", "gpu"])
+@pytest.mark.parametrize("size", [(16, 16), None])
+def test_bad_files_skipped_with_warning_and_count(bad_folder, no_nvimgcodec_check, decode, size):
+    root, good, rng = bad_folder
+    for name, make in BAD.items():
+        (root / "a" / name).write_bytes(make(rng))
+    src = ImageFolder(root, size=size, decode=decode, on_error="skip", processes=1)
+    files = src.files
+    assert len(files) == 12
+    aug = None if size else (lambda xs: [a.copy() for a in xs])
+    sched = Scheduler(src, aug, batch_size=4, workers=2, device=FakeDevice())
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = collect(sched)
+    msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
+    bad_paths = sorted(str(root / "a" / n) for n in BAD)
+    assert sorted(p for m in msgs for p in bad_paths if p in m) == bad_paths
+    imgs = [a for x, _ in got for a in x]
+    assert len(imgs) == 6 and sum(len(lab) for _, lab in got) == 6
+    for a, f in zip(imgs, good):  # the good files, in order, none of them zero
+        want = S.decode_image(f, size) if decode != "gpu" or size is None else gpuaug.resized_crop(
+            [pil_decode(f)], [[0, 0, *pil_decode(f).shape[:2]]], size)[0]
+        np.testing.assert_array_equal(a, want)
+        assert a.any()
+    assert sched.stats().skipped == 6
+    assert sorted(p for p, _ in sched.skipped()) == bad_paths
+    src.close()
+
+
+def test_batch_with_every_sample_skipped_is_empty(tmp_path):
+    rng = np.random.default_rng(0)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "0.jpg").write_bytes(_jpeg_bytes(rng))
+    (tmp_path / "a" / "1.jpg").write_bytes(b"")
+    (tmp_path / "a" / "2.jpg").write_bytes(b"junk")
+    src = ImageFolder(tmp_path, size=(8, 8), on_error="skip")
+    with pytest.warns(RuntimeWarning, match="skipped"):
+        got = collect(Scheduler(src, lambda x: x + 1, batch_size=1, device=FakeDevice()))
+    assert [x.shape for x, _ in got] == [(1, 8, 8, 3), (0, 8, 8, 3), (0, 8, 8, 3)]
+    assert [len(lab) for _, lab in got] == [1, 0, 0]
+
+
+def test_pixel_limit_is_a_setting(tmp_path):
+    rng = np.random.default_rng(0)
+    (tmp_path / "a").mkdir()
+    p = tmp_path / "a" / "x.jpg"
+    p.write_bytes(_jpeg_bytes(rng, 48, 40))
+    with pytest.raises(D.ImageDecodeError, match=r"x\.jpg: its header claims 40x48 = 1,920 pixels, over "
+                                                 r"the limit max_pixels=1,000"):
+        collect(Scheduler(ImageFolder(tmp_path, size=(8, 8), max_pixels=1000), None, batch_size=1,
+                          device=FakeDevice()))
+    # varshape: refused from the header, before any staging buffer is made
+    dev = FakeDevice()
+    with pytest.raises(D.ImageDecodeError, match="max_pixels=1,000"):
+        collect(Scheduler(ImageFolder(tmp_path, max_pixels=1000), None, batch_size=1, device=dev))
+    assert dev.pinned_allocs == 0
+    assert collect(Scheduler(ImageFolder(tmp_path, size=(8, 8), max_pixels=None), None, batch_size=1,
+                             device=FakeDevice()))[0][0].shape == (1, 8, 8, 3)
+    assert D.DEFAULT_MAX_PIXELS == 2 ** 26
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="max_pixels"):
+            ImageFolder(tmp_path, max_pixels=bad)
+
+
+def test_bomb_png_header_is_refused_before_pillow(tmp_path):
+    p = tmp_path / "b.png"
+    p.write_bytes(_png_header(13000, 13000))
+    with pytest.raises(D.ImageDecodeError, match=r"b\.png: its header claims 13000x13000"):
+        S.image_shape(p)
+    with pytest.raises(D.ImageDecodeError, match=r"b\.png: its header claims 13000x13000"):
+        S.decode_image(p, (8, 8))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
+def test_fifo_is_not_listed_nor_opened(tmp_path):
+    rng = np.random.default_rng(0)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "0.jpg").write_bytes(_jpeg_bytes(rng))
+    fifo = tmp_path / "a" / "pipe.png"
+    os.mkfifo(fifo)
+    (tmp_path / "a" / "dir.jpg").mkdir()
+    assert ImageFolder(tmp_path).files == [str(tmp_path / "a" / "0.jpg")]
+    with pytest.raises(D.ImageDecodeError, match="not a regular file"):
+        collect(Scheduler(ImageFiles([fifo], size=(4, 4)), None, batch_size=1, device=FakeDevice()))
+    with pytest.raises(D.ImageDecodeError, match="not a regular file"):
+        S.image_shape(fifo)
+
+
+def test_error_messages_name_the_file_for_decode_image(tmp_path):
+    rng = np.random.default_rng(1)
+    cases = {"t.jpg": _jpeg_bytes(rng)[:200], "z.jpg": b"", "n.png": b"nope" * 10}
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(D.ImageDecodeError) as ei:
+            S.decode_image(p)
+        assert str(ei.value).startswith(str(p) + ": ") and ei.value.path == str(p)
+    with pytest.raises(D.ImageDecodeError, match="cannot stat"):
+        S.decode_image(tmp_path / "missing.jpg")
+
+
+def test_header_sizes_match_pillow(tmp_path):
+    rng = np.random.default_rng(2)
+    img = _photo(rng, 37, 53)
+    for fmt, kw in (("JPEG", {}), ("JPEG", {"progressive": True}), ("PNG", {}), ("GIF", {}), ("BMP", {}),
+                    ("WEBP", {}), ("TIFF", {})):
+        b = io.BytesIO()
+        Image.fromarray(img).save(b, fmt, **kw)
+        assert D.header_size(b.getvalue()) == (37, 53), fmt
+
+
+def test_source_argument_errors(tmp_path, folder):
+    root = folder[0]
+    for kw, err, match in (({"decode": "gpux"}, ValueError, "decode: got 'gpux'"),
+                           ({"on_error": "ignore"}, ValueError, "on_error: got 'ignore'"),
+                           ({"crop": "random"}, ValueError, "crop: got 'random' with decode='cpu'"),
+                           ({"size": "ab"}, TypeError, "size: got 'ab'"),
+                           ({"size": 3.5}, TypeError, "size: got 3.5"),
+                           ({"size": (2.7, 3.9)}, TypeError, r"size: got \(2.7, 3.9\)"),
+                           ({"processes": 0}, ValueError, "processes: got 0"),
+                           ({"extensions": [1]}, TypeError, "extensions")):
+        with pytest.raises(err, match=match):
+            ImageFolder(root, **kw)
+    # extensions as one str is one ending, not its characters
+    assert len(ImageFolder(root, extensions=".png").files) == 6
+    with pytest.raises(TypeError, match="files: got a single path"):
+        ImageFiles(str(root))
+
+
+# --------------------------------------------------------------------------------------
+# Issue 18 items 7 and the torch output
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("item, err", [(None, TypeError), ("abc", TypeError), ({"a": 1}, TypeError),
+                                       (np.array(3), ValueError), (np.array(["x", "y"]), TypeError),
+                                       ([np.zeros((2, 2, 3), np.uint8), None], TypeError)])
+def test_iterable_source_items_are_checked(item, err):
+    with pytest.raises(err, match="source: got"):
+        collect(Scheduler(lambda: iter([item]), None, device=FakeDevice()))
+
+
+def test_string_labels_refused():
+    with pytest.raises(TypeError, match="labels: got str"):
+        Scheduler(np.zeros((10, 2, 2, 1), np.uint8), batch_size=2, labels="abcdefghij", device=FakeDevice())
+
+
+@pytest.mark.parametrize("ret", [None, "abc", {"x": 1}, 5])
+def test_augment_result_is_checked(ret):
+    with pytest.raises(TypeError, match=f"augment: returned {type(ret).__name__}"):
+        collect(Scheduler(np.zeros((4, 2, 2, 1), np.uint8), lambda x: ret, batch_size=2, device=FakeDevice()))
+
+
+def test_torch_output_without_torch_raises(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(ImportError, match="PyTorch is not installed"):
+        Scheduler(np.zeros((4, 2, 2, 1), np.uint8), batch_size=2, output="torch", device=FakeDevice())
+
+
+# --------------------------------------------------------------------------------------
+# In-memory staging: bytes intact, in order, in few large chunks
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("workers", [1, 3, 8])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_staging_delivers_every_byte_in_order(workers, shuffle):
+    rng = np.random.default_rng(workers)
+    x = rng.integers(0, 256, (96, 128, 128, 3), dtype=np.uint8)  # 48 KiB samples, 4.5 MiB batches of 96
+    sched = Scheduler(x, None, batch_size=40, labels=np.arange(96), workers=workers, shuffle=shuffle, seed=1,
+                      device=FakeDevice(h2d_gbps=20))
+    got = collect(sched)
+    order = np.concatenate([lab for _, lab in got])
+    assert sorted(order.tolist()) == list(range(96))
+    if not shuffle:
+        assert order.tolist() == list(range(96))
+    np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x[order])
+    # one chunk per worker at most, each >= 4 MiB (a 40-sample batch is 1.9 MiB: one chunk)
+    assert all(len(t.fill) == 1 for t in sched.timings())
+    st = sched.stats()
+    assert st.fill_gb_per_s > 0 and st.launch_mean_ms >= 0 and st.skipped == 0
+
+
+def test_staging_chunks_split_large_batches_across_workers():
+    x = np.random.default_rng(0).integers(0, 256, (64, 256, 256, 3), dtype=np.uint8)  # 12 MiB batches of 64
+    sched = Scheduler(x, None, batch_size=64, workers=8, device=FakeDevice())
+    got = collect(sched)
+    np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x)
+    assert [len(t.fill) for t in sched.timings()] == [3]  # 12 MiB // 4 MiB
