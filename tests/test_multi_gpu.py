@@ -161,7 +161,7 @@ def _run_probe(variant):
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("PROBE ")]
     assert r.returncode == 0 and line, f"probe failed (rc {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     res = json.loads(line[-1][len("PROBE "):])
-    print(json.dumps(res, indent=1))
+    print("\n" + json.dumps(res, indent=1))
     return res
 
 
