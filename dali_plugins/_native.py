@@ -351,4 +351,5 @@ def native_node(step, data, nodes, *, forced=False):
               template_extra=list(nat.extra(args)) if nat.extra else [], channels=list(nat.channels),
               signature=nat.signature, program=nat.program, dtype_cols=dcols, dtype_values=dvals,
               num_params=num)
+    kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

@@ -473,7 +473,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     std::string name = kernel_ + "<" + ctype(t) + ", " + std::to_string(C);
     for (int e : template_extra_) name += ", " + std::to_string(e);
     name += ">";
-    CUfunction fn = get_function(op_, device_, source_, name);
+    auto cached = functions_.find(name);  // per instance: no hashing of the source per batch
+    CUfunction fn = cached != functions_.end() ? cached->second
+                                               : (functions_[name] = get_function(op_, device_, source_, name));
 
     CUdeviceptr src_t = dev, dst_t = dev + tab_bytes, par_d = dev + par_off;
     int Pi = static_cast<int>(P), ni = n;
@@ -531,6 +533,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1;
   Staging staging_;
+  std::map<std::string, CUfunction> functions_;
 };
 
 }  // namespace gpuaug_dali
