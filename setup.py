@@ -30,8 +30,15 @@ setup(
         # NVRTC lets the CPU-only test run compile every CUDA C kernel (no GPU needed).
         # scipy: the filter and noise tests compare against scipy.ndimage / scipy.stats.
         "test": ["pytest>=7", "pytest-benchmark>=4", "hypothesis>=6", "matplotlib>=3.5", "scipy>=1.9",
+                 "simplejpeg>=1.7",
                  "nvidia-cuda-nvrtc-cu12; platform_machine == 'x86_64'"],
         "pycuda": ["pycuda>=2024.1"],
+        # Scheduler file sources: simplejpeg (manylinux wheels bundling libjpeg-turbo; decodes
+        # with the GIL released, DCT-domain downscale) for decode="cpu"/"process"; nvImageCodec
+        # (nvJPEG and friends through [all]) for decode="gpu".
+        "cpu-decode": ["simplejpeg>=1.7"],
+        "gpu-decode12": ["nvidia-nvimgcodec-cu12[all]>=0.5"],
+        "gpu-decode13": ["nvidia-nvimgcodec-cu13[all]>=0.6"],
         "bench": ["matplotlib>=3.5", "tqdm>=4"],  # gpuaug bench --plot and its progress bar
     },
     entry_points={"console_scripts": ["gpuaug=gpuaug.cli:main"]},
