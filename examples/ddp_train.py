@@ -122,7 +122,8 @@ def scheduler_loader(args, rank, world, local_rank, files, classes_of):
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     workers = args.workers or max(1, min(14, (os.cpu_count() or 2) // max(1, local) - 2))
     kw = dict(batch_size=args.batch, device=local_rank, shard_id=rank, num_shards=world, shuffle=True,
-              seed=args.seed, drop_last=args.drop_last, output="torch", depth=4, workers=workers)
+              seed=args.seed, drop_last=args.drop_last, output="torch", depth=4, workers=workers,
+              keep_buffers=True)  # no re-pinning / re-allocation at each epoch start
     how = ""
     if files is None:
         x, _ = synthetic_array(args.synthetic, args.load_size, args.classes, seed=args.seed)
