@@ -12,10 +12,12 @@ then at least ``epochs`` epochs (more until ``min_seconds`` have passed) are mea
 ``gpuaug_dali``       :func:`gpuaug.dali.image_folder_pipeline`, default policy (flip, rotate,
                       brightness/contrast)
 ``scheduler_cpu``     :class:`gpuaug.Scheduler` over ``scheduler.ImageFolder(root, size=(256, 256),
-                      decode="cpu")`` (CPU decode), augment ``gpuaug.Compose([RandomResizedCrop(224),
-                      RandomHorizontalFlip(), Normalize])``
-``scheduler_gpu``     the same over ``ImageFolder(root, decode="gpu")`` (nvImageCodec; varshape
-                      batches, the crop from the decoded images)
+                      decode="process")`` (CPU decode in worker processes), augment
+                      ``gpuaug.Compose([RandomResizedCrop(224), RandomHorizontalFlip(), Normalize])``
+``scheduler_cpu_threads``  the same with ``decode="cpu"`` (the scheduler's threads)
+``scheduler_gpu``     ``ImageFolder(root, size=(224, 224), decode="gpu", crop="random")``
+                      (nvImageCodec, the random resized crop made in the decode's one
+                      resized_crop launch), augment flip + Normalize
 ``torchvision``       ``torch.utils.data.DataLoader`` over torchvision's ImageFolder
                       (RandomResizedCrop + flip on the CPU, ``workers`` processes, pin_memory),
                       normalize on the GPU
@@ -63,7 +65,8 @@ PATHS = {
     "dali": "DALI built-ins (image_random_crop mixed -> resize -> crop_mirror_normalize)",
     "gpuaug_dali_rrc": "gpuaug.dali.image_folder_pipeline, RRC + flip + normalize",
     "gpuaug_dali": "gpuaug.dali.image_folder_pipeline, default policy",
-    "scheduler_cpu": "gpuaug Scheduler, CPU decode",
+    "scheduler_cpu": "gpuaug Scheduler, CPU decode in processes",
+    "scheduler_cpu_threads": "gpuaug Scheduler, CPU decode on threads",
     "scheduler_gpu": "gpuaug Scheduler, GPU decode (nvImageCodec)",
     "torchvision": "torchvision DataLoader (CPU RRC + flip, GPU normalize)",
 }
@@ -315,7 +318,7 @@ class GpuBusy:
             return self
         try:
             self._proc = subprocess.Popen([exe, "-i", str(self.index), "--query-gpu=utilization.gpu",
-                                           "--format=csv,noheader,nounits", f"-lms={max(50, int(self.period * 1000))}"],
+                                           "--format=csv,noheader,nounits", f"--loop-ms={max(50, int(self.period * 1000))}"],
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         except OSError:
             return self
@@ -458,57 +461,81 @@ def path_gpuaug_dali(st):
     return _gpuaug_dali(st, "default")
 
 
-def _policy(st):
+def _policy(st, crop=True):
+    """The Scheduler's augment: [RandomResizedCrop +] horizontal flip + Normalize (float32 NCHW)."""
     import gpuaug
 
-    return gpuaug.Compose([gpuaug.RandomResizedCrop(st.size), gpuaug.RandomHorizontalFlip(),
-                           gpuaug.Normalize(MEAN01, STD01)], seed=st.seed)
+    ts = [gpuaug.RandomResizedCrop(st.size)] if crop else []
+    return gpuaug.Compose(ts + [gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(MEAN01, STD01)], seed=st.seed)
 
 
-def _scheduler(st, source, notes):
+def _scheduler(st, source, notes, crop=True):
     import gpuaug
     from gpuaug.scheduler import FakeDevice
 
+    kw = dict(batch_size=st.batch, workers=st.workers, shuffle=True, seed=st.seed, drop_last=True)
     if st.dry_run:
-        sched = gpuaug.Scheduler(source, _policy(st), batch_size=st.batch, workers=st.workers, shuffle=True,
-                                 seed=st.seed, drop_last=True, device=FakeDevice())
-        return Loader(lambda: iter(sched), close=sched.close, notes=notes)
-    torch = _need("torch", "PyTorch")
-    sched = gpuaug.Scheduler(source, _policy(st), batch_size=st.batch, workers=st.workers, shuffle=True,
-                             seed=st.seed, drop_last=True, device=st.device_id, output="torch")
-    return Loader(lambda: iter(sched), _torch_sync(torch), close=sched.close, notes=notes)
+        sched = gpuaug.Scheduler(source, _policy(st, crop), device=FakeDevice(), **kw)
+        sync = None
+    else:
+        torch = _need("torch", "PyTorch")
+        sched = gpuaug.Scheduler(source, _policy(st, crop), device=st.device_id, output="torch", **kw)
+        sync = _torch_sync(torch)
+
+    def close():
+        sched.close()
+        if hasattr(source, "close"):
+            source.close()
+
+    return Loader(lambda: iter(sched), sync, close=close, notes=notes)
 
 
 def _image_folder(root, **kw):
-    """scheduler.ImageFolder with ``decode=``; Unavailable where this gpuaug does not take it."""
+    """scheduler.ImageFolder(root, **kw); Unavailable where this gpuaug does not take the keywords
+    (``decode=``, ``crop=``) or their library is missing."""
     from gpuaug.scheduler import ImageFolder
 
     try:
         return ImageFolder(root, **kw)
     except TypeError as e:
-        if "decode" in str(e):
-            raise Unavailable(f"gpuaug.scheduler.ImageFolder does not take decode= yet ({e})") from e
+        if any(k in str(e) for k in kw):
+            raise Unavailable(f"gpuaug.scheduler.ImageFolder does not take {', '.join(kw)} ({e})") from e
         raise
     except ImportError as e:
         raise Unavailable(f"{type(e).__name__}: {e}") from e
 
 
-def path_scheduler_cpu(st):
+def _cpu_decode(st, decode):
     size = (st.resize, st.resize)
-    try:
-        src, notes = _image_folder(st.root, size=size, decode="cpu"), ["decode='cpu'"]
-    except Unavailable as e:
-        from gpuaug.scheduler import ImageFolder
+    src = _image_folder(st.root, size=size, decode=decode)
+    return _scheduler(st, src, [f"decode={decode!r}, {st.workers} workers, decoded to {size}, then "
+                                f"RandomResizedCrop({st.size}) + flip + Normalize"])
 
-        src, notes = ImageFolder(st.root, size=size), [f"decode on the scheduler's threads ({e})"]
-    return _scheduler(st, src, notes + [f"decoded to {size}, then RandomResizedCrop({st.size})"])
+
+def path_scheduler_cpu(st):
+    """CPU decode in worker processes (``decode="process"``: not held by the GIL)."""
+    return _cpu_decode(st, "process")
+
+
+def path_scheduler_cpu_threads(st):
+    """CPU decode on the scheduler's threads (``decode="cpu"``: simplejpeg releases the GIL)."""
+    return _cpu_decode(st, "cpu")
 
 
 def path_scheduler_gpu(st):
+    """nvImageCodec decode; the random resized crop made from the decoded images in the same
+    launch as the dense batch (``crop="random"``), flip + Normalize as the augment."""
     if st.dry_run:
         raise Unavailable("dry run (no GPU)")
+    try:
+        src = _image_folder(st.root, size=(st.size, st.size), decode="gpu", crop="random", seed=st.seed)
+        return _scheduler(st, src, ["decode='gpu', crop='random' (RRC in the decode's resized_crop launch), "
+                                    "then flip + Normalize"], crop=False)
+    except Unavailable as e:
+        if "crop" not in str(e):
+            raise
     src = _image_folder(st.root, decode="gpu")
-    return _scheduler(st, src, ["decode='gpu' (varshape), then RandomResizedCrop on the decoded images"])
+    return _scheduler(st, src, ["decode='gpu' (varshape), then RandomResizedCrop + flip + Normalize"])
 
 
 def path_torchvision(st):
@@ -541,7 +568,8 @@ def path_torchvision(st):
 
 
 PATH_FUNCS = {"dali": path_dali, "gpuaug_dali_rrc": path_gpuaug_dali_rrc, "gpuaug_dali": path_gpuaug_dali,
-              "scheduler_cpu": path_scheduler_cpu, "scheduler_gpu": path_scheduler_gpu,
+              "scheduler_cpu": path_scheduler_cpu, "scheduler_cpu_threads": path_scheduler_cpu_threads,
+              "scheduler_gpu": path_scheduler_gpu,
               "torchvision": path_torchvision}
 
 
@@ -673,6 +701,8 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
             row = _row(name, "ok", notes=loader.notes, **res)
         except Unavailable as e:
             row = _row(name, f"unavailable: {e}")
+        except ImportError as e:
+            row = _row(name, f"unavailable: {type(e).__name__}: {e}"[:500])
         except Exception as e:  # noqa: BLE001 - one path failing must not lose the others
             row = _row(name, f"error: {type(e).__name__}: {e}"[:500], notes=list(getattr(loader, "notes", [])))
         finally:
@@ -703,8 +733,8 @@ def _fmt(v, spec, none="-"):
 
 def _row_line(r):
     if r["status"] != "ok":
-        return f"{r['path']:<16} {r['status']}"
-    return (f"{r['path']:<16} {r['images_per_s']:10,.0f} img/s  GPU busy {_fmt(r['gpu_busy_pct'], '5.1f')} %  "
+        return f"{r['path']:<21} {r['status']}"
+    return (f"{r['path']:<21} {r['images_per_s']:10,.0f} img/s  GPU busy {_fmt(r['gpu_busy_pct'], '5.1f')} %  "
             f"CPU {r['cpu_cores']:5.2f} cores  wait {r['wait_ms']:7.2f} ms/batch")
 
 

@@ -79,11 +79,10 @@ def add_bench(sub):
     p = sub.add_parser(
         "bench", help="time every op (or OPS) against the device's copy bandwidth and against peers",
         description="Time gpuaug's ops on random batches: median per-call time (CUDA events on a GPU, "
-                    "a wall clock on the CPU), GB/s counting bytes read + written once, %% of a copy of "
+                    "a wall clock on the CPU), GB/s counting bytes read + written once, % of a device copy of "
                     "the same bytes measured in the same run, images/s; with --peers, the same op in "
                     "torchvision, kornia, CuPy, DALI and CV-CUDA where importable. Each GPU backend is "
-                    "checked against the CPU twin before it is timed.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "checked against the CPU twin before it is timed.")
     p.add_argument("ops", nargs="*", metavar="OPS", help="op names (default: every registered op)")
     p.add_argument("--batch", type=_positive, default=None,
                    help="images per batch (default: 256 on a GPU, 8 on the CPU)")
@@ -92,14 +91,19 @@ def add_bench(sub):
     p.add_argument("--case", type=_case, action="append", default=None, metavar="NxHxW",
                    help="a batch size and image size in one (repeatable: several cases in one run, "
                         "sharing compiled kernels); overrides --batch/--size")
-    p.add_argument("--channels", type=_positive, default=3)
-    p.add_argument("--dtype", default="uint8", choices=("uint8", "float16", "float32"))
-    p.add_argument("--layout", default="NHWC", choices=("NHWC", "NCHW"))
+    p.add_argument("--channels", type=_positive, default=3,
+                   help="channels per image: 1, 3 or 4; an op that does not support the count (the colour "
+                        "ops need 3 or 4) gets an 'unsupported' row (default: %(default)s)")
+    p.add_argument("--dtype", default="uint8", choices=("uint8", "float16", "float32"),
+                   help="element type of the random batch, in the op's units: uint8 0..255, floats "
+                        "0..1 (default: %(default)s)")
+    p.add_argument("--layout", default="NHWC", choices=("NHWC", "NCHW"),
+                   help="memory layout of the batch (default: %(default)s)")
     p.add_argument("--backends", type=_csv, default=None,
                    help="gpuaug backends, comma-separated (default: cuda,numba on a GPU, cpu on the CPU)")
     p.add_argument("--device", choices=("gpu", "cpu"), default=None,
-                   help="gpu: CUDA backends timed with events; cpu: the CPU twins with a wall clock on a "
-                        "small batch (default: gpu if one is usable, else cpu)")
+                   help="gpu: CUDA backends timed with events; cpu: the CPU twins with a wall clock "
+                        "(default: gpu if one is usable, else cpu)")
     p.add_argument("--peers", action="store_true", help="also time the peer libraries")
     p.add_argument("--libraries", type=_csv, default=None,
                    help="with --peers: only these (torchvision,torch,kornia,cupy,dali,cvcuda)")
@@ -107,11 +111,12 @@ def add_bench(sub):
                    help="timed calls per row (default: 100 on a GPU, 10 on the CPU)")
     p.add_argument("--warmup", type=int, default=None, help="untimed calls first (default: 5 GPU, 2 CPU)")
     p.add_argument("--buffers", type=int, default=0,
-                   help="input buffers rotated (0: at least 4, together over twice the L2 cache)")
-    p.add_argument("--seed", type=int, default=0)
+                   help="input buffers rotated (default 0: at least 4, together over twice the L2 cache)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds the random batches and each op's per-sample parameters (default: %(default)s)")
     p.add_argument("--ref-workers", type=int, default=-1, metavar="N",
                    help="processes computing the checks' CPU references alongside the GPU work "
-                        "(-1: up to 8 on a GPU; 0: in-process)")
+                        "(default -1: up to 8 on a GPU; 0: in-process)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="after this long (per case), skip peers and cut repeats to a fifth")
     p.add_argument("--json", default=None, metavar="PATH",
@@ -137,7 +142,8 @@ def add_bench(sub):
     e2e.add_argument("--min-seconds", type=float, default=None,
                      help="time more epochs until this many seconds (default 2; 0 with --dry-run)")
     e2e.add_argument("--paths", type=_csv, default=None,
-                     help="comma-separated: dali,gpuaug_dali_rrc,gpuaug_dali,scheduler_cpu,scheduler_gpu,torchvision")
+                     help="comma-separated: dali,gpuaug_dali_rrc,gpuaug_dali,scheduler_cpu,scheduler_cpu_threads,"
+                          "scheduler_gpu,torchvision (default: all)")
     e2e.add_argument("--out", default=None, metavar="DIR",
                      help="write e2e.json, e2e.md and e2e.png here (default: gpuaug-e2e)")
     e2e.add_argument("--dry-run", action="store_true",
@@ -148,12 +154,11 @@ def add_bench(sub):
 def _bench_configs(args):
     from gpuaug import bench
 
-    device = args.device
+    device, no_gpu = args.device, None
     if device is None:
         ok, why = bench.gpu_status()
         device = "gpu" if ok else "cpu"
-        if not ok:
-            _err(f"no GPU ({why}); timing the CPU twins on a small batch (--device cpu)")
+        no_gpu = None if ok else why
     elif device == "gpu":
         ok, why = bench.gpu_status()
         if not ok:
@@ -165,6 +170,11 @@ def _bench_configs(args):
         n = args.batch or (256 if gpu else 8)
         h, w = args.size or ((224, 224) if gpu else (64, 64))
         cases = [(n, h, w)]
+    if no_gpu:
+        given = args.case or args.batch or args.size
+        what = ", ".join(f"{n}x{h}x{w}" for n, h, w in cases)
+        _err(f"no GPU ({no_gpu}); timing the CPU twins (--device cpu) on "
+             + (f"{what}" if given else f"a small batch, {what} (--batch/--size/--case to change)"))
     cfgs = []
     for n, h, w in cases:
         cfgs.append(bench.Config(
@@ -305,19 +315,25 @@ def cmd_info(args) -> int:
 # ----------------------------------------------------------------------------- main
 #: (name, add_parser(subparsers) -> parser, run(args) -> exit code)
 def add_demo(sub):
-    p = sub.add_parser("demo", help="augment the bundled photo with a handful of ops; write a contact sheet",
-                       description="Augment the bundled sample photo with several ops (on the GPU if "
-                                   "there is one, else on the CPU) and write a labelled PNG contact sheet.")
+    p = sub.add_parser("demo", help="augment the bundled photo with every op; write a contact sheet",
+                       description="Augment the bundled sample photo with every registered op (on the GPU "
+                                   "if there is one, else on the CPU) and write a labelled PNG contact sheet.")
     p.add_argument("--out", default="gpuaug-demo.png", help="where to write the PNG (default: %(default)s)")
     p.add_argument("--device", default="auto", choices=("auto", "gpu", "cpu"),
-                   help="where to run (default: the GPU if usable, else the CPU)")
+                   help="where to run (default auto: the GPU if usable, else the CPU)")
+    p.add_argument("--columns", type=_positive, default=6,
+                   help="tiles per row of the sheet (default: %(default)s)")
     return p
 
 
 def cmd_demo(args) -> int:
     from gpuaug import demo
 
-    return demo.main(args)
+    try:
+        return demo.main(args)
+    except demo.NoGPU as e:  # --device gpu without a usable GPU: a message, not a traceback
+        _err(f"demo: {e}")
+        return 2
 
 
 COMMANDS = [
