@@ -12,6 +12,7 @@
 #   soak      tests/gpu/soak.py                                     -> soak.log, soak.json
 #   bench     tests/gpu/bench_all.sh                                -> bench results
 #   dalibench tests/gpu/dali_bench.sh                               -> dali_bench.*
+#   sched_e2e tests/gpu/sched_e2e.py (Scheduler staging, folder decode, GPU decode check) -> sched_e2e.*
 # The first call on a fresh machine installs the kit (tests/gpu/setup.sh); later calls on the
 # same warm machine skip the parts already there.
 set -uo pipefail
@@ -54,6 +55,9 @@ for stage in "$@"; do
       bash tests/gpu/bench_all.sh ;;
     dalibench)
       bash tests/gpu/dali_bench.sh | tail -n 60 ;;
+    sched_e2e)
+      timeout 470 python3 tests/gpu/sched_e2e.py > "$OUT/sched_e2e.log" 2>&1
+      echo "sched_e2e: exit $? in $((SECONDS - t0)) s"; sed -n '/== summary ==/,$p' "$OUT/sched_e2e.log" ;;
     *)
       echo "unknown stage $stage" ;;
   esac
