@@ -28,8 +28,7 @@ Which path runs (``gpuaug info`` shows it):
 
 Not native (they keep ``python_function``): ops whose parameters need host maths the
 operator does not do (crop/pad/resize/resized_crop/rot90/transpose: output shape;
-warp_affine/warp_perspective: matrix inversion; contrast/color_jitter: the grayscale mean
-reduction; normalize/crop_mirror_normalize: output dtype/layout; blurs, noise, erase,
+warp_affine/warp_perspective: matrix inversion; normalize/crop_mirror_normalize: output dtype/layout; blurs, noise, erase,
 grid_mask, equalize, grayscale: other launch shapes or outputs), CHW layouts, GPU DataNode
 parameters, per-channel ``fill``. ``gd.compose`` / ``gd.policy`` are not native yet.
 
@@ -47,7 +46,7 @@ import os
 import re
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -169,7 +168,7 @@ class NativeOp:
     program: str = "identity"
     extra: object = None
     channels: tuple = (1, 3, 4)
-    host_only: tuple = field(default=())
+    mean: object = None  # colour ops with a grayscale mean: args -> -1 (skip) / 0 / 1 (brightness first)
 
 
 @dataclass(frozen=True)
@@ -210,8 +209,18 @@ def _rotate_extra(a):
     return (INTERPOLATIONS[a["interpolation"]], BORDERS[a["border"]])
 
 
-def _colour(name, row, channels=(1, 3, 4)):
-    return NativeOp(f"{name}.cu", f"gpuaug_{name}", row, signature="colour", channels=channels)
+def _colour(name, row, channels=(1, 3, 4), mean=None):
+    return NativeOp(f"{name}.cu", f"gpuaug_{name}", row, signature="colour", channels=channels, mean=mean)
+
+
+def _mean_flag(bright, name):
+    """The op needs the mean unless ``name`` is the constant 1 (as the standalone op skips it)."""
+    def flag(a):
+        v = a[name]
+        if not _is_node(v) and np.all(np.asarray(v, np.float64) == 1):
+            return -1
+        return int(bright)
+    return flag
 
 
 #: op name -> NativeOp (the ops gpuaug.dali runs natively).
@@ -224,6 +233,9 @@ NATIVE_OPS = {
     "brightness": _colour("brightness", lambda a: [a["factor"], DTYPE(MAXV)]),
     "saturation": _colour("saturation", lambda a: [a["factor"], DTYPE(MAXV)]),
     "hue": _colour("hue", lambda a: [a["shift"], DTYPE(MAXV)]),
+    "contrast": _colour("contrast", lambda a: [a["factor"], DTYPE(MAXV)], mean=_mean_flag(False, "factor")),
+    "color_jitter": _colour("color_jitter", lambda a: [a["brightness"], a["contrast"], a["saturation"], a["hue"],
+                                                      DTYPE(MAXV)], mean=_mean_flag(True, "contrast")),
     "color_twist": _colour("color_twist", lambda a: [a["matrix"], DTYPE(MAXV)], channels=(3, 4)),
     "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra),
 }
@@ -350,6 +362,6 @@ def native_node(step, data, nodes, *, forced=False):
     kw = dict(op=step.op, source=kernel_source(nat.file), kernel=nat.kernel,
               template_extra=list(nat.extra(args)) if nat.extra else [], channels=list(nat.channels),
               signature=nat.signature, program=nat.program, dtype_cols=dcols, dtype_values=dvals,
-              num_params=num)
+              num_params=num, mean=nat.mean(args) if nat.mean else -1)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

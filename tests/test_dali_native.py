@@ -62,8 +62,11 @@ def test_kernel_sources_compile_with_nvrtc():
         if nat.extra:
             args = {p.name: p.default for p in spec.params}
             extra = "".join(f", {e}" for e in nat.extra(args))
-        names = [f"{nat.kernel}<{ctypes[d]}, {c}{extra}>" for d in ("uint8", "float16", "float32")
-                 for c in nat.channels]
+        names = [f"{nat.kernel}{suffix}<{ctypes[d]}, {c}{extra}>" for d in ("uint8", "float16", "float32")
+                 for c in nat.channels for suffix in ("", "_packed")[:2 if nat.signature == "colour" else 1]]
+        if nat.mean is not None:
+            names += [f"gpuaug_gray_sum{sfx}<{ctypes[d]}, {c}, {b}>" for d in ctypes for c in nat.channels
+                      for b in (0, 1) for sfx in ("", "_packed")]
         try:
             prog = nvrtc.createProgram(src, f"{op}.cu", [], [])
         except Exception as e:  # noqa: BLE001 - no libnvrtc here
@@ -104,10 +107,11 @@ def test_gd_ops_define_graphs_through_the_native_operator(plugin):
         x = gd.flip(x, horizontal=fn.random.coin_flip(), vertical=True)
         x = gd.rotate(x, angle=fn.random.uniform(range=(-10, 10)), border="reflect")
         x = gd.brightness(x, factor=1.25)
-        return gd.contrast(x, factor=1.2)  # no native form: python_function
+        x = gd.contrast(x, factor=1.2)
+        return gd.equalize(x)  # no native form: python_function
 
     names = _schema_names(pipe())
-    assert names.count("gpuaug__Kernel") == 3, names
+    assert names.count("gpuaug__Kernel") == 4, names
     assert any("PythonFunction" in n for n in names), names
 
 
@@ -184,9 +188,9 @@ def test_bad_constants_fail_at_definition_naming_op_and_argument(plugin):
     @pipeline_def(batch_size=N, num_threads=1, device_id=0)
     def pipe2():
         x = fn.external_source(name="x", device="gpu", layout="HWC")
-        return gd.contrast(x, factor=1.1, backend="native")
+        return gd.equalize(x, backend="native")
 
-    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.contrast: backend='native': op 'contrast' has no native"):
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.equalize: backend='native': op 'equalize' has no native"):
         pipe2()._build_graph()
 
 

@@ -341,6 +341,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     channels_ = spec.GetRepeatedArgument<int>("channels");
     device_ = spec.GetArgument<int>("device_id");
     num_params_ = spec.GetArgument<int>("num_params");
+    mean_ = spec.GetArgument<int>("mean");
+    DALI_ENFORCE(mean_ >= -1 && mean_ <= 1 && (mean_ < 0 || signature_ == "colour"),
+                 op_ + ": argument 'mean': got " + std::to_string(mean_) +
+                 "; expected -1 (none), 0 or 1 (with signature 'colour')");
     dtype_cols_ = spec.GetRepeatedArgument<int>("dtype_cols");
     dtype_values_ = spec.GetRepeatedArgument<float>("dtype_values");
     DALI_ENFORCE(dtype_values_.size() == 3 * dtype_cols_.size(),
@@ -464,32 +468,102 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       wmax = std::max<int>(wmax, w);
       if (P) std::memcpy(par + i * P, rows[i].data(), P * sizeof(float));
     }
-    (void)es;
+    // Colour ops: the packed fast path when every sample allows it (gpuaug/ops/_colour.py's
+    // packed_layout, mirrored so that both paths launch the same kernels with the same split of
+    // the mean's partial sums, hence identical results).
+    const bool colour = signature_ == "colour";
+    bool packed = false;
+    long long items = 0, sum_items = 0;
+    bool sum_packed = false;
+    int nparts = 0;
+    if (colour) {
+      packed = packed_layout(st, dt, n, C, C, es, &items);
+      if (mean_ >= 0) {
+        sum_packed = packed_layout(st, nullptr, n, C, C, es, &sum_items);
+        if (!sum_packed) {
+          sum_items = 0;
+          for (int i = 0; i < n; ++i) sum_items = std::max<long long>(sum_items, st[6 * i + 1] * st[6 * i + 2]);
+        }
+        const long long a = (4LL * sms() + n - 1) / n, b = (sum_items + 255) / 256;
+        nparts = static_cast<int>(std::max<long long>(1, std::min<long long>(32, std::min(a, b))));
+      }
+    }
+    const size_t part_off = (total + 7) / 8 * 8;
+    const size_t dev_bytes = part_off + size_t(n) * nparts * sizeof(double);
     CUdeviceptr dev = 0;
-    GA_CU(op_, A.cuMemAllocAsync(&dev, total, stream));
+    GA_CU(op_, A.cuMemAllocAsync(&dev, dev_bytes, stream));
     GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
     staging_.record(op_, slot, stream);
 
-    std::string name = kernel_ + "<" + ctype(t) + ", " + std::to_string(C);
+    const std::string targs = std::string("<") + ctype(t) + ", " + std::to_string(C);
+    std::string name = kernel_ + (packed ? "_packed" : "") + targs;
     for (int e : template_extra_) name += ", " + std::to_string(e);
     name += ">";
-    auto cached = functions_.find(name);  // per instance: no hashing of the source per batch
-    CUfunction fn = cached != functions_.end() ? cached->second
-                                               : (functions_[name] = get_function(op_, device_, source_, name));
+    CUfunction fn = function(name);
 
     CUdeviceptr src_t = dev, dst_t = dev + tab_bytes, par_d = dev + par_off;
     int Pi = static_cast<int>(P), ni = n;
-    CUdeviceptr partials = 0;
-    int nparts = 0;
+    CUdeviceptr partials = nparts ? dev + part_off : 0;
+    const unsigned gz = std::min(n, 65535);
+    if (nparts) {
+      CUfunction sum = function(std::string(sum_packed ? "gpuaug_gray_sum_packed" : "gpuaug_gray_sum") + targs +
+                                ", " + std::to_string(mean_) + ">");
+      int bcol = 0;
+      void *sargs[] = {&src_t, &par_d, &Pi, &ni, &bcol, &partials, &nparts};
+      GA_CU(op_, A.cuLaunchKernel(sum, nparts, gz, 1, 256, 1, 1, 0, stream, sargs, nullptr));
+    }
     void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
-    if (hmax > 0 && wmax > 0) {
-      const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8, gz = std::min(n, 65535);
+    if (packed) {
+      if (items > 0)
+        GA_CU(op_, A.cuLaunchKernel(fn, unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+    } else if (hmax > 0 && wmax > 0) {
+      const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8;
       GA_CU(op_, A.cuLaunchKernel(fn, gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
     }
     GA_CU(op_, A.cuMemFreeAsync(dev, stream));
   }
 
  private:
+  CUfunction function(const std::string &name) {  // per instance: no hashing of the source per batch
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    return functions_[name] = get_function(op_, device_, source_, name);
+  }
+
+  int sms() {
+    if (sms_ == 0) {
+      CUdevice d;
+      GA_CU(op_, api().cuDeviceGet(&d, device_));
+      GA_CU(op_, api().cuDeviceGetAttribute(&sms_, 16, d));  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    }
+    return sms_;
+  }
+
+  // _colour.packed_layout: every sample packed HWC and 16-byte aligned at a common pixel k < 16;
+  // items: the largest per-sample work-item count of the packed kernels.
+  static bool packed_layout(const int64_t *st, const int64_t *dt, int n, int ci, int co, int es, long long *items) {
+    const int g = 16 / es;
+    *items = 0;
+    for (int i = 0; i < n; ++i) {
+      const int64_t *a = st + 6 * i, *b = dt ? dt + 6 * i : nullptr;
+      auto packed = [](const int64_t *t, int c) {
+        return t[5] == 1 && t[4] == c && (t[3] == t[2] * c || t[1] == 1);
+      };
+      if (!packed(a, ci) || (b && !packed(b, co))) return false;
+      int head = -1;
+      for (int k = 0; k < 16 && head < 0; ++k) {
+        bool hit = (uint64_t(a[0]) + uint64_t(k) * ci * es) % 16 == 0;
+        if (b) hit = hit && (uint64_t(b[0]) + uint64_t(k) * co * es) % 16 == 0;
+        if (hit) head = k;
+      }
+      if (head < 0) return false;
+      const long long hw = a[1] * a[2];
+      const long long ng = hw > head ? (hw - head) / g : 0;
+      *items = std::max(*items, hw - ng * (g - 1));
+    }
+    return true;
+  }
+
   static std::string join(const std::vector<int> &v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -531,7 +605,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::string op_, source_, kernel_, signature_, program_;
   std::vector<int> template_extra_, channels_, dtype_cols_;
   std::vector<float> dtype_values_;
-  int device_ = 0, num_params_ = -1;
+  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
   Staging staging_;
   std::map<std::string, CUfunction> functions_;
 };
@@ -561,6 +635,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
                     std::vector<int>{})
     .AddOptionalArg("dtype_values", "Per dtype_cols entry: its value for uint8, float16, float32.",
                     std::vector<float>{})
+    .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "
+                    "(gpuaug_gray_sum<T, C, mean>; 1: brightness column 0 applies before).", -1)
     .AddOptionalArg("num_params", "Values per sample in params (-1: any).", -1)
     .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector).",
                     std::vector<float>{}, true);
