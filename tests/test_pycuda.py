@@ -383,3 +383,43 @@ def test_pycuda_created_context_behaviour_is_recorded(pc):
     assert res["pycuda_context_is_primary"] is False
     for step in ("op", "op_out_stream", "scheduler"):
         assert res[step] != "wrong result", f"{step}: wrong pixels without an error in a pycuda context: {res}"
+
+
+# ---------------------------------------------------------------------------------------
+# CPU: the example's timing maths and dataset
+# ---------------------------------------------------------------------------------------
+def _example():
+    import importlib.util
+
+    path = os.path.join(REPO, "examples", "pycuda_prefetch.py")
+    spec = importlib.util.spec_from_file_location("pycuda_prefetch", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # imports NumPy only; pycuda/CuPy are imported in main()
+    return mod
+
+
+def test_example_busy_and_overlap_match_a_fine_grid():
+    ex = _example()
+    rng = np.random.default_rng(3)
+    grid = np.linspace(0, 10, 100_001)[:-1] + 5e-5  # midpoints of 1e-4-wide cells
+    for _ in range(20):
+        a = [tuple(sorted(rng.uniform(0, 10, 2))) for _ in range(rng.integers(1, 6))]
+        b = [tuple(sorted(rng.uniform(0, 10, 2))) for _ in range(rng.integers(1, 6))]
+        ina = np.zeros_like(grid, bool)
+        inb = np.zeros_like(grid, bool)
+        for s, e in a:
+            ina |= (grid >= s) & (grid < e)
+        for s, e in b:
+            inb |= (grid >= s) & (grid < e)
+        assert abs(ex.busy(a) - ina.sum() * 1e-4) < 2e-3 * len(a)
+        assert abs(ex.both(a, b) - (ina & inb).sum() * 1e-4) < 2e-3 * (len(a) + len(b))
+
+
+def test_example_dataset_is_a_readonly_memmap(tmp_path):
+    ex = _example()
+    d = ex.make_dataset(str(tmp_path / "d.npy"), 5, 6, 7)
+    assert isinstance(d, np.memmap) and d.shape == (5, 6, 7, 3) and d.dtype == np.uint8
+    assert not d.flags.writeable
+    again = ex.make_dataset(str(tmp_path / "d.npy"), 5, 6, 7)
+    np.testing.assert_array_equal(d, again)
+    assert len(np.unique(d)) > 100  # random bytes, not zeros

@@ -118,6 +118,10 @@ done
 say "curand: ${curand_opt}"
 
 # ---- configure and build --------------------------------------------------------------
+pyinc=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+[ -f "$pyinc/Python.h" ] || fail "no Python.h in $pyinc: the Python headers (python3-dev) are needed to build pycuda"
+command -v g++ > /dev/null || fail "no g++: pycuda's extension is C++"
+say "$("$PY" -c "import sys, numpy, setuptools; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'setuptools', setuptools.__version__)"); g++ $(g++ -dumpfullversion)"
 t0=$SECONDS
 tar -xzf "$sdist" -C "$B" || fail "cannot unpack $sdist"
 SRC=$(ls -d "$B"/pycuda-*/ | head -n 1)
@@ -207,13 +211,13 @@ print(f"pycuda driver: CUDA {drv.get_driver_version()}, built for {drv.get_versi
 EOF
 PT=("$PY" -m pytest -q -p no:cacheprovider -rfEsx)
 t0=$SECONDS
-timeout 240 "${PT[@]}" tests/test_pycuda.py "tests/test_scheduler_gpu.py::test_pycuda_stream_and_device_allocations" \
+timeout 270 "${PT[@]}" tests/test_pycuda.py "tests/test_scheduler_gpu.py::test_pycuda_stream_and_device_allocations" \
   > "$OUT/pycuda-tests.log" 2>&1
 trc=$?
 say "tests: exit $trc in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/pycuda-tests.log")"
 grep -E "^(FAILED|ERROR|SKIPPED|XFAIL)" "$OUT/pycuda-tests.log" | head -n 30
 t0=$SECONDS
-timeout 150 "$PY" examples/pycuda_prefetch.py > "$OUT/pycuda-prefetch.log" 2>&1
+timeout 120 "$PY" examples/pycuda_prefetch.py > "$OUT/pycuda-prefetch.log" 2>&1
 erc=$?
 say "example: exit $erc in $((SECONDS - t0)) s"
 tail -n 20 "$OUT/pycuda-prefetch.log"
