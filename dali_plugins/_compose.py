@@ -16,7 +16,10 @@ An item is
   splits the fusion there.
 
 ``backend="numba"`` chains one DALI numba_function per op instead (numba_function runs a
-single op).
+single op). On GPU data, ops that the native DALI operator runs (:mod:`gpuaug.dali._native`)
+become one native operator each, between the python_function groups of the others;
+``backend="native"`` requires that of every op, ``backend="python"`` fuses all into
+python_function.
 """
 from __future__ import annotations
 
@@ -142,6 +145,20 @@ class Compose:
                 dt = _out_dtype(step, np.dtype(dt)).name
                 self.operators += 1
                 continue
+            if x.device == "gpu" and self.backend in (None, "cuda", "native"):
+                # an op the native DALI operator runs leaves the python_function fusion: as its own
+                # C++ operator it costs less than its share of a Python callback
+                from ._native import native_node
+
+                if pending:
+                    out = native_node(step, x, step_nodes, forced=False, probe=True)
+                    if out is not None:
+                        x = flush(x)
+                out = native_node(step, x, step_nodes, forced=self.backend == "native")
+                if out is not None:
+                    x = out
+                    self.operators += 1
+                    continue
             pending.append(step)
             nodes.extend(step_nodes)
         return flush(x)

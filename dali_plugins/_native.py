@@ -320,9 +320,10 @@ def _params_node(entries, width):
     return (parts[0] if len(parts) == 1 else fn.cat(*parts, axis=0)), col, dcols, dvals
 
 
-def native_node(step, data, nodes, *, forced=False):
+def native_node(step, data, nodes, *, forced=False, probe=False):
     """The ``fn.gpuaug.kernel`` node running ``step`` on ``data``, or None to fall back to
-    ``python_function`` (when not ``forced``; forced: an error saying why)."""
+    ``python_function`` (when not ``forced``; forced: an error saying why). ``probe``: only
+    say whether it would run natively (True / None), building nothing."""
     m = mode()
     forced_env = m == "on"
 
@@ -346,7 +347,8 @@ def native_node(step, data, nodes, *, forced=False):
     args = {p.name: p.default for p in spec.params}
     args.update(step.consts)
     args.update(zip(step.node_params, nodes))
-    _check_constants(step, args)
+    if not probe:
+        _check_constants(step, args)
     shapes = {p.name: p.shape for p in spec.params}
 
     def width(node):
@@ -354,7 +356,14 @@ def native_node(step, data, nodes, *, forced=False):
         return int(np.prod(shapes[name])) if shapes[name] else 1
 
     try:
-        params, num, dcols, dvals = _params_node(nat.row(args), width)
+        entries = nat.row(args)
+        for e in entries:
+            if _is_node(e) and e.device != "cpu":
+                raise Unsupported("a GPU DataNode parameter (DALI's argument inputs are CPU nodes; "
+                                  "give a CPU node, e.g. from fn.random.*)")
+        if probe:
+            return True
+        params, num, dcols, dvals = _params_node(entries, width)
     except Unsupported as e:
         return no(str(e))
     from nvidia.dali import fn

@@ -115,6 +115,32 @@ def test_gd_ops_define_graphs_through_the_native_operator(plugin):
     assert any("PythonFunction" in n for n in names), names
 
 
+def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}), "equalize", ("gaussian_blur", {"sigma": 1.0}),
+                      ("rotate", {"angle": fn.random.uniform(range=(-5, 5))}), ("brightness", {"factor": 1.1})])
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe():
+        return aug(fn.external_source(name="x", device="gpu", layout="HWC"))
+
+    names = [n for n in _schema_names(pipe()) if n in ("gpuaug__Kernel", "DLTensorPythonFunctionImpl")
+             or "PythonFunction" in n]
+    assert names == ["gpuaug__Kernel", names[1], "gpuaug__Kernel", "gpuaug__Kernel"], names
+    assert "PythonFunction" in names[1] and aug.operators == 4
+
+    py = gd.compose(["invert", "equalize"], backend="python")
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe2():
+        return py(fn.external_source(name="x", device="gpu", layout="HWC"))
+
+    names = _schema_names(pipe2())
+    assert "gpuaug__Kernel" not in names and py.operators == 1
+
+
 def test_parameter_rows_match_the_standalone_op(plugin):
     """The per-sample rows built by DALI arithmetic (CPU nodes) equal what the op builds."""
     from gpuaug.dali import _native
