@@ -17,6 +17,7 @@ is what lets a varshape batch and non-contiguous inputs run in one launch.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,6 +82,9 @@ def _to_array(x, name):
     """Host or CUDA array view of ``x`` (no copy), and whether it lives on a GPU."""
     if isinstance(x, np.ndarray):
         return x, False
+    cp = sys.modules.get("cupy")
+    if cp is not None and isinstance(x, getattr(cp, "ndarray", ())):
+        return x, True
     if is_cuda_array(x):
         cp = cupy_module()
         if isinstance(x, cp.ndarray):
@@ -342,7 +346,7 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
             if h == 0 or w == 0:
                 raise ValueError(f"{name}[{i}]: got shape {tuple(b.views[i].shape)}, an image of height {h} "
                                  f"and width {w}; expected images of at least 1x1 pixels")
-    big = max(h * w for h, w in b.shapes) * b.channels if b.varshape else b.nhwc[0].size
+    big = max_over(b.shapes, lambda h, w: h * w) * b.channels
     if big > MAX_IMAGE_ELEMENTS:
         raise ValueError(f"{name}: has an image of {big} elements; the kernels index within one image with "
                          f"32-bit integers, so an image may hold at most {MAX_IMAGE_ELEMENTS} (2**31 - 1) "

@@ -8,6 +8,8 @@ on the GPU are checked for shape only, because reading them back would synchroni
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
@@ -58,6 +60,39 @@ def value_shape(value, name, accepted="numbers"):
     return tuple(a.shape)
 
 
+_SCALARS = frozenset({bool, int, float, np.bool_, np.float64, np.float32, np.int64, np.int32, np.uint8,
+                      np.int16, np.uint16, np.uint32, np.int8, np.float16})
+
+
+def _scalar(v, n, integer, finite, low, high, low_open, boolean):
+    """One valid number for the whole batch, without NumPy's broadcasting machinery (a few
+    microseconds per parameter per call); None sends anything unusual to the general path,
+    whose checks and messages are the contract."""
+    if boolean:
+        return np.full(n, 1.0 if v else 0.0) if v == 0 or v == 1 else None
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if f != f or f in (math.inf, -math.inf):
+            return None
+        if integer:
+            if f != round(f):
+                return None
+            v = f
+    elif integer and isinstance(v, (bool, np.bool_)):
+        v = int(v)
+    if integer:
+        iv = int(v)
+        if not -2 ** 63 <= iv < 2 ** 63:
+            return None
+        if (low is not None and (iv <= low if low_open else iv < low)) or (high is not None and iv > high):
+            return None
+        return np.full(n, iv, np.int64)
+    f = float(v)
+    if (low is not None and (f <= low if low_open else f < low)) or (high is not None and f > high):
+        return None
+    return np.full(n, f)
+
+
 def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None, high=None,
                low_open=False, device=False, boolean=False):
     """Broadcast ``value`` to shape ``(n,) + shape``.
@@ -69,6 +104,10 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     naming ``name``, the value and what is accepted.
     """
     shape = tuple(shape)
+    if not shape and type(value) in _SCALARS:
+        fast = _scalar(value, n, integer, finite, low, high, low_open, boolean)
+        if fast is not None:
+            return fast
     what = "flags (True/False or 0/1)" if boolean else "numbers"
     accepted = (f"a value of shape {shape} or {(n,) + shape} (one per sample)" if shape
                 else f"{'a flag' if boolean else 'a number'} or a sequence of {n} {what} (one per sample)")
@@ -108,6 +147,11 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 bad = ~np.isfinite(arr) | (arr != np.round(arr))
                 raise ValueError(f"{name}: got {_bad(value, arr, bad)}; expected integers")
+        if arr.dtype.kind in "uf" and arr.size:  # int64 would wrap them silently (uint64 2**64-2 -> -2)
+            big = arr >= 2.0 ** 63 if arr.dtype.kind == "u" else np.abs(arr) >= 2.0 ** 63
+            if np.any(big):
+                raise ValueError(f"{name}: got {_bad(value, arr, big)}; expected integers in "
+                                 "[-2**63, 2**63)")
         arr = arr.astype(np.int64)
     else:
         arr = arr.astype(np.float64)

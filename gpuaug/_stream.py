@@ -8,7 +8,6 @@ CuPy streams (``.ptr``), Numba streams (``.handle``), PyTorch streams
 """
 from __future__ import annotations
 
-import contextlib
 
 
 def stream_ptr(stream) -> int:
@@ -56,18 +55,29 @@ def check_stream(stream) -> None:
         stream_ptr(stream)
 
 
-@contextlib.contextmanager
-def on_stream(stream):
-    """Make ``stream`` CuPy's current stream for the block (no synchronisation)."""
-    import cupy
+class on_stream:
+    """Make ``stream`` CuPy's current stream for the block (no synchronisation); ``None``
+    leaves the current stream as it is. (A class, not a generator context manager: this runs
+    on every op call, and the generator machinery cost a few microseconds there.)"""
 
-    if stream is None:
-        yield cupy.cuda.get_current_stream()
-        return
-    if isinstance(stream, cupy.cuda.Stream):  # also ExternalStream
-        with stream:
-            yield stream
-        return
-    ext = cupy.cuda.ExternalStream(stream_ptr(stream))
-    with ext:
-        yield ext
+    __slots__ = ("stream", "_ctx")
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._ctx = None
+
+    def __enter__(self):
+        import cupy
+
+        if self.stream is None:
+            return cupy.cuda.get_current_stream()
+        s = self.stream if isinstance(self.stream, cupy.cuda.Stream) else \
+            cupy.cuda.ExternalStream(stream_ptr(self.stream))  # Stream covers ExternalStream
+        self._ctx = s
+        return s.__enter__()
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            ctx, self._ctx = self._ctx, None
+            return ctx.__exit__(*exc)
+        return False

@@ -5,6 +5,7 @@ Every error names the argument, the value it got and what would be accepted.
 from __future__ import annotations
 
 import contextvars
+import sys
 import os
 
 import numpy as np
@@ -49,6 +50,9 @@ def check_dtype_arg(name, dtype):
 def is_cuda_array(x) -> bool:
     if isinstance(x, np.ndarray):
         return False
+    cp = sys.modules.get("cupy")  # CuPy arrays first, without building __cuda_array_interface__
+    if cp is not None and isinstance(x, getattr(cp, "ndarray", ())):
+        return True
     if hasattr(x, "__cuda_array_interface__"):
         return True
     dl = getattr(x, "__dlpack_device__", None)

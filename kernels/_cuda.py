@@ -104,7 +104,8 @@ class _Staging:
             self._pinned -= chunk["size"]
         self._pinned += size
         self.stats["chunks"] += 1
-        return {"mem": cupy.cuda.alloc_pinned_memory(size), "size": size, "events": []}
+        mem = cupy.cuda.alloc_pinned_memory(size)
+        return {"mem": mem, "host": np.frombuffer(mem, np.uint8, size), "size": size, "events": []}
 
     def upload(self, arrays):
         """Copy host arrays to the device on the current stream; return CuPy arrays."""
@@ -126,9 +127,9 @@ class _Staging:
                 cur, self._off = self._take(total), 0
                 self._cur = cur
             base = self._off
-            host = np.frombuffer(cur["mem"], np.uint8, total, base)
+            host = cur["host"]
             for a, o in zip(arrays, offs):
-                host[o:o + a.nbytes] = a.view(np.uint8).reshape(-1)
+                host[base + o:base + o + a.nbytes] = a.reshape(-1).view(np.uint8)
             dev = cupy.empty(total, np.uint8)
             dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
             # One event per stream that read the chunk, recorded behind its latest copy (events
@@ -145,7 +146,8 @@ class _Staging:
             self._off = base + total
             self.stats["uploads"] += 1
             self.stats["bytes"] += total
-        return [dev[o:o + a.nbytes].view(a.dtype).reshape(a.shape) for a, o in zip(arrays, offs)]
+        # One ndarray constructor per result (slicing, view and reshape cost a few us each).
+        return [cupy.ndarray(a.shape, a.dtype, memptr=dev.data + o) for a, o in zip(arrays, offs)]
 
 
 _staging = {}

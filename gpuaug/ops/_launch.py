@@ -23,7 +23,7 @@ import numpy as np
 from gpuaug._batch import Batch, descriptor_table, max_over, max_size
 from gpuaug._params import per_sample
 from gpuaug._run import _launch
-from gpuaug._stream import check_stream
+from gpuaug._stream import check_stream, on_stream
 from gpuaug._util import cupy_module
 
 
@@ -56,8 +56,6 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     check_stream(stream)
     if batch.device:
         cp = cupy_module()
-        from gpuaug._stream import on_stream
-
         with cp.cuda.Device(batch.device_id()), on_stream(stream):
             result, dst = batch.alloc(out, batch.shapes)
             if backend == "cuda":

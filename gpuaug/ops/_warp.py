@@ -273,7 +273,7 @@ def _rotation_inverse_device(b, a, s, ctr):
     inv = cp.empty((n, 6), cp.float64)
     if all(isinstance(v, np.floating) for v in (a, s, cx, cy)):
         a = cp.full(n, a)
-    _rot_kernel[0](a, s, cx, cy, inv, size=n)
+    _rot_kernel[0](a, s, cx, cy, inv)  # the (n,) device inputs set the size
     return inv
 
 

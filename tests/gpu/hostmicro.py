@@ -1,0 +1,64 @@
+"""Micro-timings of the host path's pieces on the GPU machine (us per call, median of 5 x 2000)."""
+import time
+
+import cupy as cp
+import numpy as np
+
+import gpuaug
+from gpuaug._batch import as_batch
+from gpuaug._params import column_stack, per_sample
+from gpuaug._stream import on_stream
+from gpuaug.kernels._cuda import get_function, upload
+
+
+def t(name, f, n=2000):
+    for _ in range(50):
+        f()
+    r = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        r.append((time.perf_counter() - t0) / n * 1e6)
+        cp.cuda.Device().synchronize()
+    print(f"{name:40s} {np.median(r):8.2f} us", flush=True)
+
+
+x = cp.zeros((256, 224, 224, 3), cp.uint8)
+flags = np.random.default_rng(0).random(256) < 0.5
+tab = np.zeros((256, 6), np.int64)
+k = cp.ElementwiseKernel("T x", "T y", "y = x", "gpuaug_copy_probe")
+raw = cp.RawKernel('extern "C" __global__ void nop(const unsigned char* a, unsigned char* b, const float* p, int P, int n) {}', "nop")
+small = cp.zeros(16, cp.uint8)
+par = cp.zeros((256, 2), cp.float32)
+fn = get_function("flip.cu", "gpuaug_flip_groups<3>")
+t("python loop overhead (lambda)", lambda: None)
+t("cp.empty(38.5 MB)", lambda: cp.empty((256, 224, 224, 3), cp.uint8))
+t("cp.empty(2 KB)", lambda: cp.empty(2048, cp.uint8))
+t("raw kernel launch (5 args)", lambda: raw((1,), (32,), (small, small, par, np.int32(2), np.int32(256))))
+t("flip_groups launch (9 args)", lambda: fn((1,), (32,), (small, small, par, np.int32(2), np.int32(1), np.uint32(1), np.uint32(16), np.uint32(1), np.uint32(0))))
+t("cp.cuda.Device(0) ctx", lambda: cp.cuda.Device(0).__enter__() and None)
+t("runtime.getDevice", cp.cuda.runtime.getDevice)
+t("get_current_stream", cp.cuda.get_current_stream)
+
+
+def ctx():
+    with cp.cuda.Device(0), on_stream(None):
+        pass
+t("Device ctx + on_stream(None)", ctx)
+t("cp.cuda.Event() + record", lambda: cp.cuda.Event(block=False, disable_timing=True).record())
+t("upload(table 256x6 + params 256x2)", lambda: upload(tab, np.zeros((256, 2), np.float32)))
+t("as_batch(cupy 4-D)", lambda: as_batch(x))
+t("per_sample(flags, boolean)", lambda: per_sample(flags, 256, "h", boolean=True, device=True))
+t("per_sample(False scalar)", lambda: per_sample(False, 256, "v", boolean=True, device=True))
+h = per_sample(flags, 256, "h", boolean=True)
+t("column_stack 2 host cols", lambda: column_stack([h, h], 256))
+t("np.ascontiguousarray(params, f32)", lambda: np.ascontiguousarray(np.zeros((256, 2)), np.float32))
+t("gpuaug.flip(x, flags) full", lambda: gpuaug.flip(x, horizontal=flags))
+t("gpuaug.flip(x) scalar", lambda: gpuaug.flip(x))
+t("gpuaug.brightness(x, 1.1)", lambda: gpuaug.brightness(x, 1.1))
+t("gpuaug.rotate(x, 10.0)", lambda: gpuaug.rotate(x, 10.0), 500)
+t("gpuaug.rotate(x, device angles)", lambda: gpuaug.rotate(x, cp.zeros(256)), 500)
+import torch
+tt = torch.zeros((256, 3, 224, 224), dtype=torch.uint8, device="cuda")
+t("torch.flip(t, [-1])", lambda: torch.flip(tt, [-1]), 500)
