@@ -115,6 +115,25 @@ def test_process_decode_shuffled_order_and_reuse(folder):
     src.close()
 
 
+def test_dead_decoding_process_fails_its_batch_then_the_pool_restarts(folder, monkeypatch):
+    root, files, _ = folder
+    real = D.decode_file
+
+    def crashing(path, *a, **k):  # the forked children inherit this
+        if path.endswith(os.path.join("bee", "00.jpg")):
+            os._exit(3)
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(D, "decode_file", crashing)
+    src = ImageFolder(root, size=(8, 8), decode="process", processes=2)
+    with pytest.raises(RuntimeError, match=r"a decoding process died while decoding one of .*bee.00\.jpg"):
+        collect(Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice()))
+    monkeypatch.setattr(D, "decode_file", real)
+    got = collect(Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice()))
+    assert sum(len(x) for x, _ in got) == len(files)
+    src.close()
+
+
 def test_process_count_defaults_to_workers(folder):
     src = ImageFolder(folder[0], size=(8, 8), decode="process")
     Scheduler(src, None, batch_size=4, workers=3, device=FakeDevice())

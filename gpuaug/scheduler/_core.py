@@ -364,6 +364,8 @@ class _Run:
             self.dev.record(self.origin, copy_s)
             self.dev.synchronize(self.origin)
         self.host0 = time.perf_counter()  # host clock aligned with the origin event
+        if hasattr(src, "begin"):  # e.g. start decoding processes before any thread of ours runs
+            src.begin()
         self.progress = _Progress(self.total, "gpuaug") if sched.progress else None
         self.threads = [threading.Thread(target=self._thread_main, args=(self._worker, i),
                                          name=f"gpuaug-worker-{i}", daemon=True) for i in range(sched.workers)]

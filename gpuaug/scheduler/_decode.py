@@ -259,9 +259,15 @@ def _child_ping():
 
 
 class ProcessDecoder:
-    """A pool of ``processes`` worker processes (spawned: safe with CUDA and threads) that
-    decode files into shared memory. One per source; started at first use, shut down when
-    the source is garbage collected (or by :meth:`close`).
+    """A pool of ``processes`` worker processes that decode files into shared memory. One per
+    source; shut down when the source is garbage collected (or by :meth:`close`).
+
+    Processes are forked where the OS can (as PyTorch's DataLoader does: spawned or
+    forkserver children would re-run a training script that has no ``if __name__ ==
+    "__main__"`` guard), all at once by :meth:`start`, which the scheduler calls before its
+    own threads start; the children decode with Pillow / simplejpeg and never touch CUDA.
+    A child that dies (a crashing decoder) fails its batch with a RuntimeError naming the
+    files it held; the pool is restarted for the next batch.
 
     :meth:`decode_into` is called by the scheduler's worker threads; each thread owns a
     shared-memory segment the processes write into, then copies it to the pinned slot.
@@ -281,14 +287,15 @@ class ProcessDecoder:
                 import multiprocessing as mp
                 from concurrent.futures import ProcessPoolExecutor
 
-                self._pool = ProcessPoolExecutor(self.processes, mp_context=mp.get_context("spawn"))
+                method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+                self._pool = ProcessPoolExecutor(self.processes, mp_context=mp.get_context(method))
                 self._finalizer = weakref.finalize(self, ProcessDecoder._shutdown, self._pool, self._segments)
             return self._pool
 
     def start(self):
-        """Start every process now (they take ~0.3 s each to import NumPy and Pillow)."""
+        """Start every process now (a forked pool starts them all at its first task)."""
         pool = self._ensure()
-        list(pool.map(_child_ping, range(self.processes)))
+        pool.submit(_child_ping).result()
 
     @staticmethod
     def _shutdown(pool, segments):
@@ -330,9 +337,20 @@ class ProcessDecoder:
             offs.append(pos)
             pos += (o.nbytes + 63) // 64 * 64
         seg = self._segment(pos)
-        fut = self._ensure().submit(_child_decode, list(paths), size, mode, max_pixels, seg.name, offs,
-                                    [tuple(o.shape) for o in outs])
-        errs = fut.result()
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = self._ensure()
+        try:
+            errs = pool.submit(_child_decode, list(paths), size, mode, max_pixels, seg.name, offs,
+                               [tuple(o.shape) for o in outs]).result()
+        except BrokenProcessPool as e:
+            with self._lock:
+                if self._pool is pool:  # the next batch gets a new pool
+                    self._pool = None
+                    self._finalizer.detach()
+                    pool.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(f"a decoding process died while decoding one of {list(paths)} "
+                               f"({type(e).__name__}: {e})") from None
         for o, off, err in zip(outs, offs, errs):
             if err is None:
                 np.copyto(o, np.ndarray(o.shape, np.uint8, seg.buf, off))

@@ -324,6 +324,14 @@ class ImageFiles(Source):
     def use_workers(self, workers):
         self._workers = int(workers)
 
+    def begin(self):
+        """Called by the scheduler before its threads start: starts the decoding processes
+        (``decode="process"``) while this process has no other scheduler thread to fork."""
+        if self.decode == "process":
+            if self._proc is None:
+                self._proc = ProcessDecoder(self.processes or self._workers or min(8, os.cpu_count() or 1))
+            self._proc.start()
+
     @property
     def device_decode(self):
         return self.decode == "gpu"
