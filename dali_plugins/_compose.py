@@ -18,8 +18,8 @@ An item is
 ``backend="numba"`` chains one DALI numba_function per op instead (numba_function runs a
 single op). On GPU data, ops that the native DALI operator runs (:mod:`gpuaug.dali._native`)
 become one native operator each, between the python_function groups of the others;
-``backend="native"`` requires that of every op, ``backend="python"`` fuses all into
-python_function.
+``backend="native"`` requires that of every op, ``backend="cuda"`` (or "python") fuses all
+into python_function.
 """
 from __future__ import annotations
 
@@ -43,14 +43,25 @@ def _op_of(func):
     return None
 
 
+def _known(name, i):
+    """ValueError naming the item, the unknown op, the nearest names and every op."""
+    if name not in REGISTRY:
+        import difflib
+
+        near = difflib.get_close_matches(name, list(REGISTRY), n=3)
+        raise ValueError(f"compose: item {i}: got op {name!r}; "
+                         + (f"did you mean {' or '.join(map(repr, near))}? " if near else "")
+                         + f"expected one of {', '.join(sorted(REGISTRY))}")
+
+
 def _parse(item, i):
     """item -> (op name, params, layout or None) or (None, callable, None)."""
     if isinstance(item, str):
-        REGISTRY[item]  # KeyError naming the known ops
+        _known(item, i)
         return item, {}, None
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
         name, params = item
-        REGISTRY[name]
+        _known(name, i)
         if not isinstance(params, dict):
             raise TypeError(f"compose: item {i} ({name!r}): got params {type(params).__name__}; expected a dict")
         params = dict(params)
@@ -145,7 +156,7 @@ class Compose:
                 dt = _out_dtype(step, np.dtype(dt)).name
                 self.operators += 1
                 continue
-            if x.device == "gpu" and self.backend in (None, "cuda", "native"):
+            if x.device == "gpu" and self.backend in (None, "native"):
                 # an op the native DALI operator runs leaves the python_function fusion: as its own
                 # C++ operator it costs less than its share of a Python callback
                 from ._native import native_node

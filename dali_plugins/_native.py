@@ -23,8 +23,9 @@ Which path runs (``gpuaug info`` shows it):
   be built or loaded, one warning says why, once per process;
 - ``GPUAUG_DALI_NATIVE=0`` (``off``/``python``): always ``python_function``;
 - ``GPUAUG_DALI_NATIVE=1`` (``on``/``native``): native or an error saying why;
-- per call: ``gpuaug.dali.<op>(..., backend="native")`` forces native, ``backend="python"``
-  forces ``python_function`` (both run the CUDA C kernels).
+- per call: ``gpuaug.dali.<op>(..., backend="native")`` forces native, ``backend="cuda"`` (or
+  its alias ``"python"``) forces ``python_function`` (both run the CUDA C kernels); the default
+  ``backend=None`` picks as above.
 
 Not native (they keep ``python_function``): ops whose parameters need host maths the
 operator does not do (crop/pad/resize/resized_crop/rot90/transpose: output shape;

@@ -3,12 +3,14 @@
 Which DALI operator runs an op (``data`` is the images' DataNode):
 
 ======================  =========================================  ==============================
-data on                 backend=None / "cuda" / "cpu"              backend="numba"
+data on                 backend=None / "native" / "cuda" / "cpu"   backend="numba"
 ======================  =========================================  ==============================
-GPU (``device="gpu"``)  ``fn.python_function(device="gpu")``,      DALI's ``numba_function`` (GPU)
-                        the CUDA C kernels on DALI's stream        where DALI accepts the CUDA
-                                                                   toolkit, else the Numba CUDA
-                                                                   twin in python_function (warns)
+GPU (``device="gpu"``)  None: the native C++ operator where it     DALI's ``numba_function`` (GPU)
+                        loads and runs the op (``gpuaug.dali.      where DALI accepts the CUDA
+                        _native``), else as "cuda"; "native":      toolkit, else the Numba CUDA
+                        that operator or an error; "cuda" (alias   twin in python_function (warns)
+                        "python"): ``fn.python_function``, the
+                        CUDA C kernels on DALI's stream
 CPU                     ``fn.python_function(device="cpu")``,      DALI's ``numba_function`` (CPU)
                         the Numba njit twins (backend "cpu")       on the njit twins
 ======================  =========================================  ==============================
@@ -80,7 +82,7 @@ def apply(op, data, params, *, backend=None, layout="HWC", input_dtype="uint8"):
     """Run registry op ``op`` on the images ``data`` (a DataNode); return the output DataNode."""
     step, nodes = step_for(op, data, params, layout)
     be = check_backend(op, backend, data.device)
-    if data.device == "gpu" and backend in (None, "cuda", "native"):
+    if data.device == "gpu" and backend in (None, "native"):
         from ._native import native_node
 
         node = native_node(step, data, nodes, forced=backend == "native")
@@ -125,8 +127,9 @@ def _doc(spec):
         data: DataNode of images, one 3-D sample each (HWC, or CHW with ``layout="CHW"``);
             on the GPU (CUDA C in ``fn.python_function``) or the CPU (Numba njit twins).
 {params}
-        backend: None (CUDA C on GPU data, njit twins on CPU data), "cuda", "cpu" or "numba"
-            (DALI's numba_function; see gpuaug.dali).
+        backend: None (GPU data: the native C++ DALI operator where available, else CUDA C in
+            python_function; CPU data: njit twins), "native", "cuda" (python_function), "cpu" or
+            "numba" (DALI's numba_function; see gpuaug.dali).
         layout: the samples' layout, "HWC" (default) or "CHW".
         input_dtype: the images' dtype, for backend="numba" only (numba_function has fixed types).
 
