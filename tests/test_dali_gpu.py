@@ -108,7 +108,7 @@ def test_every_op_python_function_gpu(op):
     from gpuaug.dali._callback import STATS
 
     dense = STATS["dense"]
-    got, ref, layout = _through_dali(op, None)
+    got, ref, layout = _through_dali(op, "cuda")  # "cuda": python_function (None may pick the native operator)
     _close(got, ref, op)
     assert layout == ("CHW" if op == "crop_mirror_normalize" else "HWC")
     assert STATS["dense"] > dense, "DALI's GPU batch was not viewed as one 4-D array"
