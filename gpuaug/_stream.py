@@ -25,12 +25,20 @@ def stream_ptr(stream) -> int:
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
-        value = proto() if callable(proto) else proto
         try:
-            return int(value[1])
+            value = proto() if callable(proto) else proto
+        except Exception as e:  # noqa: BLE001 - a broken protocol, named as docs/errors.md says
+            raise TypeError(f"stream: __cuda_stream__ of {type(stream).__name__} raised "
+                            f"{type(e).__name__}: {e}; expected (version, handle) with an int handle") from e
+        try:
+            h = int(value[1])
         except (TypeError, ValueError, IndexError):
             raise TypeError(f"stream: __cuda_stream__ of {type(stream).__name__} gave {value!r}; "
                             "expected (version, handle) with an int handle") from None
+        if h < 0:  # the same rule as stream=-5
+            raise ValueError(f"stream: __cuda_stream__ of {type(stream).__name__} gave handle {h}; "
+                             "a stream handle is a non-negative int")
+        return h
     for attr in ("ptr", "cuda_stream"):  # CuPy, PyTorch
         v = getattr(stream, attr, None)
         if isinstance(v, int):

@@ -24,6 +24,14 @@ def dtype_name(dtype) -> str:
 
 
 def check_choice(name, value, choices):
+    """``value`` if it is one of ``choices``, else ValueError naming it; an array (NumPy, CUDA,
+    DLPack) is refused with TypeError before any comparison (``in`` on an array raises NumPy's
+    ambiguity error, or passes a 1-element array that later fails as a dict key)."""
+    if not isinstance(value, (str, np.generic)) and (isinstance(value, np.ndarray) or hasattr(value, "__array__")
+                                       or hasattr(value, "__cuda_array_interface__")
+                                       or hasattr(value, "__dlpack__")):
+        raise TypeError(f"{name}: got {type(value).__name__} {value!r}; expected one of "
+                        f"{', '.join(map(repr, choices))} (one value, not an array)")
     if value not in choices:
         raise ValueError(f"{name}: got {value!r}; expected one of {', '.join(map(repr, choices))}")
     return value

@@ -973,7 +973,7 @@ def _sched(**kw):
     from gpuaug.scheduler import FakeDevice
 
     kw.setdefault("batch_size", 4)
-    return gpuaug.Scheduler(np.zeros((16, 4, 4, 3), np.uint8), None, device=FakeDevice(), **kw)
+    return gpuaug.Scheduler(np.zeros((16, 4, 4, 3), np.uint8), kw.pop("augment", None), device=FakeDevice(), **kw)
 
 
 @pytest.mark.parametrize("kw,exc,pattern", [
@@ -1011,3 +1011,124 @@ def test_scheduler_thread_start_failure_surfaces_the_real_error(monkeypatch):
             t.join(timeout=10)
             assert not t.is_alive(), t.name
     assert [b for b, _ in zip(_sched(workers=2), range(5))]   # a new scheduler still runs
+
+
+# ---------------------------------------------------------------------------------------
+# issue 18: defects a fuzzing probe found (each test fails on the code before its fix)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw,pattern", [
+    (dict(top=2**63 - 5, left=0), r"^top, height: sample 0 has top=9223372036854775803 and height=10"),
+    (dict(top=[0, 1, 2**63 - 1], left=0), r"^top, height: sample 2 has top=9223372036854775807"),
+    (dict(top=0, left=2**63 - 1), r"^left, width: sample 0 has left=9223372036854775807 and width=4"),
+], ids=["top", "top-per-sample", "left"])
+def test_crop_offsets_near_2_63_do_not_overflow_the_bounds_check(kw, pattern):
+    """Was: top + height wrapped around in int64, passed the check, and the crop returned zeros."""
+    out, snap = poisoned("crop", "cpu", shape=(N, 10, 4, C))
+    with raises(ValueError, pattern):
+        gpuaug.crop(x_(), height=10, width=4, out=out, **kw)
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("tile,shown", [(1e-300, "0.0"), (1e300, "inf")])
+def test_grid_mask_tile_must_hold_in_float32_and_nothing_is_written(tile, shown):
+    """Was: tile=1e-300 (> 0 in float64, 0 in float32) raised ZeroDivisionError from the CPU
+    kernel after samples 0 and 1 had been written to out=."""
+    out, snap = poisoned("grid_mask", "cpu")
+    with raises(ValueError, rf"^tile: sample 2 has tile={re.escape(repr(tile))}, which is {shown} in float32"):
+        gpuaug.grid_mask(x_(), tile=[4, 4, tile], ratio=0.5, out=out)
+    untouched(out, snap)
+
+
+@pytest.mark.parametrize("boxes", [
+    np.array([[2**64 - 2, 0, 3, 3]], np.uint64), np.array([[0, 0, 2**63, 3]], np.uint64),
+    np.array([[1e30, 0, 3, 3]]),
+], ids=["uint64-top", "uint64-height", "float-1e30"])
+def test_integer_parameters_out_of_int64_are_refused_not_wrapped(boxes):
+    """Was: uint64 2**64 - 2 became -2 (a box above the image) without a word."""
+    out, snap = poisoned("erase", "cpu")
+    with raises(ValueError, r"^boxes: got \[\[.*\]\]; expected integers in \[-2\*\*63, 2\*\*63\)$"):
+        gpuaug.erase(x_(), boxes=boxes, value=0, out=out)
+    untouched(out, snap)
+    with raises(ValueError, r"^top: got \[0, 1, 18446744073709551615\]; expected integers in"):
+        gpuaug.crop(x_(), top=np.array([0, 1, 2**64 - 1], np.uint64), left=0, height=2, width=2)
+
+
+@pytest.mark.parametrize("make,pattern", [
+    (lambda: gpuaug.RandomAffine(1e308), r"^degrees: got 1e\+308; expected at most 1000000.0$"),
+    (lambda: gpuaug.RandomRotation(1e308), r"^degrees: got 1e\+308; expected at most 1000000.0$"),
+    (lambda: gpuaug.RandomRotation((-1e308, 0)), r"^degrees: got \(-1e\+308, 0\); expected a pair \(min, max\)"),
+    (lambda: gpuaug.RandomAffine(10, shear=1e308), r"^shear: got 1e\+308; expected at most 1000000.0$"),
+    (lambda: gpuaug.RandomAffine(10, shear=(0, 1, 0, 1e308)), r"^shear: got \(0.0, 1.0, 0.0, 1e\+308\); expected degrees within"),
+    (lambda: gpuaug.Resize(2**63), r"^size: got 9223372036854775808; expected sizes up to 2\*\*31 - 1"),
+    (lambda: gpuaug.CenterCrop(2**63), r"^size: got 9223372036854775808; expected sizes up to 2\*\*31 - 1"),
+    (lambda: gpuaug.RandomResizedCrop(2**63), r"^size: got 9223372036854775808; expected sizes up to 2\*\*31 - 1"),
+    (lambda: gpuaug.RandomCrop((2**31, 4)), r"^size: got \(2147483648, 4\); expected sizes up to 2\*\*31 - 1"),
+    (lambda: gpuaug.GaussianNoise(sigma=1e308), r"^sigma: got 1e\+308; expected a number <= 7.04977"),
+    (lambda: gpuaug.GaussianNoise(mean=-1e308), r"^mean: got -1e\+308; expected a number >= -7.04977"),
+], ids=["affine-degrees", "rotation-degrees", "rotation-pair", "shear", "shear-4", "resize", "center-crop",
+        "rrc", "random-crop", "noise-sigma", "noise-mean"])
+def test_transform_constructors_refuse_values_that_would_fail_at_call_time(make, pattern):
+    """Were accepted, then failed at call time with IndexError / OverflowError (or, for
+    GaussianNoise, a message naming the op's std instead of the transform's sigma)."""
+    with raises(ValueError, pattern):
+        make()
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda x: gpuaug.flip(x, layout=np.array(["NHWC", "NCHW"])), "layout"),
+    (lambda x: gpuaug.flip(x, layout=np.array(["NHWC"])), "layout"),
+    (lambda x: gpuaug.resize(x, (4, 4), interpolation=np.array(["nearest"])), "interpolation"),
+    (lambda x: gpuaug.pad(x, 1, mode=np.array(["edge"])), "mode"),
+    (lambda x: gpuaug.rotate(x, 10, border=np.array(["reflect"])), "border"),
+    (lambda x: gpuaug.grayscale(x, num_output_channels=np.array([3])), "num_output_channels"),
+    (lambda x: gpuaug.normalize(x, 0.5, 0.5, output_layout=np.array(["NCHW"])), "output_layout"),
+    (lambda x: gpuaug.flip(x, backend=np.array(["cpu"])), "backend"),
+    (lambda x: gpuaug.Resize(4, interpolation=np.array(["nearest"])), "interpolation"),
+    (lambda x: gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=0).plan(dtype="uint8", channels=3,
+                                                                           layout=np.array(["NHWC"])), "layout"),
+], ids=["layout-2", "layout-1", "interpolation", "mode", "border", "channels", "output-layout", "backend",
+        "transform", "plan-layout"])
+def test_choice_arguments_given_as_arrays_are_named(call, name):
+    """Were NumPy's 'truth value ... is ambiguous' / 'unhashable type' errors, or accepted."""
+    with raises(TypeError, rf"^{name}: got ndarray array\(.*\); expected one of .* \(one value, not an array\)$"):
+        call(x_())
+    assert gpuaug.grayscale(x_(), num_output_channels=np.int64(3)).shape[-1] == 3   # NumPy scalars still fine
+
+
+class _RaisingProtocol:
+    def __cuda_stream__(self):
+        raise RuntimeError("no stream here")
+
+
+class _NegativeProtocol:
+    def __cuda_stream__(self):
+        return (0, -5)
+
+
+@pytest.mark.parametrize("stream,exc,pattern", [
+    (_RaisingProtocol(), TypeError, r"^stream: __cuda_stream__ of _RaisingProtocol raised RuntimeError: no stream here; "
+                                    r"expected \(version, handle\) with an int handle$"),
+    (_NegativeProtocol(), ValueError, r"^stream: __cuda_stream__ of _NegativeProtocol gave handle -5; a stream "
+                                      r"handle is a non-negative int$"),
+], ids=["raises", "negative"])
+def test_cuda_stream_protocol_errors_are_named(stream, exc, pattern):
+    out, snap = poisoned("flip", "cpu")
+    with raises(exc, pattern):
+        gpuaug.flip(x_(), out=out, stream=stream)
+    untouched(out, snap)
+
+
+def test_scheduler_augment_name_typo():
+    """Was AttributeError: module 'gpuaug' has no attribute 'nope'."""
+    with raises(ValueError, r"^augment: got 'nope'; expected a callable, None or an op name: box_blur, "):
+        gpuaug.Scheduler(np.zeros((16, 4, 4, 3), np.uint8), "nope", batch_size=4)
+
+
+def test_dali_compose_unknown_op_is_a_named_value_error():
+    """Was a KeyError (its message quoted whole)."""
+    gd = pytest.importorskip("gpuaug.dali")
+    pytest.importorskip("nvidia.dali")
+    with raises(ValueError, r"^compose: item 1: got op 'flipp'; did you mean 'flip'\? expected one of box_blur,"):
+        gd.compose(["flip", ("flipp", {})])
+    with raises(ValueError, r"^compose: item 0: got op 'zzz'; expected one of box_blur,"):
+        gd.compose(["zzz"])

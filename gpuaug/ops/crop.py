@@ -76,7 +76,7 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
         if not isinstance(off, np.ndarray):
             continue
         lim = np.array([s[axis] for s in b.shapes])
-        bad = np.nonzero(off + np.array(size) > lim)[0]
+        bad = np.nonzero(off > lim - np.array(size))[0]  # not off + size: it overflows int64
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"{name}, {dim}: sample {i} has {name}={int(off[i])} and {dim}="

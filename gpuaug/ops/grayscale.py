@@ -4,6 +4,7 @@ from __future__ import annotations
 from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
+from gpuaug._util import check_choice
 from gpuaug.ops._colour import apply, colour_kernels, maxv_column
 
 CHANNELS = (1, 3, 4)
@@ -42,7 +43,7 @@ def grayscale(x, num_output_channels=1, *, out=None, layout="NHWC", stream=None,
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    if isinstance(num_output_channels, bool) or num_output_channels not in (1, 3):
+    if isinstance(num_output_channels, bool) or check_choice("num_output_channels", num_output_channels, (1, 3)) is None:
         raise ValueError(f"num_output_channels: got {num_output_channels!r}; expected 1 or 3")
     return apply(b, KERNELS, [maxv_column(b)], out=out, backend=be, stream=stream,
                  channels=int(num_output_channels))

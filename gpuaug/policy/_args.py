@@ -15,6 +15,11 @@ from gpuaug._util import check_choice
 DTYPES = ("uint8", "float16", "float32")
 LAYOUTS = ("NHWC", "NCHW")
 INTERPOLATIONS = ("bilinear", "nearest")
+#: Angles (degrees, shear) beyond this many degrees are refused: the samplers' range widths
+#: and the matrices' trigonometry overflow long before float64 runs out (1e308 gave NaNs).
+ANGLE_LIMIT = 1e6
+#: Output sides: the kernels index within one image with 32-bit integers.
+MAX_SIDE = 2 ** 31 - 1
 
 
 def _show(v):
@@ -97,6 +102,9 @@ def size(name, v):
         raise ValueError(f"{name}: got {_show(v)}; expected an int or a pair (height, width) of ints")
     if t[0] <= 0 or t[1] <= 0:
         raise ValueError(f"{name}: got {_show(v)}; expected positive sizes")
+    if t[0] > MAX_SIDE or t[1] > MAX_SIDE:
+        raise ValueError(f"{name}: got {_show(v)}; expected sizes up to 2**31 - 1 (the kernels index an "
+                         "image with 32-bit integers)")
     return int(t[0]), int(t[1])
 
 

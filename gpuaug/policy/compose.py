@@ -61,7 +61,7 @@ from gpuaug import random as R
 from gpuaug._batch import as_batch
 from gpuaug._run import choose_backend
 from gpuaug._stream import check_stream
-from gpuaug._util import cupy_module
+from gpuaug._util import check_choice, cupy_module
 from gpuaug.policy import _fused as F
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import LAYOUTS
@@ -313,8 +313,7 @@ class Compose:
             dtype = check_dtype("dtype", dtype)
             if channels not in (1, 3, 4):
                 raise ValueError(f"channels: got {channels!r}; expected 1, 3 or 4")
-            if layout not in LAYOUTS:
-                raise ValueError(f"layout: got {layout!r}; expected one of {', '.join(map(repr, LAYOUTS))}")
+            check_choice("layout", layout, LAYOUTS)
         out, cur_dtype, cur_layout = [], dtype, layout
         for kind, item in self._items(dtype):
             if kind == "op":

@@ -254,7 +254,7 @@ class RandomAffine(_Geometric):
 
     def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation="bilinear", fill=0,
                  center=None):
-        self.degrees = A.sym_range("degrees", degrees, allow_none=False)
+        self.degrees = A.sym_range("degrees", degrees, allow_none=False, low=-A.ANGLE_LIMIT, high=A.ANGLE_LIMIT)
         if translate is not None:
             translate = A.numbers_seq("translate", translate, (2,))
             if not all(0.0 <= t <= 1.0 for t in translate):
@@ -267,11 +267,14 @@ class RandomAffine(_Geometric):
         self.scale = scale
         if shear is not None:
             if A.is_number(shear):
-                shear = A.sym_range("shear", shear)
+                shear = A.sym_range("shear", shear, low=-A.ANGLE_LIMIT, high=A.ANGLE_LIMIT)
             else:
                 shear = A.numbers_seq("shear", shear, (2, 4))
                 if shear[0] > shear[1] or (len(shear) == 4 and shear[2] > shear[3]):
                     raise ValueError(f"shear: got {shear}; expected ranges (min, max) with min <= max")
+                if max(map(abs, shear)) > A.ANGLE_LIMIT:
+                    raise ValueError(f"shear: got {shear}; expected degrees within [-{A.ANGLE_LIMIT:g}, "
+                                     f"{A.ANGLE_LIMIT:g}]")
         self.shear = shear
         self.interpolation = A.interpolation("interpolation", interpolation)
         self.fill = _fill(fill)
@@ -303,7 +306,7 @@ class RandomRotation(_Geometric):
     """
 
     def __init__(self, degrees, interpolation="bilinear", expand=False, center=None, fill=0):
-        self.degrees = A.sym_range("degrees", degrees, allow_none=False)
+        self.degrees = A.sym_range("degrees", degrees, allow_none=False, low=-A.ANGLE_LIMIT, high=A.ANGLE_LIMIT)
         if A.flag("expand", expand):
             raise ValueError("expand: got True; gpuaug's fused rotation keeps the image size (expand=False)")
         self.interpolation = A.interpolation("interpolation", interpolation)
@@ -909,8 +912,9 @@ class GaussianNoise(_Op):
     op = "gaussian_noise"
 
     def __init__(self, mean=0.0, sigma=0.1, clip=True, p=1.0):
-        self.mean = A.number("mean", mean)
-        self.sigma = A.number("sigma", sigma, low=0.0)
+        big = float(np.finfo(np.float64).max) / 255  # scaled by 255 for uint8: must stay finite
+        self.mean = A.number("mean", mean, low=-big, high=big)
+        self.sigma = A.number("sigma", sigma, low=0.0, high=big)
         self.clip = A.flag("clip", clip)
         self.p = A.prob("p", p)
 

@@ -1025,6 +1025,9 @@ class Scheduler:
         if isinstance(augment, str):
             import gpuaug
 
+            if augment not in gpuaug.registry:
+                raise ValueError(f"augment: got {augment!r}; expected a callable, None or an op name: "
+                                 f"{', '.join(sorted(gpuaug.registry))}")
             augment = getattr(gpuaug, augment)
         if augment is not None and not callable(augment):
             raise TypeError(f"augment: got {type(augment).__name__}; expected a callable, an op name or None")
