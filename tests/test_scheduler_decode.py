@@ -171,6 +171,23 @@ def test_gpu_decode_path_resized_crop(folder, no_nvimgcodec_check, crop):
     assert not dev.errors
 
 
+def test_gpu_decode_reads_and_decodes_at_most_depth_batches_ahead(folder, no_nvimgcodec_check, monkeypatch):
+    root, files, _ = folder
+    src = ImageFolder(root, size=(8, 8), decode="gpu")
+    reads = []
+    real = src.read_encoded
+    monkeypatch.setattr(src, "read_encoded", lambda idx: (reads.append(int(idx[0])), real(idx))[1])
+    sched = Scheduler(src, None, batch_size=2, workers=2, depth=2, device=FakeDevice())
+    it = iter(sched)
+    next(it)
+    import time
+
+    time.sleep(0.3)  # let the workers run ahead as far as they may
+    # batch 0 held: augments 0, 1 done (2 needs 0 back), decodes up to 1 + depth, reads up to 1 + 2 * depth
+    assert max(reads) // 2 == 1 + 2 * 2
+    assert sum(len(x) for x, _ in [next(it)] + list(it)) == len(files) - 2
+
+
 def test_gpu_decode_varshape_goes_to_the_augment(folder, no_nvimgcodec_check):
     root, files, _ = folder
     seen = []

@@ -522,6 +522,12 @@ class _Run:
         if kind == "device":
             rec.n = n_dev
         if kind == "decode":  # workers read the files; the copy thread decodes on the GPU
+            slot = k % self.depth  # at most `depth` batches of file bytes read ahead
+            with self.lock:
+                prev = self.pslot_user[slot]
+                if prev is not None:
+                    self._wait(self.cv_slot, lambda: self.copy_enq >= prev.k, k)
+            self.pslot_user[slot] = rec
             n = rec.n = len(idx)
             rec.encoded = [None] * n
             per = max(1, -(-n // (2 * s.workers)))
@@ -639,6 +645,8 @@ class _Run:
                     slot = k % self.depth
                     prev = self.dslot_user[slot] if rec.kind in ("pinned", "direct") else None
                     try:
+                        if rec.kind == "decode":  # at most `depth` decoded batches ahead of the augment
+                            self._wait(self.cv_copy, lambda: self.compute_enq >= k - self.depth, k)
                         if prev is not None:
                             self._wait(self.cv_copy, lambda: self.compute_enq >= prev.k, k)
                             if prev.aliased:  # the consumer reads the slot itself

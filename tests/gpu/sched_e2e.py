@@ -84,10 +84,11 @@ def pinned_h2d(nbytes, reps=20):
         rt.freeHost(ptr)
 
 
-def host_memcpy(x, threads, slots=3):
+def host_memcpy(x, threads, slots=3, with_h2d=False):
     """GB/s of ``threads`` threads copying every batch of ``x`` (one contiguous part each,
     np.copyto: GIL released) into a ring of ``slots`` pinned buffers - the staging copy
-    alone, no H2D."""
+    alone, no H2D. ``with_h2d``: while a stream copies another pinned buffer to the GPU
+    non-stop (the memory bus shared as in the scheduler); returns (memcpy GB/s, H2D GB/s)."""
     nb = B * H * W * C
     ptrs = [rt.hostAlloc(nb, 0) for _ in range(slots)]
     try:
@@ -105,15 +106,38 @@ def host_memcpy(x, threads, slots=3):
                 a, b = t * per, min(B, (t + 1) * per)
                 np.copyto(bufs[k % slots][a:b], x[k * B + a:k * B + b])
 
+        h2d = None
         for rep in range(2):  # the first pass warms the source's pages
             ths = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+            if with_h2d and rep == 1:
+                stop, copies = threading.Event(), [0]
+                dev = cp.empty(nb, np.uint8)
+                src_ptr = rt.hostAlloc(nb, 0)
+                strm = cp.cuda.Stream(non_blocking=True)
+
+                def pump():
+                    while not stop.is_set():
+                        for _ in range(4):
+                            rt.memcpyAsync(dev.data.ptr, src_ptr, nb, rt.memcpyHostToDevice, strm.ptr)
+                        strm.synchronize()
+                        copies[0] += 4
+                pt = threading.Thread(target=pump)
+                pt.start()
+                time.sleep(0.05)
+                c0, tp0 = copies[0], time.perf_counter()
             t0 = time.perf_counter()
             for t in ths:
                 t.start()
             for t in ths:
                 t.join()
             dt = time.perf_counter() - t0
-        return n * nb / dt / 1e9
+            if with_h2d and rep == 1:
+                h2d = (copies[0] - c0) * nb / (time.perf_counter() - tp0) / 1e9
+                stop.set()
+                pt.join()
+                rt.freeHost(src_ptr)
+                del dev
+        return (n * nb / dt / 1e9, h2d) if with_h2d else n * nb / dt / 1e9
     finally:
         for p in ptrs:
             rt.freeHost(p)
@@ -224,12 +248,19 @@ def part_mem():
     for n in sorted({1, 2, 4, default_workers, WORKERS}):
         m[f"memcpy_{n}_gb_per_s"] = host_memcpy(x, n)
         log(f"  host memcpy {n:2d} thr    {m[f'memcpy_{n}_gb_per_s']:6.2f} GB/s (into 3 pinned slots, no H2D)")
+    for n in sorted({4, default_workers}):
+        mc, hd = host_memcpy(x, n, with_h2d=True)
+        m[f"memcpy_{n}_with_h2d"] = {"memcpy_gb_per_s": mc, "h2d_gb_per_s": hd}
+        log(f"  memcpy {n:2d} thr || H2D  {mc:6.2f} GB/s memcpy while the H2D ran at {hd:.2f} GB/s "
+            "(the bus shared: the ceiling of any staging copy)")
     rows = m["rows"] = {}
     rows["default"] = run_sched(x, "default", profile=os.environ.get("PROFILE", "1") == "1")
     for n in sorted({2, 4, WORKERS}):
         rows[f"workers={n}"] = run_sched(x, f"workers_{n}", workers=n)
     rows["depth=4"] = run_sched(x, "depth_4", depth=4)
     rows["pin_source"] = run_sched(x, "pin_source", pin_source=True)
+    # the registration (cudaHostRegister of the whole array) is paid per epoch unless kept
+    rows["pin_source+keep_buffers"] = run_sched(x, "pin_source_keep", pin_source=True, keep_buffers=True)
     # targets (issue 12): >= 80% of min(memcpy with the same workers, pinned H2D), >= naive
     for name, w in (("default", default_workers), (f"workers={WORKERS}", WORKERS)):
         ref = min(m[f"memcpy_{w}_gb_per_s"], m["pinned_h2d_gb_per_s"])
