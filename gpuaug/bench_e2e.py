@@ -71,6 +71,12 @@ PATHS = {
     "torchvision": "torchvision DataLoader (CPU RRC + flip, GPU normalize)",
 }
 
+#: paths run only when named (``--paths``): where the time of gpuaug's DALI pipeline goes
+EXTRA_PATHS = {
+    "dali_slice": "DALI built-ins with gpuaug's boxes (image_slice mixed -> resize -> DALI crop_mirror_normalize)",
+}
+_ALL = {**PATHS, **EXTRA_PATHS}
+
 #: row keys and types of the JSON schema (tests check them)
 ROW_KEYS = {"path": str, "label": str, "status": str, "images_per_s": (float, type(None)),
             "gpu_busy_pct": (float, type(None)), "cpu_cores": (float, type(None)),
@@ -171,7 +177,10 @@ def make_folder(root, n=4096, *, seed=0, classes=8, min_side=300, max_side=640, 
     else:
         import multiprocessing as mp
 
-        with mp.get_context("spawn").Pool(workers) as pool:
+        # fork: no re-import of the caller's __main__ (a script without a main guard, python3 -);
+        # the children only run PIL and NumPy
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        with mp.get_context(method).Pool(workers) as pool:
             pool.map(_write_images, jobs)
     return root
 
@@ -443,6 +452,35 @@ def path_dali(st):
     return _dali_loader(pipe(), st, ["resize: INTERP_LINEAR, antialias=False (as gpuaug's default)"])
 
 
+def path_dali_slice(st):
+    """gpuaug's pipeline graph (boxes drawn as gpuaug does, ROI decode with image_slice,
+    fn.resize) ending in DALI's own crop_mirror_normalize instead of the gpuaug operator: the
+    difference to ``gpuaug_dali_rrc`` is the cost of the gpuaug python_function."""
+    _need("nvidia.dali", "gpuaug[cuda12] or gpuaug[cuda13] (DALI)")
+    from nvidia.dali import fn, pipeline_def, types
+
+    from gpuaug.dali.pipelines import _int_boxes, random_resized_crop_boxes
+
+    gpu = not st.dry_run
+
+    @pipeline_def(batch_size=st.batch, num_threads=st.workers, device_id=st.device_id if gpu else None,
+                  seed=st.seed)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=st.root, random_shuffle=True, name="Reader")
+        anchor, extent = _int_boxes(random_resized_crop_boxes, fn.peek_image_shape(jpegs), (0.08, 1.0),
+                                    (3 / 4, 4 / 3))
+        images = fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
+                                         normalized_shape=False, device="mixed" if gpu else "cpu",
+                                         output_type=types.RGB)
+        images = fn.resize(images, resize_x=float(st.size), resize_y=float(st.size),
+                           interp_type=types.INTERP_LINEAR, antialias=False)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=list(MEAN255),
+                                          std=list(STD255), mirror=fn.random.coin_flip(probability=0.5))
+        return images, (labels.gpu() if gpu else labels)
+
+    return _dali_loader(pipe(), st)
+
+
 def _gpuaug_dali(st, augment):
     _need("nvidia.dali", "gpuaug[cuda12] or gpuaug[cuda13] (DALI)")
     import gpuaug.dali as gd
@@ -570,12 +608,12 @@ def path_torchvision(st):
 PATH_FUNCS = {"dali": path_dali, "gpuaug_dali_rrc": path_gpuaug_dali_rrc, "gpuaug_dali": path_gpuaug_dali,
               "scheduler_cpu": path_scheduler_cpu, "scheduler_cpu_threads": path_scheduler_cpu_threads,
               "scheduler_gpu": path_scheduler_gpu,
-              "torchvision": path_torchvision}
+              "torchvision": path_torchvision, "dali_slice": path_dali_slice}
 
 
 # ----------------------------------------------------------------------------- measure
 def _row(name, status, **kw):
-    row = {"path": name, "label": PATHS[name], "status": status, "images_per_s": None, "gpu_busy_pct": None,
+    row = {"path": name, "label": _ALL[name], "status": status, "images_per_s": None, "gpu_busy_pct": None,
            "cpu_cores": None, "wait_ms": None, "wait_pct": None, "batches": 0, "images": 0, "seconds": 0.0,
            "epochs": 0, "notes": []}
     row.update(kw)
@@ -660,7 +698,7 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
             ``num_threads``, the Scheduler's workers, the DataLoader's processes).
         epochs, warmup_epochs, min_seconds: timed epochs (at least; more until
             ``min_seconds``), after untimed warm-up ones.
-        paths: names from :data:`PATHS` (default: all).
+        paths: names from :data:`PATHS` (default: all) and :data:`EXTRA_PATHS`.
         dry_run: everything on the CPU, on a tiny folder (see the module docstring).
         size: output height and width.
 
@@ -670,9 +708,9 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
         print(format_table(doc))
     """
     paths = list(PATHS) if paths is None else list(paths)
-    bad = [p for p in paths if p not in PATHS]
+    bad = [p for p in paths if p not in _ALL]
     if bad:
-        raise ValueError(f"paths: got {bad}; expected names from {', '.join(PATHS)}")
+        raise ValueError(f"paths: got {bad}; expected names from {', '.join(_ALL)}")
     t_start = time.perf_counter()
     if folder is None:
         if dry_run:
@@ -774,7 +812,7 @@ def validate(doc):
                 v = r.get(k)
                 if not isinstance(v, float) or not math.isfinite(v) or v < 0:
                     out.append(f"rows[{i}].{k}: {v!r} for an ok row")
-            if r.get("path") in PATHS and r.get("images", 0) <= 0:
+            if r.get("images", 0) <= 0:
                 out.append(f"rows[{i}].images: {r.get('images')!r} for an ok row")
     return out
 

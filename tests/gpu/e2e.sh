@@ -4,7 +4,8 @@
 #
 #   OUT=/some/dir bash tests/gpu/e2e.sh
 #
-# 1. gpuaug.dali.image_folder_pipeline / torch_loader GPU tests (tests/test_dali_gpu.py -k folder).
+# 1. gpuaug.dali.image_folder_pipeline / torch_loader GPU tests (tests/test_dali_gpu.py -k folder),
+#    and the mixed-decode pipeline against the CPU one with the same seed (validation, flip, default).
 # 2. `gpuaug bench --e2e` on a generated folder of 4,096 JPEGs (8 classes, ~300-640 px, ~50 KB),
 #    batch 256, 14 workers: DALI built-ins, gpuaug DALI pipeline (RRC+flip, default policy),
 #    Scheduler CPU / GPU decode, torchvision DataLoader -> $OUT/e2e.{json,md,png}, log e2e.txt.
@@ -26,11 +27,40 @@ echo "== 1. image_folder_pipeline GPU tests"
 timeout 120 python3 -m pytest -q tests/test_dali_gpu.py -k "folder_pipeline or torch_loader" -rs \
   -p no:cacheprovider 2>&1 | tee "$OUT/e2e_dali_tests.txt" | tail -5
 
+echo "== 1b. the mixed-decode pipeline against the same pipeline on the CPU (same seed: same boxes, flips)"
+timeout 120 python3 - <<'PY' 2>&1 | tee "$OUT/e2e_check.txt"
+import numpy as np
+import gpuaug.dali as gd
+from gpuaug import bench_e2e as B
+
+root = B.synthetic_folder(256, seed=1, workers=8)
+ok = True
+for name, kw in (("validation", dict(training=False)), ("train flip", dict(augment="flip")),
+                 ("train default", dict(augment="default"))):
+    outs = []
+    for dev in (0, None):
+        pipe = gd.image_folder_pipeline(root, size=224, batch_size=32, device_id=dev, num_threads=4, seed=7, **kw)
+        pipe.build()
+        imgs, labels = pipe.run()
+        if dev is not None:
+            imgs, labels = imgs.as_cpu(), labels.as_cpu()
+        outs.append((np.stack([np.array(t) for t in imgs]), np.concatenate([np.array(t) for t in labels])))
+        del pipe
+    (g, gl), (c, cl) = outs
+    d = np.abs(g - c) * 58  # ~uint8 units
+    good = g.shape == c.shape == (32, 3, 224, 224) and (gl == cl).all() and d.mean() < 2.0
+    ok &= bool(good)
+    print(f"{name:14s} GPU vs CPU pipeline: shape {g.shape}, labels equal {bool((gl == cl).all())}, "
+          f"|diff| mean {d.mean():.2f} p99 {np.percentile(d, 99):.1f} max {d.max():.0f} (uint8 units; "
+          f"nvJPEG vs libjpeg decode)  {'PASS' if good else 'FAIL'}")
+print("pipeline check:", "PASS" if ok else "FAIL")
+PY
+
 echo "== 2. gpuaug bench --e2e  [$((SECONDS - T0)) s]"
-PATHS_ARG=()
-[ -n "${E2E_PATHS:-}" ] && PATHS_ARG=(--paths "$E2E_PATHS")
+# dali_slice: gpuaug's graph with DALI's own crop_mirror_normalize (the python_function's cost)
+E2E_PATHS=${E2E_PATHS:-dali,dali_slice,gpuaug_dali_rrc,gpuaug_dali,scheduler_cpu,scheduler_cpu_threads,scheduler_gpu,torchvision}
 timeout 330 python3 -m gpuaug.cli bench --e2e --images "${E2E_IMAGES:-4096}" --batch 256 \
-  --workers "${E2E_WORKERS:-14}" --epochs "${E2E_EPOCHS:-3}" "${PATHS_ARG[@]}" --out "$OUT" 2>&1 \
+  --workers "${E2E_WORKERS:-14}" --epochs "${E2E_EPOCHS:-3}" --paths "$E2E_PATHS" --out "$OUT" 2>&1 \
   | tee "$OUT/e2e.txt"
 echo "bench exit: ${PIPESTATUS[0]}"
 
@@ -42,6 +72,7 @@ echo "train_loop exit: ${PIPESTATUS[0]}"
 echo
 echo "== summary  [$((SECONDS - T0)) s]"
 tail -3 "$OUT/e2e_dali_tests.txt"
+grep -E "PASS|FAIL" "$OUT/e2e_check.txt"
 [ -f "$OUT/e2e.md" ] && cat "$OUT/e2e.md"
 echo
 grep -A12 "^| loader" "$OUT/train_loop.txt" || tail -12 "$OUT/train_loop.txt"
