@@ -170,6 +170,7 @@ class NativeOp:
     extra: object = None
     channels: tuple = (1, 3, 4)
     mean: object = None  # colour ops with a grayscale mean: args -> -1 (skip) / 0 / 1 (brightness first)
+    dense: str = ""  # warp ops: the kernel the op runs on C-contiguous uniform batches
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ NATIVE_OPS = {
     "color_jitter": _colour("color_jitter", lambda a: [a["brightness"], a["contrast"], a["saturation"], a["hue"],
                                                       DTYPE(MAXV)], mean=_mean_flag(True, "contrast")),
     "color_twist": _colour("color_twist", lambda a: [a["matrix"], DTYPE(MAXV)], channels=(3, 4)),
-    "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra),
+    "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra,
+                       dense="gpuaug_rotate_dense"),
 }
 
 
@@ -372,6 +374,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     kw = dict(op=step.op, source=kernel_source(nat.file), kernel=nat.kernel,
               template_extra=list(nat.extra(args)) if nat.extra else [], channels=list(nat.channels),
               signature=nat.signature, program=nat.program, dtype_cols=dcols, dtype_values=dvals,
-              num_params=num, mean=nat.mean(args) if nat.mean else -1)
+              num_params=num, mean=nat.mean(args) if nat.mean else -1, dense_kernel=nat.dense)
+    if not nat.dense:
+        del kw["dense_kernel"]
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

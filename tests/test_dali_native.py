@@ -64,6 +64,8 @@ def test_kernel_sources_compile_with_nvrtc():
             extra = "".join(f", {e}" for e in nat.extra(args))
         names = [f"{nat.kernel}{suffix}<{ctypes[d]}, {c}{extra}>" for d in ("uint8", "float16", "float32")
                  for c in nat.channels for suffix in ("", "_packed")[:2 if nat.signature == "colour" else 1]]
+        if nat.dense:
+            names += [f"{nat.dense}<{ctypes[d]}, {c}{extra}>" for d in ctypes for c in nat.channels]
         if nat.mean is not None:
             names += [f"gpuaug_gray_sum{sfx}<{ctypes[d]}, {c}, {b}>" for d in ctypes for c in nat.channels
                       for b in (0, 1) for sfx in ("", "_packed")]

@@ -342,6 +342,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     device_ = spec.GetArgument<int>("device_id");
     num_params_ = spec.GetArgument<int>("num_params");
     mean_ = spec.GetArgument<int>("mean");
+    dense_kernel_ = spec.GetArgument<std::string>("dense_kernel");
     DALI_ENFORCE(mean_ >= -1 && mean_ <= 1 && (mean_ < 0 || signature_ == "colour"),
                  op_ + ": argument 'mean': got " + std::to_string(mean_) +
                  "; expected -1 (none), 0 or 1 (with signature 'colour')");
@@ -513,7 +514,19 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       GA_CU(op_, A.cuLaunchKernel(sum, nparts, gz, 1, 256, 1, 1, 0, stream, sargs, nullptr));
     }
     void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
-    if (packed) {
+    if (!dense_kernel_.empty() && dense_batch(st, dt, n, C, es)) {
+      // gpuaug/ops/_warp.py's dense_fast: C-contiguous uniform batches take <name>_dense (no
+      // tables, 32-bit offsets), the kernel the standalone op runs on such a batch.
+      std::string dname = dense_kernel_ + targs;
+      for (int e : template_extra_) dname += ", " + std::to_string(e);
+      CUfunction dfn = function(dname + ">");
+      CUdeviceptr a = CUdeviceptr(st[0]), b = CUdeviceptr(dt[0]);
+      int h = int(st[1]), w = int(st[2]);
+      void *dargs[] = {&a, &b, &par_d, &Pi, &ni, &h, &w, &h, &w};
+      constexpr int kRows = 4;  // _warp.DENSE_ROWS
+      GA_CU(op_, A.cuLaunchKernel(dfn, (w + 31) / 32, (h + 8 * kRows - 1) / (8 * kRows), gz, 256, 1, 1, 0, stream,
+                                  dargs, nullptr));
+    } else if (packed) {
       if (items > 0)
         GA_CU(op_, A.cuLaunchKernel(fn, unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
     } else if (hmax > 0 && wmax > 0) {
@@ -564,6 +577,16 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     return true;
   }
 
+  // Every sample h x w x C, back to back from the first one, in the input and in the output.
+  static bool dense_batch(const int64_t *st, const int64_t *dt, int n, int C, int es) {
+    const int64_t bytes = st[1] * st[2] * C * es;
+    for (int i = 0; i < n; ++i) {
+      const int64_t *a = st + 6 * i, *b = dt + 6 * i;
+      if (a[1] != st[1] || a[2] != st[2] || a[0] != st[0] + i * bytes || b[0] != dt[0] + i * bytes) return false;
+    }
+    return true;
+  }
+
   static std::string join(const std::vector<int> &v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -602,7 +625,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
-  std::string op_, source_, kernel_, signature_, program_;
+  std::string op_, source_, kernel_, signature_, program_, dense_kernel_;
   std::vector<int> template_extra_, channels_, dtype_cols_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
@@ -635,6 +658,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
                     std::vector<int>{})
     .AddOptionalArg("dtype_values", "Per dtype_cols entry: its value for uint8, float16, float32.",
                     std::vector<float>{})
+    .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
+                    "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "
                     "(gpuaug_gray_sum<T, C, mean>; 1: brightness column 0 applies before).", -1)
     .AddOptionalArg("num_params", "Values per sample in params (-1: any).", -1)
