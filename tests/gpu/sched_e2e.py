@@ -216,10 +216,13 @@ def run_sched(x, label, epochs=2, profile=False, **kw):
         tl = s.print_timeline(width=100, first=2, count=6, file=io.StringIO())
         if profile:  # one more epoch under cProfile (slower: reported apart)
             prof = ThreadProfiles()
+            main = cProfile.Profile()
+            c0 = time.thread_time()
             try:
-                _, pwall = epoch()
+                _, pwall = main.runcall(epoch)
             finally:
                 prof.restore()
+            prof.profiles["consumer"], prof.cpu["consumer"] = main, time.thread_time() - c0
     finally:
         s.close()
     row = {"gb_per_s": n / wall / 1e9, "stats_gb_per_s": st.gb_per_s, "copy_gb_per_s": st.copy_gb_per_s,
