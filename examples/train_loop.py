@@ -84,6 +84,7 @@ def train(name, loader, model, opt, steps, warmup, print_every):
                       f"step {1000 * (t2 - t0):7.2f} ms  loss {loss_v:.3f}", flush=True)
     wall = time.perf_counter() - t_all
     gpu = busy.stop()
+    it.close()  # ends the loader's epoch in progress (the Scheduler's run, DALI's iterator)
     return {"loader": name, "images_per_s": n_images / wall, "gpu_busy_pct": gpu,
             "wait_ms": 1000 * float(np.mean(waits)), "wait_pct": 100 * float(np.sum(waits) / np.sum(times)),
             "step_ms": 1000 * float(np.mean(times)), "steps": steps}
