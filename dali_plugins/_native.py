@@ -80,6 +80,7 @@ def load() -> bool:
 
             path = native.build()
             nvrtc = native.nvrtc_library()
+            _check_nvrtc(nvrtc)
             if nvrtc and not os.environ.get("GPUAUG_NVRTC_LIBRARY"):
                 os.environ["GPUAUG_NVRTC_LIBRARY"] = nvrtc  # read by the plugin when it first compiles
             import nvidia.dali.plugin_manager as pm
@@ -93,6 +94,26 @@ def load() -> bool:
         except Exception as e:  # noqa: BLE001 - any failure means: fall back, and say why
             _state.update(ok=False, reason=f"{type(e).__name__}: {e}")
         return _state["ok"]
+
+
+def _check_nvrtc(path):
+    """The plugin compiles its kernels with NVRTC when a pipeline first runs: find it now, so a
+    missing NVRTC means python_function (with the reason) rather than a pipeline that fails."""
+    import ctypes
+
+    tried = [path] if path else []
+    tried += ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
+    for name in tried:
+        try:
+            ctypes.CDLL(name)
+            return
+        except OSError:
+            continue
+    from .native import NativeUnavailable
+
+    raise NativeUnavailable("NVRTC (libnvrtc.so) not found: the native operator compiles gpuaug's kernels with it; "
+                            "install the CUDA toolkit or pip install nvidia-cuda-nvrtc-cu12 (CUDA 12) / "
+                            "nvidia-cuda-nvrtc (CUDA 13), or set GPUAUG_NVRTC_LIBRARY")
 
 
 def status() -> dict:
