@@ -8,9 +8,11 @@
 #    and the mixed-decode pipeline against the CPU one with the same seed (validation, flip, default).
 # 2. `gpuaug bench --e2e` on a generated folder of 4,096 JPEGs (8 classes, ~300-640 px, ~50 KB),
 #    batch 256, 14 workers: DALI built-ins, gpuaug DALI pipeline (RRC+flip, default policy),
-#    Scheduler CPU / GPU decode, torchvision DataLoader -> $OUT/e2e.{json,md,png}, log e2e.txt.
+#    Scheduler CPU (processes, threads) / GPU decode, torchvision DataLoader, and dali_slice (gpuaug's
+#    graph ending in DALI's crop_mirror_normalize) -> $OUT/e2e.{json,md,png}, log e2e.txt.
 # 3. examples/train_loop.py: ResNet-18, 5 + 30 steps per loader -> $OUT/train_loop.{txt,json}.
-# Knobs (environment): E2E_IMAGES=4096 E2E_WORKERS=14 E2E_EPOCHS=3 E2E_PATHS=all TRAIN_STEPS=30.
+# Knobs (environment): E2E_IMAGES=4096 E2E_WORKERS=14 E2E_EPOCHS=3 TRAIN_STEPS=30,
+# E2E_PATHS=dali,gpuaug_dali_rrc,... (default: every path plus dali_slice).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
