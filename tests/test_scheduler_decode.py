@@ -201,6 +201,34 @@ def test_gpu_decode_varshape_goes_to_the_augment(folder, no_nvimgcodec_check):
     np.testing.assert_array_equal(got[2][0][0], pil_decode(files[20])[:10, :10])
 
 
+def test_nvimgcodec_decoder_api_on_its_cpu_backend():
+    """The decode parameters gpuaug passes are accepted by the installed nvImageCodec, and
+    unparsable or truncated streams come back as None (its CPU backend: no GPU here)."""
+    nv = pytest.importorskip("nvidia.nvimgcodec")
+    dec = D.GpuDecoder.__new__(D.GpuDecoder)
+    try:
+        dec.decoder = nv.Decoder(device_id=nv.NVIMGCODEC_DEVICE_CPU_ONLY, backends=[nv.Backend(nv.BackendKind.CPU_ONLY)])
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"nvImageCodec's CPU backend is not usable here ({e})")
+    good = _jpeg_bytes(np.random.default_rng(0), 40, 56)
+    ref = np.asarray(Image.open(io.BytesIO(good)).convert("RGB"))
+    for mode in ("RGB", "L"):
+        # the constructor's parameters, without its GPU decoder
+        real = nv.Decoder
+        try:
+            nv.Decoder = lambda **kw: None
+            params = D.GpuDecoder(0, mode).params
+        finally:
+            nv.Decoder = real
+        dec.nv, dec.params = nv, params
+        out = dec.decode([good, good[:200], b"\xff\xd8junk" * 3], 0)
+        assert out[1] is None and out[2] is None
+        img = np.asarray(out[0].cpu())
+        assert img.shape == (40, 56, 3 if mode == "RGB" else 1)
+        if mode == "RGB":
+            assert np.abs(img.astype(int) - ref).max() <= 1
+
+
 def test_missing_nvimgcodec_names_the_extra(folder, monkeypatch):
     monkeypatch.setitem(sys.modules, "nvidia.nvimgcodec", None)
     with pytest.raises(ImportError, match=r"gpuaug\[gpu-decode12\]"):
@@ -386,7 +414,7 @@ def test_header_sizes_match_pillow(tmp_path):
         assert D.header_size(b.getvalue()) == (37, 53), fmt
 
 
-def test_source_argument_errors(tmp_path, folder):
+def test_source_argument_errors(tmp_path, folder, no_nvimgcodec_check):
     root = folder[0]
     for kw, err, match in (({"decode": "gpux"}, ValueError, "decode: got 'gpux'"),
                            ({"on_error": "ignore"}, ValueError, "on_error: got 'ignore'"),
@@ -395,6 +423,7 @@ def test_source_argument_errors(tmp_path, folder):
                            ({"size": 3.5}, TypeError, "size: got 3.5"),
                            ({"size": (2.7, 3.9)}, TypeError, r"size: got \(2.7, 3.9\)"),
                            ({"processes": 0}, ValueError, "processes: got 0"),
+                           ({"decode": "gpu", "mode": "RGBA"}, ValueError, "mode: got 'RGBA' with decode='gpu'"),
                            ({"extensions": [1]}, TypeError, "extensions")):
         with pytest.raises(err, match=match):
             ImageFolder(root, **kw)

@@ -362,8 +362,10 @@ class ProcessDecoder:
 # --------------------------------------------------------------------------------------
 def nvimgcodec_module():
     """``nvidia.nvimgcodec``, or ImportError naming the extra that installs it."""
+    import importlib
+
     try:
-        from nvidia import nvimgcodec
+        nvimgcodec = importlib.import_module("nvidia.nvimgcodec")
     except Exception as e:  # noqa: BLE001 - not installed, or its libraries missing
         raise ImportError(
             "decode='gpu' needs nvImageCodec: pip install 'gpuaug[gpu-decode12]' (CUDA 12, "
@@ -383,7 +385,7 @@ class GpuDecoder:
         self.decoder = nv.Decoder(device_id=int(device_id))
         cs = nv.ColorSpec
         rgb = getattr(cs, "SRGB", None) or getattr(cs, "RGB")
-        color, fmt = {"RGB": (rgb, "I_RGB"), "L": (cs.GRAY, "I_Y"), "RGBA": (rgb, "I_RGBA")}[mode]
+        color, fmt = {"RGB": (rgb, "I_RGB"), "L": (cs.GRAY, "I_Y")}[mode]
         kw = {"apply_exif_orientation": False, "color_spec": color}
         sf = getattr(getattr(nv, "SampleFormat", None), fmt, None)
         if sf is not None:
@@ -395,5 +397,16 @@ class GpuDecoder:
             self.params = nv.DecodeParams(**kw)
 
     def decode(self, datas, cuda_stream):
-        streams = [self.nv.CodeStream(d) for d in datas]
-        return self.decoder.decode(streams, params=self.params, cuda_stream=int(cuda_stream))
+        streams, where = [], []
+        for j, d in enumerate(datas):
+            try:
+                streams.append(self.nv.CodeStream(d))
+                where.append(j)
+            except Exception:  # noqa: BLE001 - unparsable: None at its position, as decode() does
+                pass
+        out = [None] * len(datas)
+        if streams:
+            for j, im in zip(where, self.decoder.decode(streams, params=self.params,
+                                                        cuda_stream=int(cuda_stream))):
+                out[j] = im
+        return out

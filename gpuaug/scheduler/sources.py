@@ -298,6 +298,9 @@ class ImageFiles(Source):
         if processes is not None and (isinstance(processes, bool) or not isinstance(
                 processes, (int, np.integer)) or not 1 <= processes <= 1024):
             raise ValueError(f"processes: got {processes!r}; expected an int in [1, 1024] or None")
+        if decode == "gpu" and mode == "RGBA":
+            raise ValueError("mode: got 'RGBA' with decode='gpu'; nvImageCodec decodes JPEGs (no alpha) to "
+                             "'RGB' or 'L' only; use decode='cpu' or 'process' for RGBA")
         if crop not in (None, "random"):
             raise ValueError(f"crop: got {crop!r}; expected None or 'random'")
         if crop is not None and (decode != "gpu" or self.size is None):
