@@ -144,6 +144,39 @@ def host_memcpy(x, threads, slots=3, with_h2d=False):
             rt.freeHost(p)
 
 
+def pageable_threads(x, threads):
+    """GB/s of ``threads`` threads each copying its part of every batch straight from the
+    pageable array with cudaMemcpyAsync on its own stream (the driver stages it): does the
+    driver's pageable path scale with threads?"""
+    nb = B * H * W * C
+    n = len(x) // B
+    dev = cp.empty(nb, np.uint8)
+    per = -(-B // threads)
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(threads)]
+    bar = threading.Barrier(threads)
+
+    def work(t):
+        bar.wait()
+        a, b = t * per, min(B, (t + 1) * per)
+        if a >= b:
+            return
+        for k in range(n):
+            src = x[k * B + a:k * B + b]
+            rt.memcpyAsync(dev.data.ptr + a * H * W * C, src.ctypes.data, src.nbytes, rt.memcpyHostToDevice,
+                           streams[t].ptr)
+        streams[t].synchronize()
+
+    for rep in range(2):
+        ths = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        t0 = time.perf_counter()
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        dt = time.perf_counter() - t0
+    return n * nb / dt / 1e9
+
+
 def naive_loop(x):
     n = len(x) // B
     s = cp.cuda.Stream(non_blocking=True)
@@ -283,6 +316,10 @@ def part_mem():
     for n in sorted({1, 2, 4, default_workers, WORKERS}):
         m[f"memcpy_{n}_gb_per_s"] = host_memcpy(x, n)
         log(f"  host memcpy {n:2d} thr    {m[f'memcpy_{n}_gb_per_s']:6.2f} GB/s (into 3 pinned slots, no H2D)")
+    for n in sorted({1, 4, default_workers}):
+        m[f"pageable_{n}_threads_gb_per_s"] = pageable_threads(x, n)
+        log(f"  pageable H2D {n:2d} thr   {m[f'pageable_{n}_threads_gb_per_s']:6.2f} GB/s (cudaMemcpyAsync from the "
+            "array itself, one stream per thread)")
     for n in sorted({4, default_workers}):
         mc, hd = host_memcpy(x, n, with_h2d=True)
         m[f"memcpy_{n}_with_h2d"] = {"memcpy_gb_per_s": mc, "h2d_gb_per_s": hd}
