@@ -43,7 +43,9 @@ def grayscale(x, num_output_channels=1, *, out=None, layout="NHWC", stream=None,
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    if isinstance(num_output_channels, bool) or check_choice("num_output_channels", num_output_channels, (1, 3)) is None:
+    if getattr(num_output_channels, "ndim", 0):
+        check_choice("num_output_channels", num_output_channels, (1, 3))  # an array: TypeError naming it
+    if isinstance(num_output_channels, bool) or num_output_channels not in (1, 3):
         raise ValueError(f"num_output_channels: got {num_output_channels!r}; expected 1 or 3")
     return apply(b, KERNELS, [maxv_column(b)], out=out, backend=be, stream=stream,
                  channels=int(num_output_channels))
