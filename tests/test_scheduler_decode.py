@@ -444,6 +444,18 @@ def test_iterable_source_items_are_checked(item, err):
         collect(Scheduler(lambda: iter([item]), None, device=FakeDevice()))
 
 
+def test_generator_source_second_epoch_warns():
+    gen = (np.full((2, 2, 2, 1), i, np.uint8) for i in range(3))
+    s = Scheduler(gen, None, device=FakeDevice())
+    assert len(collect(s)) == 3
+    with pytest.warns(RuntimeWarning, match="one-shot iterator"):
+        assert collect(s) == []
+    again = Scheduler(lambda: (np.zeros((2, 2, 2, 1), np.uint8) for _ in range(2)), None, device=FakeDevice())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(collect(again)) == 2 and len(collect(again)) == 2
+
+
 def test_string_labels_refused():
     with pytest.raises(TypeError, match="labels: got str"):
         Scheduler(np.zeros((10, 2, 2, 1), np.uint8), batch_size=2, labels="abcdefghij", device=FakeDevice())

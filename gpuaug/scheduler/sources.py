@@ -559,8 +559,17 @@ class IterableSource:
             raise TypeError(f"source: got {type(iterable).__name__}; expected an iterable of batches "
                             "or a callable returning one")
         self._length = len(iterable) if hasattr(iterable, "__len__") else None
+        # a generator / iterator can be walked once: its second epoch would be silently empty
+        self._one_shot = hasattr(iterable, "__next__") and iter(iterable) is iterable
+        self._epochs = 0
 
     def __iter__(self):
+        if self._one_shot and self._epochs >= 1:
+            warnings.warn("source: this iterable source is a one-shot iterator (e.g. a generator), already "
+                          "used up by an earlier epoch, so this epoch is empty; pass a zero-argument "
+                          "callable returning a fresh iterator (e.g. lambda: make_batches())",
+                          RuntimeWarning, stacklevel=3)
+        self._epochs += 1
         return iter(self._factory())
 
     def __len__(self):
