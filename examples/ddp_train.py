@@ -121,7 +121,9 @@ def scheduler_loader(args, rank, world, local_rank, files, classes_of):
     per_rank = np.random.SeedSequence([args.seed, rank])
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     workers = args.workers or max(1, min(14, (os.cpu_count() or 2) // max(1, local) - 2))
-    kw = dict(batch_size=args.batch, device=local_rank, shard_id=rank, num_shards=world, shuffle=True,
+    if args.cpu:
+        from gpuaug.scheduler import FakeDevice
+    kw = dict(batch_size=args.batch, device=FakeDevice() if args.cpu else local_rank, shard_id=rank, num_shards=world, shuffle=True,
               seed=args.seed, drop_last=args.drop_last, output="torch", depth=4, workers=workers,
               keep_buffers=True)  # no re-pinning / re-allocation at each epoch start
     how = ""
@@ -161,11 +163,13 @@ def dali_loader(args, rank, world, local_rank, files, classes_of):
 
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     threads = args.workers or max(1, min(8, (os.cpu_count() or 2) // max(1, local)))
-    loader = gd.torch_loader(args.folder, size=args.size, batch_size=args.batch, device_id=local_rank,
+    loader = gd.torch_loader(args.folder, size=args.size, batch_size=args.batch,
+                             device_id=None if args.cpu else local_rank,
                              shard_id=rank, num_shards=world, training=True, augment="flip",
                              drop_last=args.drop_last, seed=args.seed + rank, num_threads=threads,
                              reader_kwargs={"files": list(files), "labels": list(range(len(files)))})
-    return loader, f"gpuaug.dali.torch_loader (mixed decode, RRC + flip + normalize; num_threads={threads})"
+    return loader, (f"gpuaug.dali.torch_loader ({'CPU' if args.cpu else 'mixed'} decode, RRC + flip + "
+                    f"normalize; num_threads={threads})")
 
 
 # ---------------------------------------------------------------------------------------
@@ -189,6 +193,11 @@ def contexts():
                 cu.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(on)) == 0 and on.value:
             active.append(i)
     return active
+
+
+def as_images(images, torch):
+    """A batch's images as a torch tensor (FakeDevice, ``--cpu``, delivers NumPy arrays)."""
+    return images if isinstance(images, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(images))
 
 
 def as_indices(idx, torch):
@@ -257,24 +266,38 @@ def main(argv=None):
     ap.add_argument("--no-drop-last", dest="drop_last", action="store_false")
     ap.add_argument("--no-check", dest="check", action="store_false", help="skip the one-epoch index check")
     ap.add_argument("--json", default=None, help="rank 0 writes the result here")
+    ap.add_argument("--cpu", action="store_true", help="no GPU: gloo, the Scheduler on a FakeDevice, DALI CPU "
+                    "pipelines, the model on the CPU (checks the recipe and the sharding on a laptop or in CI)")
     args = ap.parse_args(argv)
 
-    import cupy
     import torch
     import torch.distributed as dist
 
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if not torch.cuda.is_available():
-        raise SystemExit("this example needs CUDA GPUs (one per rank)")
-    torch.cuda.set_device(local_rank)
-    cupy.cuda.Device(local_rank).use()
-    device = torch.device("cuda", local_rank)
     distributed = "RANK" in os.environ
-    if distributed:
-        dist.init_process_group("nccl", device_id=device)
-        gloo = dist.new_group(backend="gloo")  # host-side objects (indices, stats)
+    if args.cpu:
+        device = torch.device("cpu")
+        if distributed:
+            dist.init_process_group("gloo")
+            gloo = dist.group.WORLD
+    else:
+        import cupy
+
+        if not torch.cuda.is_available():
+            raise SystemExit("this example needs CUDA GPUs (one per rank); --cpu runs it without")
+        # the rank's GPU is made current before anything touches CUDA: no context on GPU 0
+        torch.cuda.set_device(local_rank)
+        cupy.cuda.Device(local_rank).use()
+        device = torch.device("cuda", local_rank)
+        if distributed:
+            dist.init_process_group("nccl", device_id=device)
+            gloo = dist.new_group(backend="gloo")  # host-side objects (indices, stats)
+
+    def sync():
+        if not args.cpu:
+            torch.cuda.synchronize()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
 
     def gather(obj):
@@ -342,18 +365,18 @@ def main(argv=None):
     if args.model != "none":
         model = make_model(args.model, n_classes).to(device, memory_format=torch.channels_last)
         if distributed:
-            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=None if args.cpu else [local_rank])
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         loss_fn = torch.nn.CrossEntropyLoss()
     warmup = args.warmup if args.warmup is not None else min(5, args.steps // 4)
     it = batches()
     wait = images_seen = 0
     losses = []
-    torch.cuda.synchronize()
+    sync()
     t_start = time.perf_counter()
     for step in range(args.steps + warmup):
         if step == warmup:
-            torch.cuda.synchronize()
+            sync()
             t_start, wait, images_seen = time.perf_counter(), 0.0, 0
         t0 = time.perf_counter()
         images, idx = next(it)
@@ -361,21 +384,22 @@ def main(argv=None):
         images_seen += images.shape[0]
         if model is not None:
             target = class_table[as_indices(idx, torch).to(device, non_blocking=True)]
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = loss_fn(model(images.contiguous(memory_format=torch.channels_last)), target)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.cpu):
+                loss = loss_fn(model(as_images(images, torch).contiguous(memory_format=torch.channels_last)),
+                               target)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             if step == warmup or step == args.steps + warmup - 1:
                 losses.append(round(loss.item(), 4))
-    torch.cuda.synchronize()
+    sync()
     wall = time.perf_counter() - t_start
-    ctx = contexts()
+    ctx = None if args.cpu else contexts()
     mine = {"rank": rank, "device": local_rank, "images": images_seen, "seconds": round(wall, 3),
             "images_per_s": round(images_seen / wall, 1) if wall > 0 else 0.0,
             "data_wait_s": round(wait, 3), "data_wait_pct": round(100 * wait / wall, 1) if wall > 0 else 0.0,
             "losses": losses, "contexts": ctx}
-    print(f"[rank {rank}/{world} cuda:{local_rank}] {args.loader}: {images_seen} images in {wall:.2f} s = "
+    print(f"[rank {rank}/{world} {device}] {args.loader}: {images_seen} images in {wall:.2f} s = "
           f"{mine['images_per_s']:.0f} images/s; data-wait {wait:.3f} s ({mine['data_wait_pct']:.0f}% of the "
           f"time); loss {losses}; CUDA contexts on GPUs {ctx}", flush=True)
     stats = gather(mine)

@@ -484,3 +484,40 @@ def test_example_synthetic_data_and_folder_listing(tmp_path):
     assert k == 3 and len(files) == 12
     assert files == sorted(files) and [int(f.split("_")[1][:3]) for f in files] == classes_of.tolist()
     assert ex.contexts() is None or isinstance(ex.contexts(), list)
+
+
+def _has_torch():
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.skipif(not _has_torch(), reason="needs PyTorch (torch.distributed, gloo) for torchrun")
+@pytest.mark.parametrize("loader", ["scheduler", pytest.param("dali", marks=pytest.mark.dali)])
+@pytest.mark.parametrize("nproc,drop_last", [(2, True), (3, False)])
+def test_example_under_torchrun_on_the_cpu(tmp_path, loader, nproc, drop_last):
+    """examples/ddp_train.py --cpu under torchrun (gloo, FakeDevice Scheduler or DALI CPU
+    pipeline, DDP on the CPU): the all-gathered one-epoch check passes, every rank trains."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+           os.path.join(root, "examples", "ddp_train.py"), "--cpu", "--loader", loader, "--steps", "2",
+           "--warmup", "0", "--batch", "8", "--size", "16", "--load-size", "20", "--synthetic", "60",
+           "--model", "tiny", "--workers", "1", "--json", str(out)]
+    if not drop_last:
+        cmd.append("--no-drop-last")
+    env = dict(os.environ, TMPDIR=str(tmp_path))  # the DALI path writes its synthetic folder there
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=root, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    res = json.loads(out.read_text())
+    chk = res["check"]
+    assert chk["ok"] and chk["duplicates"] == 0 and chk["outside"] == 0, chk
+    assert chk["dropped"] == (60 - nproc * 8 * ((60 // nproc) // 8) if drop_last else 0)
+    assert sum(chk["samples"]) == 60 - chk["dropped"]
+    assert [x["rank"] for x in res["ranks"]] == list(range(nproc))
+    assert all(x["images"] == 16 and len(x["losses"]) == 2 for x in res["ranks"])
