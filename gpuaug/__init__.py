@@ -34,7 +34,9 @@ def __getattr__(name):
         if name == "random" or name in mod.__all__:
             return mod if name == "random" else getattr(mod, name)
     if name in registry:
-        return registry[name].func
+        fn = registry[name].func
+        globals()[name] = fn  # later lookups skip this hook (a few us per op call)
+        return fn
     raise AttributeError(f"module 'gpuaug' has no attribute {name!r}")
 
 

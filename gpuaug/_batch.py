@@ -355,6 +355,20 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
     return b
 
 
+_TABLES: dict = {}
+
+
+def _dense_table(v) -> np.ndarray:
+    n = v.shape[0]
+    t = np.empty((n, TABLE_COLS), np.int64)
+    it = v.itemsize
+    ptr = v.data.ptr if not isinstance(v, np.ndarray) else v.__array_interface__["data"][0]
+    t[:, 0] = ptr + np.arange(n, dtype=np.int64) * v.strides[0]
+    t[:, 1], t[:, 2] = v.shape[1], v.shape[2]
+    t[:, 3], t[:, 4], t[:, 5] = v.strides[1] // it, v.strides[2] // it, v.strides[3] // it
+    return t
+
+
 def descriptor_table(batch: Batch) -> np.ndarray:
     """int64 (N, 6) table: address, height, width and element strides y, x, c per sample.
 
@@ -362,16 +376,20 @@ def descriptor_table(batch: Batch) -> np.ndarray:
     so one kernel signature serves both.
     """
     n = batch.n
-    t = np.empty((n, TABLE_COLS), np.int64)
-    if batch.varshape:
-        for i, v in enumerate(batch.views):
-            it = v.itemsize
-            t[i] = (v.data.ptr, v.shape[0], v.shape[1], v.strides[0] // it,
-                    v.strides[1] // it, v.strides[2] // it)
-    else:
+    if not batch.varshape:  # a pure function of pointer, shape and strides: cached
         v = batch.nhwc
+        key = (v.data.ptr if batch.device else v.__array_interface__["data"][0], v.shape, v.strides)
+        t = _TABLES.get(key)
+        if t is None:
+            t = _dense_table(v)
+            t.flags.writeable = False
+            if len(_TABLES) >= 256:
+                _TABLES.pop(next(iter(_TABLES)))
+            _TABLES[key] = t
+        return t
+    t = np.empty((n, TABLE_COLS), np.int64)
+    for i, v in enumerate(batch.views):
         it = v.itemsize
-        t[:, 0] = v.data.ptr + np.arange(n, dtype=np.int64) * v.strides[0]
-        t[:, 1], t[:, 2] = v.shape[1], v.shape[2]
-        t[:, 3], t[:, 4], t[:, 5] = v.strides[1] // it, v.strides[2] // it, v.strides[3] // it
+        t[i] = (v.data.ptr, v.shape[0], v.shape[1], v.strides[0] // it,
+                v.strides[1] // it, v.strides[2] // it)
     return t
