@@ -270,18 +270,28 @@ def test_varshape_list_of_gpuarrays(pc):
 
 
 @pytest.mark.gpu
-def test_scheduler_pycuda_stream_and_gpuarray_outputs(pc):
+def test_scheduler_all_pycuda_streams_and_gpuarray_outputs(pc):
+    """Copy, compute and consumer streams all pycuda ones, GPUArray outputs handed back as
+    themselves, batches released on the consumer's pycuda stream behind a busy kernel (an
+    early reuse of a buffer would overwrite a batch before the consumer's copy of it)."""
     drv, gpuarray = pc.drv, pc.gpuarray
     x = np.random.default_rng(1).integers(0, 256, (48, 8, 8, 3), dtype=np.uint8)
-    stream = drv.Stream()
-    outs = [gpuarray.empty((8, 8, 8, 3), np.uint8) for _ in range(3)]
-    s = gpuaug.Scheduler(x, gpuaug.flip, batch_size=8, stream=stream, out=outs)
-    for i, (images, _) in enumerate(s):
-        assert images is outs[i % 3]
-        host = images.get_async(stream=stream)
-        stream.synchronize()
-        np.testing.assert_array_equal(host, x[8 * i:8 * i + 8, :, ::-1])
+    copy_s, comp_s, consumer = drv.Stream(), drv.Stream(), drv.Stream()
+    outs = [gpuarray.empty((8, 8, 8, 3), np.uint8) for _ in range(2)]
+    s = gpuaug.Scheduler(x, gpuaug.flip, batch_size=8, stream=consumer, copy_stream=copy_s,
+                         compute_stream=comp_s, out=outs, recycle="manual")
+    got = []
+    for i, batch in enumerate(s):
+        assert batch.images is outs[i % 2]
+        _spin_on(pc, consumer, 4_000_000)
+        host = drv.pagelocked_empty(batch.images.shape, np.uint8)
+        batch.images.get_async(stream=consumer, ary=host)
+        batch.release(consumer)
+        got.append(host)
+    consumer.synchronize()
     assert i == 5
+    for i, host in enumerate(got):
+        np.testing.assert_array_equal(host, x[8 * i:8 * i + 8, :, ::-1], err_msg=f"batch {i}")
 
 
 @pytest.mark.gpu
