@@ -29,7 +29,7 @@ Which path runs (``gpuaug info`` shows it):
 
 Not native (they keep ``python_function``): ops whose parameters need host maths the
 operator does not do (crop/pad/resize/resized_crop/rot90/transpose: output shape;
-warp_affine/warp_perspective: matrix inversion; normalize/crop_mirror_normalize: output dtype/layout; blurs, noise, erase,
+warp_perspective: the 3x3 inversion; normalize/crop_mirror_normalize: output dtype/layout; blurs, noise, erase,
 grid_mask, equalize, grayscale: other launch shapes or outputs), CHW layouts, GPU DataNode
 parameters, per-channel ``fill``. ``gd.compose`` / ``gd.policy`` are not native yet.
 
@@ -192,6 +192,7 @@ class NativeOp:
     channels: tuple = (1, 3, 4)
     mean: object = None  # colour ops with a grayscale mean: args -> -1 (skip) / 0 / 1 (brightness first)
     dense: str = ""  # warp ops: the kernel the op runs on C-contiguous uniform batches
+    out_size: object = None  # warp ops: args -> (h, w) of every output, or None (the input's)
 
 
 @dataclass(frozen=True)
@@ -204,13 +205,9 @@ def _flag(v):
 
 
 def _rotate_row(a):
-    from gpuaug.ops._warp import _fill_scalar
+    from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
-    fill = a["fill"]
-    if _is_node(fill) or isinstance(fill, bool) or not isinstance(fill, (int, float, np.integer, np.floating)):
-        raise Unsupported("fill: only a constant number runs natively (per-sample or per-channel fill: "
-                          "backend='python')")
-    fill = float(fill)
+    fill = _fill_entry(a)
     center = a["center"]
     if center is None:
         center = (math.nan, math.nan)
@@ -218,12 +215,40 @@ def _rotate_row(a):
         center = tuple(float(c) for c in np.asarray(center, np.float64).reshape(-1))
         if len(center) != 2:
             raise Unsupported("center: a per-sample (N, 2) constant; give a DataNode or one (cx, cy)")
+    return [a["angle"], a["scale"], center, float(INTERPOLATIONS[a["interpolation"]]),
+            float(BORDERS[a["border"]]), fill]
+
+
+def _fill_entry(a):
+    from gpuaug.ops._warp import _fill_scalar
+
+    fill = a["fill"]
+    if _is_node(fill) or isinstance(fill, bool) or not isinstance(fill, (int, float, np.integer, np.floating)):
+        raise Unsupported("fill: only a constant number runs natively (per-sample or per-channel fill: "
+                          "backend='cuda')")
+    fill = float(fill)
+    return (float(_fill_scalar(fill, np.uint8)), float(_fill_scalar(fill, np.float16)),
+            float(_fill_scalar(fill, np.float32)))
+
+
+def _affine_row(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
-    return [a["angle"], a["scale"], center, float(INTERPOLATIONS[a["interpolation"]]),
-            float(BORDERS[a["border"]]),
-            (float(_fill_scalar(fill, np.uint8)), float(_fill_scalar(fill, np.float16)),
-             float(_fill_scalar(fill, np.float32)))]
+    m = a["matrix"]
+    if not _is_node(m):
+        m = np.asarray(m, np.float64)
+        if m.shape != (2, 3):
+            raise Unsupported("matrix: a per-sample (N, 2, 3) constant; give a DataNode or one 2x3 matrix")
+    return [m, float(bool(a["inverse_map"])), float(INTERPOLATIONS[a["interpolation"]]),
+            float(BORDERS[a["border"]]), _fill_entry(a)]
+
+
+def _out_size(a):
+    if a.get("size") is None:
+        return None
+    from gpuaug._params import host_size
+
+    return tuple(int(v) for v in host_size(a["size"], "size"))
 
 
 def _rotate_extra(a):
@@ -260,6 +285,8 @@ NATIVE_OPS = {
     "color_jitter": _colour("color_jitter", lambda a: [a["brightness"], a["contrast"], a["saturation"], a["hue"],
                                                       DTYPE(MAXV)], mean=_mean_flag(True, "contrast")),
     "color_twist": _colour("color_twist", lambda a: [a["matrix"], DTYPE(MAXV)], channels=(3, 4)),
+    "warp_affine": NativeOp("warp_affine.cu", "gpuaug_warp_affine", _affine_row, program="affine",
+                            extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),
     "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra,
                        dense="gpuaug_rotate_dense"),
 }
@@ -364,7 +391,7 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     if nat is None:
         return no(f"op {step.op!r} has no native form yet (native ops: {', '.join(sorted(NATIVE_OPS))})")
     if step.layout != "NHWC":
-        return no("only HWC samples run natively (layout='CHW': backend='python')")
+        return no("only HWC samples run natively (layout='CHW': backend='cuda')")
     if not load():
         return no(_state["reason"], warn=True)
     spec = step.spec
@@ -398,5 +425,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
               num_params=num, mean=nat.mean(args) if nat.mean else -1, dense_kernel=nat.dense)
     if not nat.dense:
         del kw["dense_kernel"]
+    size = nat.out_size(args) if nat.out_size else None
+    if size is not None:
+        kw["out_size"] = list(size)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

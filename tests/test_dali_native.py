@@ -373,6 +373,30 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
 
 @pytest.mark.gpu
 @pytest.mark.dali
+@pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
+def test_native_warp_affine_with_an_output_size(varshape, plugin):
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    imgs = _images("uint8", varshape, 3)
+    m = _per_sample("warp_affine")["matrix"]
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        mat = fn.external_source(source=lambda: [m[i] for i in range(N)], batch=True)
+        return gd.warp_affine(x, matrix=mat, size=(20, 30), border="reflect", backend="native")
+
+    (got,), _ = _run(graph)
+    ref = _reference("warp_affine", imgs, {"matrix": m.astype(np.float64), "size": (20, 30), "border": "reflect"})
+    for i, (g, r) in enumerate(zip(got, ref)):
+        assert g.shape == (20, 30, 3)
+        np.testing.assert_array_equal(g, r, err_msg=f"sample {i}")
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
 def test_serialize_deserialize_in_a_fresh_process(plugin, tmp_path):
     if not _gpu_ready():
         pytest.skip("needs a CUDA GPU")

@@ -23,6 +23,9 @@
 // Parameter programs ("program" argument) turn what the graph passes per sample into the
 // kernel's parameter row, where the row needs the image's size (known here, on the host):
 // - "identity": the row as given;
+// - "affine": [matrix (6), inverse_map, interp, border, fill as uint8, float16, float32] ->
+//   [interp, border, destination -> source matrix (6), fill...], inverted in double precision
+//   (gpuaug/ops/_warp.py's invert_affine), singular matrices refused naming 'matrix';
 // - "rotation": [angle, scale, cx, cy, interp, border, fill...] -> [interp, border, inverse of
 //   OpenCV's getRotationMatrix2D (6), fill...], cx/cy NaN meaning the image centre
 //   ((w - 1) / 2, (h - 1) / 2); the same double-precision maths as gpuaug/ops/_warp.py.
@@ -343,6 +346,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     num_params_ = spec.GetArgument<int>("num_params");
     mean_ = spec.GetArgument<int>("mean");
     dense_kernel_ = spec.GetArgument<std::string>("dense_kernel");
+    out_size_ = spec.GetRepeatedArgument<int>("out_size");
+    DALI_ENFORCE(out_size_.empty() || (out_size_.size() == 2 && out_size_[0] > 0 && out_size_[1] > 0),
+                 op_ + ": argument 'size': got " + std::to_string(out_size_.size()) +
+                 " values; expected (height, width), both > 0");
     DALI_ENFORCE(mean_ >= -1 && mean_ <= 1 && (mean_ < 0 || signature_ == "colour"),
                  op_ + ": argument 'mean': got " + std::to_string(mean_) +
                  "; expected -1 (none), 0 or 1 (with signature 'colour')");
@@ -354,8 +361,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  std::to_string(dtype_cols_.size()) + ")");
     DALI_ENFORCE(signature_ == "generic" || signature_ == "colour",
                  op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic' or 'colour'");
-    DALI_ENFORCE(program_ == "identity" || program_ == "rotation",
-                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity' or 'rotation'");
+    DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine",
+                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation' or 'affine'");
+    DALI_ENFORCE(out_size_.empty() || signature_ == "generic",
+                 op_ + ": argument 'out_size': only for signature 'generic' (warps)");
     DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
     DALI_ENFORCE(!kernel_.empty(), op_ + ": argument 'kernel': empty; expected a kernel template name");
   }
@@ -371,7 +380,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const auto &layout = in.GetLayout();
     DALI_ENFORCE(layout.empty() || layout == "HWC",
                  op_ + ": input 'data': got layout '" + layout.str() + "'; the native operator takes HWC "
-                 "(use backend='python' for CHW)");
+                 "(use backend='cuda' for CHW)");
     const int n = in.num_samples();
     for (int i = 0; i < n; ++i) {
       const auto &s = in.tensor_shape(i);
@@ -384,6 +393,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     output_desc.resize(1);
     output_desc[0].shape = in.shape();
+    if (!out_size_.empty())
+      for (int i = 0; i < n; ++i)
+        output_desc[0].shape.set_tensor_shape(i, dali::TensorShape<>{out_size_[0], out_size_[1], in.tensor_shape(i)[2]});
     output_desc[0].type = t;
     return true;
   }
@@ -440,6 +452,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       }
     }
     if (program_ == "rotation") rotation(in, &rows, C, ti);
+    if (program_ == "affine") affine(&rows, C, ti);
     const size_t P = rows[0].size();
     for (int i = 1; i < n; ++i)
       DALI_ENFORCE(rows[i].size() == P, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
@@ -462,11 +475,13 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       DALI_ENFORCE(c == C, op_ + ": input 'data': sample " + std::to_string(i) + " has " + std::to_string(c) +
                                " channels, sample 0 has " + std::to_string(C));
       int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * c, c, 1};
-      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), h, w, w * c, c, 1};
+      const auto &os = out.tensor_shape(i);
+      const int64_t oh = os[0], ow = os[1];
+      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), oh, ow, ow * c, c, 1};
       std::memcpy(st + 6 * i, src, sizeof(src));
       std::memcpy(dt + 6 * i, dst, sizeof(dst));
-      hmax = std::max<int>(hmax, h);
-      wmax = std::max<int>(wmax, w);
+      hmax = std::max<int>(hmax, oh);
+      wmax = std::max<int>(wmax, ow);
       if (P) std::memcpy(par + i * P, rows[i].data(), P * sizeof(float));
     }
     // Colour ops: the packed fast path when every sample allows it (gpuaug/ops/_colour.py's
@@ -521,10 +536,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       for (int e : template_extra_) dname += ", " + std::to_string(e);
       CUfunction dfn = function(dname + ">");
       CUdeviceptr a = CUdeviceptr(st[0]), b = CUdeviceptr(dt[0]);
-      int h = int(st[1]), w = int(st[2]);
-      void *dargs[] = {&a, &b, &par_d, &Pi, &ni, &h, &w, &h, &w};
+      int h = int(st[1]), w = int(st[2]), H = int(dt[1]), W = int(dt[2]);
+      void *dargs[] = {&a, &b, &par_d, &Pi, &ni, &h, &w, &H, &W};
       constexpr int kRows = 4;  // _warp.DENSE_ROWS
-      GA_CU(op_, A.cuLaunchKernel(dfn, (w + 31) / 32, (h + 8 * kRows - 1) / (8 * kRows), gz, 256, 1, 1, 0, stream,
+      GA_CU(op_, A.cuLaunchKernel(dfn, (W + 31) / 32, (H + 8 * kRows - 1) / (8 * kRows), gz, 256, 1, 1, 0, stream,
                                   dargs, nullptr));
     } else if (packed) {
       if (items > 0)
@@ -579,12 +594,51 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
 
   // Every sample h x w x C, back to back from the first one, in the input and in the output.
   static bool dense_batch(const int64_t *st, const int64_t *dt, int n, int C, int es) {
-    const int64_t bytes = st[1] * st[2] * C * es;
+    const int64_t bytes = st[1] * st[2] * C * es, obytes = dt[1] * dt[2] * C * es;
     for (int i = 0; i < n; ++i) {
       const int64_t *a = st + 6 * i, *b = dt + 6 * i;
-      if (a[1] != st[1] || a[2] != st[2] || a[0] != st[0] + i * bytes || b[0] != dt[0] + i * bytes) return false;
+      if (a[1] != st[1] || a[2] != st[2] || b[1] != dt[1] || b[2] != dt[2] || a[0] != st[0] + i * bytes ||
+          b[0] != dt[0] + i * obytes)
+        return false;
     }
     return true;
+  }
+
+  // [m (2 x 3, source -> destination), inverse_map, interp, border, fill as uint8 / float16 / float32]
+  //   -> [interp, border, destination -> source (6), fill * C]; gpuaug/ops/_warp.py's invert_affine
+  //   and check_invertible, in double precision.
+  void affine(std::vector<std::vector<float>> *rows, int C, int ti) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 12, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                       std::to_string(r.size()) + " values; the affine program expects 12");
+      const double a = r[0], b = r[1], c = r[2], d = r[3], e = r[4], f = r[5];
+      double inv[6];
+      if (r[6] != 0.f) {
+        for (int k = 0; k < 6; ++k) inv[k] = r[k];
+      } else {
+        const double det = a * e - b * d;
+        const double norms = std::hypot(a, b) * std::hypot(d, e);
+        const double q = 1.0 / det;
+        inv[0] = e * q;
+        inv[1] = -b * q;
+        inv[3] = -d * q;
+        inv[4] = a * q;
+        inv[2] = -(inv[0] * c + inv[1] * f);
+        inv[5] = -(inv[3] * c + inv[4] * f);
+        bool finite = true;
+        for (double v : inv) finite = finite && std::isfinite(v);
+        DALI_ENFORCE(std::fabs(det) > 1e-12 * norms && finite,
+                     op_ + ": argument 'matrix': sample " + std::to_string(i) + " is singular or numerically so "
+                     "(determinant " + std::to_string(det) + "); expected an invertible matrix");
+      }
+      std::vector<float> o(8 + C);
+      o[0] = r[7];
+      o[1] = r[8];
+      for (int k = 0; k < 6; ++k) o[2 + k] = float(inv[k]);
+      for (int ch = 0; ch < C; ++ch) o[8 + ch] = r[9 + ti];
+      r.swap(o);
+    }
   }
 
   static std::string join(const std::vector<int> &v) {
@@ -626,7 +680,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
   std::string op_, source_, kernel_, signature_, program_, dense_kernel_;
-  std::vector<int> template_extra_, channels_, dtype_cols_;
+  std::vector<int> template_extra_, channels_, dtype_cols_, out_size_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
   Staging staging_;
@@ -658,6 +712,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
                     std::vector<int>{})
     .AddOptionalArg("dtype_values", "Per dtype_cols entry: its value for uint8, float16, float32.",
                     std::vector<float>{})
+    .AddOptionalArg("out_size", "Warps: the output (height, width) of every sample; empty: the input's.",
+                    std::vector<int>{})
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
                     "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "
