@@ -1,7 +1,8 @@
 """Several GPUs (marked `gpu`; skipped without two CUDA GPUs): device placement and torchrun.
 
 - **Placement**: a fresh process runs the Scheduler (gpuaug ops and a fused Compose as its
-  augment, CuPy and PyTorch outputs), a standalone op and a DALI pipeline on GPU 1 and
+  augment, CuPy and PyTorch outputs, GPU decode with nvImageCodec when installed), a
+  standalone op and a DALI pipeline on GPU 1 and
   checks, after each stage, on which GPUs it holds a CUDA primary context (driver API
   ``cuDevicePrimaryCtxGetState``: exact, and independent of the PID namespace that can
   hide processes from nvidia-smi in containers); ``nvidia-smi --query-compute-apps`` is
@@ -128,16 +129,30 @@ def probe(variant):
             devs.add(images.device.index)
         s2.close()
         stage("epoch, torch output")
-    if variant == "recipe" and _has("nvidia.dali"):
-        from PIL import Image
+    from PIL import Image
 
+    root = tempfile.mkdtemp()
+    files = []
+    for c in range(2):
+        os.makedirs(os.path.join(root, f"c{c}"))
+        for i in range(8):
+            files.append(os.path.join(root, f"c{c}", f"{i}.jpg"))
+            Image.fromarray(x[c * 8 + i]).save(files[-1])
+    if variant == "recipe" and _has("nvidia.nvimgcodec"):
+        import inspect
+
+        from gpuaug.scheduler import ImageFiles
+
+        if "decode" in inspect.signature(ImageFiles).parameters:
+            s3 = gpuaug.Scheduler(ImageFiles(files, size=(32, 32), decode="gpu", crop="random", seed=0), "flip",
+                                  batch_size=4, device=1, workers=2)
+            for images, _ in s3:
+                devs.add(images.device.id)
+            s3.close()
+            stage("epoch, ImageFiles(decode='gpu') (nvImageCodec)")
+    if variant == "recipe" and _has("nvidia.dali"):
         import gpuaug.dali as gd
 
-        root = tempfile.mkdtemp()
-        for c in range(2):
-            os.makedirs(os.path.join(root, f"c{c}"))
-            for i in range(8):
-                Image.fromarray(x[c * 8 + i]).save(os.path.join(root, f"c{c}", f"{i}.jpg"))
         pipe = gd.image_folder_pipeline(root, size=32, batch_size=4, device_id=1, num_threads=2, seed=1)
         pipe.build()
         for _ in range(3):

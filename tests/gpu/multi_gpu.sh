@@ -110,7 +110,9 @@ for cfg in ("sched-memory", "sched-folder", "dali-folder"):
     checks = "/".join(("ok" if r[n]["check"] and r[n]["check"]["ok"] else "FAILED") if n in r else "-"
                       for n in (1, 2))
     what = (r.get(2) or r.get(1) or {}).get("what", "")
-    print(f"  {cfg:14s} {a or '-':>9} {b or '-':>9} {eff:>10s}  {waits:32s}  {checks:11s}  {what}")
+    place = "/".join(str(r[n].get("placement_ok")) if n in r else "-" for n in (1, 2))
+    print(f"  {cfg:14s} {a or '-':>9} {b or '-':>9} {eff:>10s}  {waits:32s}  {checks:11s}  {what}; "
+          f"contexts only on own GPU: {place}")
 print("targets (issue 20): >= 90% from 1 to 2 GPUs for the Scheduler with GPU decode and for DALI")
 PY
 echo
