@@ -67,6 +67,14 @@ def _cuda_include_candidates():
     yield from sorted(glob.glob("/usr/local/cuda-*/include"), reverse=True)
     yield from sorted(glob.glob("/usr/local/cuda-*/targets/x86_64-linux/include"), reverse=True)
     yield "/usr/include"
+    try:  # CuPy 14 finds the CUDA wheels' headers through cuda-pathfinder
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        d = find_nvidia_header_directory("cudart")
+        if d:
+            yield d
+    except Exception:  # noqa: BLE001 - not installed, or an older API
+        pass
     for p in sys.path:  # the nvidia-cuda-runtime wheels (CUDA 12: cuda_runtime/, CUDA 13: cu13/)
         yield from sorted(glob.glob(os.path.join(p, "nvidia", "cu*", "include")), reverse=True)
         yield os.path.join(p, "nvidia", "cuda_runtime", "include")
