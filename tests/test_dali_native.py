@@ -304,7 +304,7 @@ def _per_sample(op):
     per = {}
     for k, v in kw.items():
         a = np.asarray(v)
-        if a.dtype == bool:
+        if a.dtype == bool or np.issubdtype(a.dtype, np.integer):
             per[k] = a.astype(np.int32)
         else:
             per[k] = a.astype(np.float32)
@@ -346,14 +346,18 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
     c = 3 if 3 in spec.channels else spec.channels[-1]
     imgs = _images(dtype, varshape, c)
     per = _per_sample(op)
+    if op == "solarize" and dtype != "uint8":  # thresholds live in the dtype's range [0, 1]
+        per["threshold"] = (per["threshold"] / 255).astype(np.float32)
+    flags = {p.name for p in spec.params if p.kind == "bool"}
+
+    def ref_value(k, v):
+        return v.astype(bool) if k in flags else v.astype(np.int64 if v.dtype == np.int32 else np.float64)
+
     if per_sample:
-        consts, ref_kw = {}, {k: (v.astype(bool) if v.dtype == np.int32 else v.astype(np.float64))
-                              for k, v in per.items()}
+        consts, ref_kw = {}, {k: ref_value(k, v) for k, v in per.items()}
     else:
-        consts = {k: (bool(v[0]) if v.dtype == np.int32 else
+        consts = {k: (bool(v[0]) if k in flags else int(v[0]) if v.dtype == np.int32 else
                       (v[0].astype(np.float64).tolist() if v.ndim > 1 else float(v[0]))) for k, v in per.items()}
-        if op == "posterize":
-            consts = {k: int(v) for k, v in consts.items()}
         ref_kw = consts
 
     def graph():
