@@ -170,6 +170,7 @@ class Batch:
                     raise ValueError(f"{name}: a varshape batch needs a list of {len(want)} arrays; "
                                      f"got {_describe(out)}")
                 views = [self._check_out(o, s, dtype, f"{name}[{i}]") for i, (o, s) in enumerate(zip(out, want))]
+                _check_apart(views, name, bool(self.device))
                 result = list(out)
             if out is None:
                 views = result
@@ -210,6 +211,10 @@ class Batch:
                              f"expected shape {tuple(shape)} ({layout}) and dtype {dtype}")
         if not dev and not arr.flags.writeable:
             raise ValueError(f"{name}: the array is read-only; pass a writeable array")
+        if _self_overlapping(arr):
+            raise ValueError(f"{name}: its elements overlap one another (strides {tuple(arr.strides)} for "
+                             f"shape {tuple(arr.shape)}, e.g. a stride of 0); samples would overwrite each "
+                             "other: pass an array with one element per output value")
         if dev and arr.device.id != self.device_id():
             raise ValueError(f"{name}: is on GPU {arr.device.id} but the input is on GPU "
                              f"{self.device_id()}; put both on one device")
@@ -256,6 +261,38 @@ def _extent(a, dev):
         else:
             hi += (s - 1) * st
     return lo, hi + a.itemsize
+
+
+def _self_overlapping(a) -> bool:
+    """True when two elements of ``a`` may share memory: sorted by stride, each axis must step
+    past everything the smaller-stride axes span (true of every slice/transpose of an array;
+    false for stride 0 on an axis of length > 1 and most ``as_strided`` tricks)."""
+    dims = sorted((abs(int(st)), int(n)) for n, st in zip(a.shape, a.strides) if n > 1)
+    span = a.itemsize
+    for st, n in dims:
+        if st < span:
+            return True
+        span += st * (n - 1)
+    return False
+
+
+def _check_apart(arrays, name, dev):
+    """ValueError when two arrays of an ``out=`` list share memory (``out=[buf, b, buf]``):
+    extents sorted by start, neighbours compared; on the host a candidate pair is confirmed
+    with ``np.shares_memory`` (so interleaved views that share no element still pass)."""
+    ext = sorted((_extent(a, dev), i) for i, a in enumerate(arrays) if a.size)
+    for ((_, hi0), i), ((lo1, _), j) in zip(ext, ext[1:]):
+        if lo1 < hi0:
+            a, b = arrays[i], arrays[j]
+            if not dev:
+                try:
+                    if not np.shares_memory(a, b, max_work=10 ** 5):
+                        continue
+                except np.exceptions.TooHardError if hasattr(np, "exceptions") else Exception:
+                    pass
+            i, j = sorted((i, j))
+            raise ValueError(f"{name}[{i}] and {name}[{j}]: share memory; each image of a varshape out= "
+                             "needs its own buffer (samples would overwrite each other)")
 
 
 def _overlap(a, b, dev):

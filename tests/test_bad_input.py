@@ -1132,3 +1132,33 @@ def test_dali_compose_unknown_op_is_a_named_value_error():
         gd.compose(["flip", ("flipp", {})])
     with raises(ValueError, r"^compose: item 0: got op 'zzz'; expected one of box_blur,"):
         gd.compose(["zzz"])
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_out_whose_elements_alias_each_other(name):
+    """Was accepted: a writeable stride-0 out= (every sample the same memory) and an out= list
+    naming one buffer twice; the samples silently overwrote each other."""
+    from numpy.lib.stride_tricks import as_strided
+
+    one, snap1 = poisoned(name, "cpu")
+    one = one[:1]
+    alias = as_strided(one, (N,) + one.shape[1:], (0,) + one.strides[1:])   # writeable, stride 0
+    with raises(ValueError, rf"^out: its elements overlap one another \(strides \(0, "):
+        call(name, x_(), "cpu", out=alias, **kw_(name))
+    untouched(one, snap1[:1])
+    if not varshape_gives_list(name):
+        return
+    out, snap = poisoned(name, "cpu")
+    items = [out[0], out[1], out[0]]
+    with raises(ValueError, r"^out\[0\] and out\[2\]: share memory; each image of a varshape out= needs its own buffer"):
+        call(name, list(x_()), "cpu", out=items, **kw_(name))
+    untouched(out, snap)
+    assert isinstance(call(name, list(x_()), "cpu", out=list(out), **kw_(name)), list)   # distinct images: fine
+
+
+def test_out_lists_of_interleaved_views_that_share_no_element_pass():
+    buf = np.full((H, 2 * W, C), POISON, np.uint8)
+    x = x_()
+    y = gpuaug.flip(list(x), horizontal=True, out=[buf[:, 0::2], buf[:, 1::2], np.empty((H, W, C), np.uint8)])
+    np.testing.assert_array_equal(buf[:, 0::2], x[0, :, ::-1])
+    np.testing.assert_array_equal(y[1], x[1, :, ::-1])
