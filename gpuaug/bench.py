@@ -479,6 +479,20 @@ class GpuClock:
                       host_bound=bool(host_bound and stall))
 
 
+    def loop(self, call, k=100, rounds=3) -> float:
+        """What a training loop gets: ms per call over ``k`` back-to-back calls and one sync
+        (the host's cost and the device's overlap; the median of ``rounds``)."""
+        call()
+        self.sync()
+        out = []
+        for _ in range(rounds):
+            t0 = self.now()
+            for _ in range(k):
+                call()
+            self.sync()
+            out.append((self.now() - t0) / k * 1e3)
+        return float(np.median(out))
+
     def host_cost(self, call, warmup=5) -> float:
         """Seconds of host time per call (after ``warmup`` calls), measured without a spin."""
         for _ in range(max(1, warmup)):
@@ -532,6 +546,9 @@ class CpuClock:
 
     def sync(self):
         pass
+
+    def loop(self, call, k=100, rounds=3):  # noqa: ARG002 - a CPU call is its own loop time
+        return None
 
     def time(self, call, repeat=10, warmup=1, *, stall=True) -> Timing:  # noqa: ARG002
         for _ in range(max(1, warmup)):
@@ -748,7 +765,7 @@ def unsupported_reason(spec, cfg) -> str | None:
 def _row(op, library, variant, status="ok", reason=None, **kw) -> dict:
     row = {"op": op, "library": library, "variant": variant, "status": status, "reason": reason,
            "check": None, "max_error": None, "timing": None, "ms": None, "ms_p10": None,
-           "ms_p90": None, "samples": 0, "host_us": None, "host_bound": False,
+           "ms_p90": None, "samples": 0, "host_us": None, "loop_ms": None, "host_bound": False,
            "bytes_read": None, "bytes_written": None, "gbps": None, "copy_gbps": None,
            "pct_of_copy": None, "images_per_s": None, "speedup": None, "in_dtype": None,
            "out_dtype": None, "out_shape": None, "note": "", "params": {}, "extra": {}}
@@ -1063,6 +1080,7 @@ class Runner:
         try:
             call, y0, use_out = prepare_call(spec, be, inputs, kwargs, cfg.layout, self.xp)
             t = self.clock.time(call, self.repeats(), cfg.warmup)
+            row["loop_ms"] = self.clock.loop(call, k=max(10, min(100, self.repeats())))
             read, written = count_bytes(spec, inputs[0], y0, kwargs)
             copy = self.copy_ceiling(read + written)
             _fill_figures(row, t, cfg.batch, read, written, copy["gbps"])
@@ -1109,6 +1127,7 @@ class Runner:
                 out = fn()
                 self.clock.sync()
                 t = self.clock.time(fn, self.repeats(), cfg.warmup)
+                row["loop_ms"] = self.clock.loop(fn, k=max(10, min(100, self.repeats())))
                 in_b = _nbytes_size(getattr(fn, "inputs", batch.arrays)[0])
                 out_b = _nbytes_size(out)
             read = in_b[0]
@@ -1299,6 +1318,8 @@ _ROW = {
         "ms": _NUM, "ms_p10": _NUM, "ms_p90": _NUM,
         "samples": {"type": "integer", "minimum": 0},
         "host_us": _NUM,
+        "loop_ms": {"type": ["number", "null"],
+                    "description": "ms per call over back-to-back calls and one sync (GPU only)"},
         "host_bound": {"type": "boolean"},
         "bytes_read": _INT, "bytes_written": _INT,
         "gbps": _NUM, "copy_gbps": _NUM, "pct_of_copy": _NUM, "images_per_s": _NUM,
@@ -1556,15 +1577,18 @@ def format_table(doc: dict) -> str:
     ow = max([20] + [len(r["op"]) for r in doc["rows"]] + [len(s["op"]) for s in doc["summary"]])
     on_gpu = dev["kind"] == "gpu"
     pct = (lambda v: f" {_num(v):>6s}") if on_gpu else (lambda v: "")
+    hl = (lambda r: f" {_num(r.get('host_us')):>7s} {_num(r.get('loop_ms')):>8s}") if on_gpu else (lambda r: "")
     hdr = (f"{'op':{ow}s} {'library':12s} {'variant':24s} {'check':5s} {'ms':>9s} {'GB/s':>8s}"
-           f"{' ' + format('%copy', '>6s') if on_gpu else ''} {'images/s':>10s} {'speed-up':>8s}  note")
+           f"{' ' + format('%copy', '>6s') if on_gpu else ''}"
+           f"{' ' + format('host us', '>7s') + ' ' + format('loop ms', '>8s') if on_gpu else ''}"
+           f" {'images/s':>10s} {'speed-up':>8s}  note")
     lines += [hdr, "-" * len(hdr)]
     for r in doc["rows"]:
         if r["status"] == "ok":
             tail = r["note"]
             lines.append(
                 f"{r['op']:{ow}s} {r['library'][:12]:12s} {r['variant'][:24]:24s} "
-                f"{(r['check'] or '-'):5s} {_num(r['ms']):>9s} {_num(r['gbps']):>8s}{pct(r['pct_of_copy'])} "
+                f"{(r['check'] or '-'):5s} {_num(r['ms']):>9s} {_num(r['gbps']):>8s}{pct(r['pct_of_copy'])}{hl(r)} "
                 f"{_num(r['images_per_s']):>10s} {_num(r['speedup'], 'x'):>8s}  {tail}")
         else:
             lines.append(f"{r['op']:{ow}s} {r['library'][:12]:12s} {r['variant'][:24]:24s} "
@@ -1579,7 +1603,10 @@ def format_table(doc: dict) -> str:
                          f"{(s['fastest_peer'] or '-')[:32]:32s} {_num(s['fastest_peer_ms']):>9s} "
                          f"{_num(s['speedup_over_fastest_peer'], 'x'):>8s}")
     lines.append(f"({len(doc['rows'])} rows in {doc['elapsed_s']:.1f} s; times are medians of per-call "
-                 f"{'CUDA events' if dev['kind'] == 'gpu' else 'wall clock'}; GB/s counts bytes read + "
+                 f"{'CUDA events' if dev['kind'] == 'gpu' else 'wall clock'}; "
+                 + ("host us: host time per call with the device kept busy; loop ms: per call over "
+                    "back-to-back calls and one sync, what a training loop gets; " if on_gpu else "")
+                 + "GB/s counts bytes read + "
                  "written once; " + ("%copy is of a device copy of the same bytes)" if on_gpu else
                                      "no %copy column on the CPU: a NumPy copy of the same bytes is no "
                                      "ceiling for the per-pixel twins; the JSON keeps it as pct_of_copy)"))

@@ -345,6 +345,25 @@ def _clock(sim):
     return bench.GpuClock(cp=sim, now=sim.now)
 
 
+def test_gpu_clock_loop_is_the_slower_of_host_and_device():
+    """loop(): back-to-back calls and one sync, so a host-bound op reports its host time and a
+    device-bound op its device time (what a training loop gets)."""
+    sim = _Sim()
+
+    def host_bound():  # 100 us of host work, 20 us on the device
+        sim.host += 100e-6
+        sim.enqueue(20e-6)
+
+    def device_bound():  # 10 us of host work, 300 us on the device
+        sim.host += 10e-6
+        sim.enqueue(300e-6)
+
+    clock = _clock(sim)
+    assert math.isclose(clock.loop(host_bound, k=50), 0.100, rel_tol=0.05)
+    assert math.isclose(clock.loop(device_bound, k=50), 0.300, rel_tol=0.05)
+    assert bench.CpuClock().loop(host_bound) is None
+
+
 def test_gpu_clock_times_device_work_not_launch_gaps():
     sim = _Sim()
 
