@@ -398,8 +398,12 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     args = {p.name: p.default for p in spec.params}
     args.update(step.consts)
     args.update(zip(step.node_params, nodes))
-    if not probe:
-        _check_constants(step, args)
+    for p in spec.params:  # a constant with one value per sample: python_function takes it
+        v = step.consts.get(p.name)
+        if (v is not None and p.per_sample and p.kind not in ("size", "choice") and p.name != "fill"
+                and np.size(v) != int(np.prod(p.shape))):
+            return no(f"{p.name}: a constant array of per-sample values (give a DataNode, e.g. from "
+                      "fn.external_source, or backend='cuda')")
     shapes = {p.name: p.shape for p in spec.params}
 
     def width(node):
@@ -412,8 +416,12 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
             if _is_node(e) and e.device != "cpu":
                 raise Unsupported("a GPU DataNode parameter (DALI's argument inputs are CPU nodes; "
                                   "give a CPU node, e.g. from fn.random.*)")
-        if probe:
-            return True
+    except Unsupported as e:
+        return no(str(e))
+    if probe:
+        return True
+    _check_constants(step, args)
+    try:
         params, num, dcols, dvals = _params_node(entries, width)
     except Unsupported as e:
         return no(str(e))

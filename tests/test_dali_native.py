@@ -143,6 +143,30 @@ def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
     assert "gpuaug__Kernel" not in names and py.operators == 1
 
 
+def test_calls_the_native_operator_cannot_take_fall_back(plugin):
+    """Per-sample constant arrays, per-channel fill, GPU DataNodes, CHW: python_function."""
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        return (gd.brightness(x, factor=np.array([1.0, 1.2])), gd.rotate(x, angle=10, fill=3),
+                gd.rotate(x, angle=10, fill=[1, 2, 3]), gd.flip(x, horizontal=fn.random.coin_flip().gpu()),
+                gd.invert(fn.transpose(x, perm=[2, 0, 1]), layout="CHW"))
+
+    names = [n for n in _schema_names(pipe()) if n == "gpuaug__Kernel" or "PythonFunction" in n]
+    assert names.count("gpuaug__Kernel") == 1 and len(names) == 5, names
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def forced():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        return gd.rotate(x, angle=10, fill=[1, 2, 3], backend="native")
+
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: backend='native': fill"):
+        forced()._build_graph()
+
+
 def test_parameter_rows_match_the_standalone_op(plugin):
     """The per-sample rows built by DALI arithmetic (CPU nodes) equal what the op builds."""
     from gpuaug.dali import _native
