@@ -171,6 +171,22 @@ def test_gpu_decode_path_resized_crop(folder, no_nvimgcodec_check, crop):
     assert not dev.errors
 
 
+def test_gpu_decode_roi_decodes_the_crop_box_only(folder, no_nvimgcodec_check):
+    root, files, labels = folder
+    size = (12, 14)
+    src = ImageFolder(root, size=size, decode="gpu", crop="random", roi=True, seed=4)
+    got = collect(Scheduler(src, None, batch_size=8, workers=2, device=FakeDevice()))
+    rng = np.random.default_rng(4)
+    for b, (x, _) in enumerate(got):
+        full = [pil_decode(f) for f in files[8 * b:8 * b + 8]]
+        boxes = gpuaug.random.resized_crop_boxes(rng, np.asarray([a.shape[:2] for a in full]))
+        crops = [a[t:t + h, l:l + w] for a, (t, l, h, w) in zip(full, boxes)]
+        want = gpuaug.resized_crop(crops, [[0, 0, c.shape[0], c.shape[1]] for c in crops], size)
+        np.testing.assert_array_equal(x, np.stack(want))
+    with pytest.raises(ValueError, match="roi: got True with crop=None"):
+        ImageFolder(root, size=size, decode="gpu", roi=True)
+
+
 def test_gpu_decode_reads_and_decodes_at_most_depth_batches_ahead(folder, no_nvimgcodec_check, monkeypatch):
     root, files, _ = folder
     src = ImageFolder(root, size=(8, 8), decode="gpu")
@@ -227,6 +243,12 @@ def test_nvimgcodec_decoder_api_on_its_cpu_backend():
         assert img.shape == (40, 56, 3 if mode == "RGB" else 1)
         if mode == "RGB":
             assert np.abs(img.astype(int) - ref).max() <= 1
+            roi = dec.decode([good], 0, regions=[(8, 16, 24, 32)])[0]
+            assert roi is not None
+            part = np.asarray(roi.cpu())
+            assert part.shape == (24, 32, 3)
+            # libjpeg-turbo's crop decode upsamples chroma at the region's edge from its own MCUs
+            assert np.abs(part.astype(int) - ref[8:32, 16:48]).mean() <= 1.0
 
 
 def test_missing_nvimgcodec_names_the_extra(folder, monkeypatch):

@@ -25,6 +25,7 @@ this is tested on the CPU with a FakeDevice.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 import sys
@@ -763,10 +764,16 @@ class _Run:
         """GPU decoding of a batch's file bytes (copy thread, copy stream): one batched call;
         a file the decoder refuses is raised or skipped by the source's ``on_error``."""
         src = self.s.source
-        datas, rec.encoded = rec.encoded, None
+        enc, rec.encoded = rec.encoded, None
+        datas = [d for d, _ in enc]
         rec.nbytes = sum(len(d) for d in datas)
-        imgs = list(self.dev.decode_images(datas, src.mode, copy_s)) if datas else []
+        boxes = regions = None
+        if datas:
+            boxes, regions = src.plan_decode([hw for _, hw in enc], self.dev.decode_supports_roi(src.mode))
+        imgs = list(self.dev.decode_images(datas, src.mode, copy_s, regions)) if datas else []
         failed = [j for j, im in enumerate(imgs) if im is None]
+        if failed and boxes is not None:
+            boxes = boxes[[j for j, im in enumerate(imgs) if im is not None]]
         for j in failed:
             err = ImageDecodeError(src.files[rec.idx[j]], "the GPU decoder (nvImageCodec) could not decode "
                                                          "it (truncated, corrupt or unsupported)")
@@ -776,7 +783,7 @@ class _Run:
             self._compact(rec)
             imgs, rec.encoded = rec.encoded, None
         rec.dev_in = imgs
-        rec.finish = src.finish
+        rec.finish = functools.partial(src.finish, boxes=boxes)
 
     def _overlaps(self, y, dbuf):
         lo, hi = dbuf.ptr, dbuf.ptr + dbuf.nbytes

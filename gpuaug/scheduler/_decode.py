@@ -383,6 +383,7 @@ class GpuDecoder:
         nv = nvimgcodec_module()
         self.nv = nv
         self.decoder = nv.Decoder(device_id=int(device_id))
+        self.supports_roi = hasattr(nv, "Region") and hasattr(nv.CodeStream, "get_sub_code_stream")
         cs = nv.ColorSpec
         rgb = getattr(cs, "SRGB", None) or getattr(cs, "RGB")
         color, fmt = {"RGB": (rgb, "I_RGB"), "L": (cs.GRAY, "I_Y")}[mode]
@@ -396,11 +397,16 @@ class GpuDecoder:
         else:
             self.params = nv.DecodeParams(**kw)
 
-    def decode(self, datas, cuda_stream):
+    def decode(self, datas, cuda_stream, regions=None):
+        """``regions``: None, or per image (top, left, height, width) to decode only that."""
         streams, where = [], []
         for j, d in enumerate(datas):
             try:
-                streams.append(self.nv.CodeStream(d))
+                cs = self.nv.CodeStream(d)
+                if regions is not None:
+                    t, l, h, w = regions[j]
+                    cs = cs.get_sub_code_stream(region=self.nv.Region(t, l, t + h, l + w))
+                streams.append(cs)
                 where.append(j)
             except Exception:  # noqa: BLE001 - unparsable: None at its position, as decode() does
                 pass

@@ -160,10 +160,15 @@ class Device:
         """Enqueue a copy of the C-contiguous host array ``src`` to ``dst.ptr + offset``."""
         raise NotImplementedError
 
-    def decode_images(self, datas, mode, stream):
+    def decode_images(self, datas, mode, stream, regions=None):
         """Decode encoded images (bytes) to device HWC uint8 arrays ordered on ``stream``;
-        None where one cannot be decoded."""
+        None where one cannot be decoded. ``regions``: None, or per image (top, left,
+        height, width): decode only that region."""
         raise NotImplementedError
+
+    def decode_supports_roi(self, mode) -> bool:
+        """Whether :meth:`decode_images` takes ``regions``."""
+        return False
 
     def launch(self, stream, fn, *args):
         """Run ``fn(*args)`` with ``stream`` as the current stream; return its result."""
@@ -316,13 +321,19 @@ class CudaDevice(Device):
         rt = self._rt
         rt.memcpyAsync(dst.ptr + int(offset), src.ctypes.data, src.nbytes, rt.memcpyHostToDevice, stream.ptr)
 
-    def decode_images(self, datas, mode, stream):
+    def _decoder(self, mode):
         dec = self._decoders.get(mode)
         if dec is None:
             from gpuaug.scheduler._decode import GpuDecoder
 
             dec = self._decoders[mode] = GpuDecoder(self.id, mode)
-        imgs = dec.decode(datas, stream.ptr)
+        return dec
+
+    def decode_supports_roi(self, mode):
+        return self._decoder(mode).supports_roi
+
+    def decode_images(self, datas, mode, stream, regions=None):
+        imgs = self._decoder(mode).decode(datas, stream.ptr, regions)
         out = []
         with stream:  # the images are ordered on this stream: CuPy needs no sync to view them
             for im in imgs:
@@ -667,14 +678,22 @@ class FakeDevice(Device):
 
         stream.put(op)
 
-    def decode_images(self, datas, mode, stream):
-        """Decodes on the CPU (Pillow / simplejpeg) in place of nvImageCodec: None where that fails."""
+    def decode_supports_roi(self, mode):
+        return True
+
+    def decode_images(self, datas, mode, stream, regions=None):
+        """Decodes on the CPU (Pillow / simplejpeg) in place of nvImageCodec: None where that
+        fails; ``regions`` cut out of the decoded images."""
         from gpuaug.scheduler._decode import ImageDecodeError, decode_bytes
 
         out = []
-        for d in datas:
+        for j, d in enumerate(datas):
             try:
-                out.append(decode_bytes(d, None, mode, max_pixels=None))
+                a = decode_bytes(d, None, mode, max_pixels=None)
+                if regions is not None:
+                    t, l, h, w = regions[j]
+                    a = np.ascontiguousarray(a[t:t + h, l:l + w])
+                out.append(a)
             except ImageDecodeError:
                 out.append(None)
         with self._lock:

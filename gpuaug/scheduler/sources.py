@@ -265,6 +265,11 @@ class ImageFiles(Source):
             boxes from :func:`gpuaug.random.resized_crop_boxes`, ``scale`` / ``ratio``)
             resized to ``size`` in the same launch.
         scale, ratio: the random resized crop's area and aspect-ratio ranges.
+        roi: with ``crop="random"``: decode only each image's crop box (nvImageCodec's
+            region-of-interest decoding, as DALI's image_random_crop), then resize it. The
+            crop's outermost output pixels then blend with the box's own edge instead of the
+            pixels just outside it (at most half a pixel away). Ignored, with a warning, by an
+            nvImageCodec without regions.
         seed: seed of the crop boxes (None: fresh entropy).
 
     Example::
@@ -278,7 +283,7 @@ class ImageFiles(Source):
 
     def __init__(self, files, labels=None, size=None, mode="RGB", *, decode="cpu", on_error="raise",
                  max_pixels=DEFAULT_MAX_PIXELS, processes=None, crop=None, scale=(0.08, 1.0),
-                 ratio=(3 / 4, 4 / 3), seed=None):
+                 ratio=(3 / 4, 4 / 3), roi=False, seed=None):
         if isinstance(files, (str, bytes, os.PathLike)):
             raise TypeError(f"files: got a single path {files!r}; expected a list of image files "
                             "(or ImageFolder(root) for a directory)")
@@ -307,6 +312,11 @@ class ImageFiles(Source):
             raise ValueError(f"crop: got {crop!r} with decode={decode!r}, size={self.size}; a crop is made "
                              "by the GPU decode path and needs decode='gpu' and a size (on the CPU paths "
                              "put gpuaug.RandomResizedCrop in the augment)")
+        if not isinstance(roi, (bool, np.bool_)):
+            raise TypeError(f"roi: got {roi!r}; expected True or False")
+        if roi and crop != "random":
+            raise ValueError(f"roi: got True with crop={crop!r}; region-of-interest decoding needs crop='random'")
+        self.roi = bool(roi)
         self.decode, self.on_error, self.max_pixels = decode, on_error, max_pixels
         self.processes, self.crop = processes, crop
         self.scale, self.ratio = tuple(float(v) for v in scale), tuple(float(v) for v in ratio)
@@ -404,33 +414,55 @@ class ImageFiles(Source):
         return bad
 
     def read_encoded(self, indices):
-        """For GPU decoding: (list of bytes, or None where skipped; skipped [(pos, path, reason)]).
-        Headers are checked (recognisable image, ``max_pixels``) before the bytes go to the GPU."""
+        """For GPU decoding: (list of (bytes, (h, w)) or None where skipped; skipped [(pos, path,
+        reason)]). Headers are checked (recognisable image, ``max_pixels``) before the bytes go
+        to the GPU."""
         datas, bad = [], []
         for j, i in enumerate(indices):
             path = self.files[i]
             try:
                 d = read_file(path)
-                check_pixels(header_size(d, path), self.max_pixels, path)
-                datas.append(d)
+                hw = header_size(d, path)
+                check_pixels(hw, self.max_pixels, path)
+                datas.append((d, hw))
             except ImageDecodeError as e:
                 bad.append((j, *self._skip_or_raise(e)))
                 datas.append(None)
         return datas, bad
 
-    def finish(self, images):
+    def plan_decode(self, sizes, roi_ok):
+        """Before a batch is decoded on the GPU (copy thread, batches in order): (boxes for
+        :meth:`finish`, regions to decode or None) from the headers' (h, w) ``sizes``.
+        ``roi_ok``: the decoder can decode regions."""
+        if self.size is None:
+            return None, None
+        from gpuaug import random as R
+
+        sizes = np.asarray(sizes, np.int64).reshape(-1, 2)
+        if self.crop != "random":
+            return np.concatenate([np.zeros_like(sizes), sizes], axis=1), None
+        boxes = R.resized_crop_boxes(self._rng, sizes, self.scale, self.ratio)
+        if not self.roi:
+            return boxes, None
+        if not roi_ok:
+            if not getattr(self, "_roi_warned", False):
+                self._roi_warned = True
+                warnings.warn("roi=True: this nvImageCodec cannot decode regions; decoding whole images",
+                              RuntimeWarning, stacklevel=2)
+            return boxes, None
+        regions = [tuple(int(v) for v in b) for b in boxes]  # (top, left, height, width)
+        return np.concatenate([np.zeros_like(boxes[:, 2:]), boxes[:, 2:]], axis=1), regions
+
+    def finish(self, images, boxes=None):
         """On the compute stream, after GPU decoding: the list of decoded HWC device images
-        to the dense (N, h, w, C) batch (one ``gpuaug.resized_crop`` launch), or the list itself
-        without a ``size``."""
+        to the dense (N, h, w, C) batch (one ``gpuaug.resized_crop`` launch of ``boxes``, by
+        default the whole images), or the list itself without a ``size``."""
         if self.size is None or not images:
             return images
         import gpuaug
-        from gpuaug import random as R
 
-        sizes = np.asarray([a.shape[:2] for a in images], np.int64)
-        if self.crop == "random":
-            boxes = R.resized_crop_boxes(self._rng, sizes, self.scale, self.ratio)
-        else:
+        if boxes is None:
+            sizes = np.asarray([a.shape[:2] for a in images], np.int64)
             boxes = np.concatenate([np.zeros_like(sizes), sizes], axis=1)
         if isinstance(images[0], np.ndarray):  # FakeDevice (tests)
             xp = np

@@ -415,9 +415,9 @@ def part_folder():
         f"float32 NCHW on the GPU, {WORKERS} workers ==")
     sync = torch.cuda.synchronize
 
-    def sched_rows(decode, **kw):
+    def sched_rows(decode, roi=False, **kw):
         if decode == "gpu":
-            src = ImageFolder(root, size=(H, W), decode="gpu", crop="random", seed=0)
+            src = ImageFolder(root, size=(H, W), decode="gpu", crop="random", roi=roi, seed=0)
             aug = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(MEAN, STD)], seed=0)
         else:
             src = ImageFolder(root, size=(256, 256), decode=decode)
@@ -431,7 +431,7 @@ def part_folder():
             log(f"      stats: {st.images_per_s:,.0f} img/s, staging {st.fill_gb_per_s:.2f} GB/s, "
                 f"copy busy {st.copy_busy:.0%}, compute busy {st.compute_busy:.0%}, consumer wait "
                 f"{st.host_wait_mean_ms:.1f} ms/batch, skipped {st.skipped}")
-            s.timeline(os.path.join(OUT, f"sched_trace_folder_{decode}.json"))
+            s.timeline(os.path.join(OUT, f"sched_trace_folder_{decode}{'_roi' if roi else ''}.json"))
             return v
         finally:
             s.close()
@@ -461,6 +461,7 @@ def part_folder():
     folder_row(f"Scheduler decode='process' ({WORKERS})", lambda: sched_rows("process"))
     folder_row(f"Scheduler decode='cpu' ({WORKERS} thr)", lambda: sched_rows("cpu"))
     folder_row("Scheduler decode='gpu' crop=random", lambda: sched_rows("gpu"))
+    folder_row("Scheduler decode='gpu' crop=random roi", lambda: sched_rows("gpu", roi=True))
     f = RESULTS["folder"]
     tv_ = f.get(f"torchvision DataLoader ({WORKERS} procs)", {}).get("images_per_s")
     pr = f.get(f"Scheduler decode='process' ({WORKERS})", {}).get("images_per_s")
@@ -481,8 +482,8 @@ def part_check():
     root = RESULTS["folder"].get("root") or make_folder(FILES)
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)[:48]
     res = RESULTS["check"]
-    for crop in (None, "random"):
-        src = ImageFiles(files, size=(H, W), decode="gpu", crop=crop, seed=7)
+    for crop, roi in ((None, False), ("random", False), ("random", True)):
+        src = ImageFiles(files, size=(H, W), decode="gpu", crop=crop, roi=roi, seed=7)
         s = Scheduler(src, None, batch_size=16, workers=4)
         got = [cp.asnumpy(x) for x, _ in s]
         s.close()
@@ -493,6 +494,9 @@ def part_check():
             sizes = np.asarray([a.shape[:2] for a in full])
             boxes = (gpuaug.random.resized_crop_boxes(rng, sizes) if crop else
                      np.concatenate([np.zeros_like(sizes), sizes], axis=1))
+            if roi:  # the box decoded alone: the resize sees only the crop
+                full = [a[t:t + h, l:l + w] for a, (t, l, h, w) in zip(full, boxes)]
+                boxes = np.asarray([[0, 0, a.shape[0], a.shape[1]] for a in full])
             want = np.stack(gpuaug.resized_crop(full, boxes.astype(np.float32), (H, W)))
             diffs.append(np.abs(x.astype(np.int16) - want))
         d = np.concatenate([a.ravel() for a in diffs])
@@ -500,8 +504,8 @@ def part_check():
                "images": len(files)}
         # nvJPEG's IDCT / chroma upsampling differ from libjpeg-turbo's by a few levels
         row["ok"] = row["mean_abs"] <= 1.5 and row["p99"] <= 8
-        res[f"crop={crop}"] = row
-        log(f"  crop={crop!s:7s} {len(files)} images: mean |diff| {row['mean_abs']:.3f}, p99 {row['p99']:.0f}, "
+        res[f"crop={crop},roi={roi}"] = row
+        log(f"  crop={crop!s:7s} roi={roi!s:5s} {len(files)} images: mean |diff| {row['mean_abs']:.3f}, p99 {row['p99']:.0f}, "
             f"max {row['max']} -> {'OK' if row['ok'] else 'MISMATCH'}")
     # bad files through the GPU path: truncated / garbage JPEG bytes, raise and skip
     import tempfile
