@@ -13,9 +13,16 @@ What each op sends the operator (graph side, built here from the registry call):
 - the per-sample parameter row, in the column order the standalone op builds: constants become
   the ``params`` list argument, DataNodes (one value per sample, CPU, as DALI's own argument
   inputs) are cast to float32 and concatenated with constants into one per-sample vector;
-- columns that depend on the images' dtype (the value range 255 / 1) as ``dtype_cols``, and,
-  for rotate, the ``rotation`` program that makes OpenCV's inverse matrix from (angle, scale,
-  centre) and each image's size on the host, in double precision, as gpuaug does.
+- columns that depend on the images' dtype (the value range 255 / 1) as ``dtype_cols``;
+- a parameter *program* where the row needs host maths on the image size or in double precision,
+  run by the operator per sample, as gpuaug does it: ``rotation`` (OpenCV's inverse matrix from
+  angle, scale and centre, the centre defaulting to each image's), ``affine`` (the 2x3 matrix
+  inverted, singular ones refused naming ``matrix``);
+- colour ops: whether the grayscale mean is reduced first (contrast, color_jitter); warps: the
+  dense kernel for contiguous batches and a constant output ``size``.
+The operator launches the kernels the standalone op launches on the same batch (packed colour
+path, dense warp path, same partial-sum split for the mean), so outputs are bit-identical when
+the parameters are: DataNode values travel as float32 (DALI's argument type), as do constants.
 
 Which path runs (``gpuaug info`` shows it):
 - ``GPUAUG_DALI_NATIVE`` unset / ``auto``: native when the plugin loads and the op and its
@@ -27,11 +34,13 @@ Which path runs (``gpuaug info`` shows it):
   its alias ``"python"``) forces ``python_function`` (both run the CUDA C kernels); the default
   ``backend=None`` picks as above.
 
-Not native (they keep ``python_function``): ops whose parameters need host maths the
-operator does not do (crop/pad/resize/resized_crop/rot90/transpose: output shape;
-warp_perspective: the 3x3 inversion; normalize/crop_mirror_normalize: output dtype/layout; blurs, noise, erase,
-grid_mask, equalize, grayscale: other launch shapes or outputs), CHW layouts, GPU DataNode
-parameters, per-channel ``fill``. ``gd.compose`` / ``gd.policy`` are not native yet.
+Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
+(per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
+not a program yet), normalize and crop_mirror_normalize (other output dtype/layout), the blurs,
+sharpen, noise, erase, grid_mask, equalize, grayscale, channel_shuffle (other launch shapes,
+seeds or outputs); and calls with CHW layouts, GPU DataNode parameters, per-channel or
+per-sample ``fill``, per-sample constant arrays. ``gd.compose`` runs its native ops natively
+and fuses the rest; ``gd.policy`` (the fused policy kernel) is not native yet.
 
 Example::
 
