@@ -19,6 +19,13 @@ Resources and the event each waits for before it is reused (D = ``depth``):
   released it; the compute stream waits on the release event recorded on the
   consumer's stream, so the memory pool cannot hand it to a new kernel too early.
 
+File sources decoded on the GPU (``ImageFiles(..., decode="gpu")``) skip the pinned ring:
+the workers read the files' bytes (at most ``depth`` batches ahead of the decode), the copy
+thread decodes each batch with one batched nvImageCodec call on the copy stream (at most
+``depth`` batches ahead of the augment), and the compute thread makes the dense batch with
+one ``resized_crop`` launch before the augment. Samples a source skips (``on_error="skip"``)
+are cut out of their batch once it is filled (rows moved down, labels cut).
+
 Every device call goes through a :class:`~gpuaug.scheduler._device.Device`, so all of
 this is tested on the CPU with a FakeDevice.
 """
