@@ -20,6 +20,7 @@ which runs the whole scheduler on the CPU for tests). Nothing here imports CuPy 
 Scheduler is made for a GPU.
 """
 from gpuaug.scheduler._core import DeviceBatch, Scheduler, epoch_batches
+from gpuaug.scheduler._decode import DEFAULT_MAX_PIXELS, ImageDecodeError
 from gpuaug.scheduler._device import CudaDevice, Device, FakeDevice
 from gpuaug.scheduler.sources import (ArraySource, ImageFiles, ImageFolder, IterableSource, Layout, Source,
                                       as_source, decode_image)
@@ -27,4 +28,5 @@ from gpuaug.scheduler.telemetry import BatchTiming, Stats, ascii_timeline, chrom
 
 __all__ = ["Scheduler", "DeviceBatch", "epoch_batches", "Device", "CudaDevice", "FakeDevice",
            "ArraySource", "ImageFiles", "ImageFolder", "IterableSource", "Layout", "Source", "as_source",
-           "decode_image", "BatchTiming", "Stats", "ascii_timeline", "chrome_trace", "summarize"]
+           "decode_image", "BatchTiming", "Stats", "ascii_timeline", "chrome_trace", "summarize",
+           "ImageDecodeError", "DEFAULT_MAX_PIXELS"]
