@@ -37,7 +37,7 @@ Which path runs (``gpuaug info`` shows it):
 Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
 (per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
 not a program yet), normalize and crop_mirror_normalize (other output dtype/layout), the blurs,
-sharpen, noise, erase, grid_mask, equalize, grayscale, channel_shuffle (other launch shapes,
+sharpen, noise, erase, grid_mask, equalize, grayscale (other launch shapes,
 seeds or outputs); and calls with CHW layouts, GPU DataNode parameters, per-channel or
 per-sample ``fill``, per-sample constant arrays. ``gd.compose`` runs its native ops natively
 and fuses the rest; ``gd.policy`` (the fused policy kernel) is not native yet.
@@ -294,6 +294,7 @@ NATIVE_OPS = {
     "color_jitter": _colour("color_jitter", lambda a: [a["brightness"], a["contrast"], a["saturation"], a["hue"],
                                                       DTYPE(MAXV)], mean=_mean_flag(True, "contrast")),
     "color_twist": _colour("color_twist", lambda a: [a["matrix"], DTYPE(MAXV)], channels=(3, 4)),
+    "channel_shuffle": _colour("channel_shuffle", lambda a: [a["permutation"]]),
     "warp_affine": NativeOp("warp_affine.cu", "gpuaug_warp_affine", _affine_row, program="affine",
                             extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),
     "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra,
@@ -356,6 +357,8 @@ def _params_node(entries, width):
 
     for e in entries:
         if isinstance(e, DTYPE):
+            if col is None:
+                raise Unsupported("internal: a dtype column after a parameter of per-image width")
             dcols.append(col)
             dvals += [float(v) for v in e.values]
             consts.append(0.0)
@@ -368,16 +371,20 @@ def _params_node(entries, width):
             any_node = True
             flush()
             parts.append(fn.cast(fn.reshape(e, shape=[-1]), dtype=types.FLOAT))
-            col += width(e)
+            w = width(e)
+            if w is None and dcols:
+                raise Unsupported("internal: a dtype column before a parameter of per-image width")
+            col = None if (w is None or col is None) else col + w
         else:
             vals = [float(x) for x in np.asarray(e, np.float64).reshape(-1)]
             consts += vals
             pending += vals
-            col += len(vals)
+            col = None if col is None else col + len(vals)
+    num = -1 if col is None else col  # -1: the operator does not check the row's width
     if not any_node:
-        return consts, col, dcols, dvals
+        return consts, num, dcols, dvals
     flush()
-    return (parts[0] if len(parts) == 1 else fn.cat(*parts, axis=0)), col, dcols, dvals
+    return (parts[0] if len(parts) == 1 else fn.cat(*parts, axis=0)), num, dcols, dvals
 
 
 def native_node(step, data, nodes, *, forced=False, probe=False):
@@ -407,17 +414,21 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     args = {p.name: p.default for p in spec.params}
     args.update(step.consts)
     args.update(zip(step.node_params, nodes))
+    def size_of(shape):  # values per sample, None when the shape depends on the image ("C")
+        return int(np.prod(shape)) if all(isinstance(d, int) for d in shape) else None
+
     for p in spec.params:  # a constant with one value per sample: python_function takes it
         v = step.consts.get(p.name)
+        want = size_of(p.shape)
         if (v is not None and p.per_sample and p.kind not in ("size", "choice") and p.name != "fill"
-                and np.size(v) != int(np.prod(p.shape))):
+                and want is not None and np.size(v) != want):
             return no(f"{p.name}: a constant array of per-sample values (give a DataNode, e.g. from "
                       "fn.external_source, or backend='cuda')")
     shapes = {p.name: p.shape for p in spec.params}
 
     def width(node):
         name = next(k for k, v in args.items() if v is node)
-        return int(np.prod(shapes[name])) if shapes[name] else 1
+        return size_of(shapes[name])
 
     try:
         entries = nat.row(args)
