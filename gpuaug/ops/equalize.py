@@ -79,6 +79,10 @@ def _tables_cuda(b, stream):
     return tables
 
 
+#: Samples per histogram pass of the Numba twins (bounds their scratch memory).
+_HIST_CHUNK = 4096
+
+
 def _tables_numba(b, target, stream):
     """Passes 1 and 2 with the Numba twins (CPU, or CUDA / the simulator)."""
     from gpuaug._run import _launch
@@ -88,15 +92,20 @@ def _tables_numba(b, target, stream):
         xp = b.xp
         n, c = b.n, b.channels
         is_float = float(b.dtype != np.uint8)
-        hist = xp.zeros((n, c, 256), np.int64)
         tables = xp.empty((n, c * 256 + 1), np.float64 if target == "cpu" else np.float32)
-        hk = hist_kernel(target)
-        items = [(b.nhwc, hist)] if not b.varshape else [(b.views[i][None], hist[i:i + 1]) for i in range(n)]
-        for s, h in items:
-            if s.dtype == np.float16:
-                s = s.astype(np.float32)
-            _launch(hk, target, b, s.shape, (s, h, is_float))
-        _launch(lut_kernel(target), target, b, (n, c, 1), (hist, tables, is_float))
+        hk, lk = hist_kernel(target), lut_kernel(target)
+        # Histograms in chunks of samples: (N, C, 256) int64 at once was 600 MB for 100,000
+        # images (a 2 GB peak with the tables and the float16 copy), whatever their size.
+        for i in range(0, n, _HIST_CHUNK):
+            j = min(n, i + _HIST_CHUNK)
+            hist = xp.zeros((j - i, c, 256), np.int64)
+            items = ([(b.nhwc[i:j], hist)] if not b.varshape else
+                     [(b.views[k][None], hist[k - i:k - i + 1]) for k in range(i, j)])
+            for s, h in items:
+                if s.dtype == np.float16:
+                    s = s.astype(np.float32)
+                _launch(hk, target, b, s.shape, (s, h, is_float))
+            _launch(lk, target, b, (j - i, c, 1), (hist, tables[i:j], is_float))
         return tables
 
     if not b.device:
