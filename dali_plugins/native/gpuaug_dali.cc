@@ -508,6 +508,12 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const size_t dev_bytes = part_off + size_t(n) * nparts * sizeof(double);
     CUdeviceptr dev = 0;
     GA_CU(op_, A.cuMemAllocAsync(&dev, dev_bytes, stream));
+    // freed stream-ordered behind the kernels, also when a launch or a compile throws
+    struct Free {
+      CUdeviceptr p;
+      CUstream s;
+      ~Free() { api().cuMemFreeAsync(p, s); }
+    } free_guard{dev, stream};
     GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
     staging_.record(op_, slot, stream);
 
@@ -548,7 +554,6 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8;
       GA_CU(op_, A.cuLaunchKernel(fn, gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
     }
-    GA_CU(op_, A.cuMemFreeAsync(dev, stream));
   }
 
  private:
