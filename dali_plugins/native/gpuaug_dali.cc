@@ -521,7 +521,6 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     std::string name = kernel_ + (packed ? "_packed" : "") + targs;
     for (int e : template_extra_) name += ", " + std::to_string(e);
     name += ">";
-    CUfunction fn = function(name);
 
     CUdeviceptr src_t = dev, dst_t = dev + tab_bytes, par_d = dev + par_off;
     int Pi = static_cast<int>(P), ni = n;
@@ -549,10 +548,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                                   dargs, nullptr));
     } else if (packed) {
       if (items > 0)
-        GA_CU(op_, A.cuLaunchKernel(fn, unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+        GA_CU(op_, A.cuLaunchKernel(function(name), unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
     } else if (hmax > 0 && wmax > 0) {
       const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8;
-      GA_CU(op_, A.cuLaunchKernel(fn, gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
+      GA_CU(op_, A.cuLaunchKernel(function(name), gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
     }
   }
 
