@@ -118,7 +118,7 @@ def main(argv=None):
             def g(x, be=be, op=op, kw=kw):
                 k = dict(kw)
                 k["horizontal" if op == "flip" else "angle"] = (fn.random.coin_flip(seed=11) if op == "flip"
-                                                               else u(-30, 30))
+                                                               else fn.random.uniform(range=[-30, 30], seed=12))
                 return getattr(gd, op)(x, **k, backend=be)
             p = build(g, exec_async=False, exec_pipelined=False)
             (o,) = p.run()
