@@ -46,6 +46,7 @@ import numpy as np
 from gpuaug.scheduler import telemetry as T
 from gpuaug.scheduler._device import Device
 from gpuaug.scheduler._decode import ImageDecodeError
+from gpuaug.scheduler._memcpy import copy_into
 from gpuaug.scheduler.sources import ArraySource, Layout, Source, as_source, layout_of
 
 OUTPUTS = ("cupy", "torch")
@@ -587,7 +588,7 @@ class _Run:
             for i in range(a, b):
                 np.copyto(rec.host[i], rec.x[i])
         else:
-            np.copyto(rec.host[a:b], rec.x[a:b])
+            copy_into(rec.host[a:b], rec.x[a:b])
         t1 = time.perf_counter()
         bad = [(a + j, p, r) for j, p, r in bad] if isinstance(bad, list) and bad else []
         with self.lock:
