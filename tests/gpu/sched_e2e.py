@@ -349,6 +349,9 @@ def part_mem():
         rt.freeHost(ptr)
         log(f"  streaming copy, 1 thread: {m['nontemporal_copy_1_thread_gb_per_s']:.2f} GB/s "
             f"(memcpy 1 thread {m['memcpy_1_gb_per_s']:.2f})")
+    except Exception as e:  # noqa: BLE001 - the knob's failure must not cost the other rows
+        log(f"  nontemporal rows FAILED: {type(e).__name__}: {e}")
+        traceback.print_exc(file=LOG)
     finally:
         os.environ.pop("GPUAUG_STAGING_COPY", None)
     rows["pin_source"] = run_sched(x, "pin_source", pin_source=True)
