@@ -376,8 +376,8 @@ def part_mem():
 # ------------------------------------------------------------------------------------------
 # Part B: a JPEG folder
 # ------------------------------------------------------------------------------------------
-MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+MEAN01, STD01 = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # gpuaug.Normalize: [0, 1] units
+MEAN, STD = tuple(255 * m for m in MEAN01), tuple(255 * v for v in STD01)  # torch on uint8 values
 
 
 def make_folder(n):
@@ -442,11 +442,11 @@ def part_folder():
     def sched_rows(decode, roi=False, **kw):
         if decode == "gpu":
             src = ImageFolder(root, size=(H, W), decode="gpu", crop="random", roi=roi, seed=0)
-            aug = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(MEAN, STD)], seed=0)
+            aug = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(MEAN01, STD01)], seed=0)
         else:
             src = ImageFolder(root, size=(256, 256), decode=decode)
             aug = gpuaug.Compose([gpuaug.RandomResizedCrop(H), gpuaug.RandomHorizontalFlip(),
-                                  gpuaug.Normalize(MEAN, STD)], seed=0)
+                                  gpuaug.Normalize(MEAN01, STD01)], seed=0)
         s = Scheduler(src, aug, batch_size=B, workers=WORKERS, shuffle=True, seed=0, drop_last=True,
                       output="torch", **kw)
         try:
