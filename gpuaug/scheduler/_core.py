@@ -54,8 +54,9 @@ RECYCLE = ("next", "manual")
 #: Upper bounds of Scheduler(workers=, depth=): more only costs memory and contention.
 MAX_WORKERS, MAX_DEPTH = 256, 64
 # An in-memory batch is split into at most one chunk per worker, each >= 4 MiB: few lock
-# round trips and Python steps per batch, and copies long enough for glibc's memcpy to use
-# its large-copy (non-temporal store) path, which spares the memory bus the H2D also needs.
+# round trips and Python steps per batch (was up to 2 per worker of >= 1 MiB). glibc's
+# memcpy still writes these through the cache (its non-temporal threshold is ~3/4 of the
+# shared cache); GPUAUG_STAGING_COPY=nontemporal streams them (gpuaug/scheduler/_memcpy.py).
 _CHUNK_BYTES = 4 << 20
 
 
