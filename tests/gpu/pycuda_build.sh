@@ -13,6 +13,7 @@
 #   PYCUDA_SITE       where pycuda is installed (default /tmp/site, the kit's PYTHONPATH dir)
 #   PYCUDA_BUILD_DIR  scratch (default /tmp/pycuda-build)
 #   PYCUDA_JOBS       parallel compiles (default: the number of cores)
+#   PYCUDA_REBUILD=1  build again although $SITE already has an importable pycuda
 #   PYCUDA_ONLY_BUILD=1   stop after the build (what a machine without a GPU can check)
 #   PYCUDA_SKIP_SETUP=1   do not source tests/gpu/setup.sh (already done, or not wanted)
 #   PYCUDA_FIND_LINKS  one more wheel folder (e.g. cp311 markupsafe/siphash24 for a local try)
@@ -48,6 +49,15 @@ export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 mkdir -p "$SITE"
 
+# ---- already built (a warm machine)? -----------------------------------------------------
+skip_build=0
+if [ "${PYCUDA_REBUILD:-0}" != 1 ] && ls "$SITE"/pycuda/_driver*.so > /dev/null 2>&1 \
+   && "$PY" -c "import pycuda.driver" > /dev/null 2>&1; then
+  skip_build=1
+  say "pycuda already installed in $SITE and importable: not rebuilt (PYCUDA_REBUILD=1 forces it)"
+fi
+
+if [ $skip_build = 0 ]; then
 # ---- inputs ---------------------------------------------------------------------------
 sdist=$(ls "$KITDIR"/pycuda-*.tar.gz 2>/dev/null | sort -V | tail -n 1)
 [ -n "$sdist" ] || fail "no $KITDIR/pycuda-*.tar.gz: carry .pycuda (see the README's pycuda paragraph)"
@@ -195,6 +205,7 @@ say "$(basename "$ext") needs: $(readelf -d "$ext" 2>/dev/null | grep -o 'NEEDED
 if command -v readelf > /dev/null; then
   readelf -d "$ext" | grep -q 'libcuda\.so' || fail "$(basename "$ext") does not link libcuda"
 fi
+fi  # skip_build
 
 if [ "${PYCUDA_ONLY_BUILD:-0}" = 1 ]; then
   say "build only: done in $((SECONDS - t_start)) s"
