@@ -207,7 +207,7 @@ def main(argv=None):
         except Exception as e:  # noqa: BLE001 - report and go on to the other variant
             print(f"Scheduler pin_source={pin!s:5}: failed: {type(e).__name__}: {str(e)[:200]}")
             continue
-        e2e_s = st.gb_per_s
+        e2e_s = st.bytes / st.span_s / 1e9  # over the GPU's span, as for the recipe
         print(f"Scheduler pin_source={pin!s:5}: link {st.copy_gb_per_s:.1f} GB/s = "
               f"{st.copy_gb_per_s / pinned:.0%} of pinned; end to end {e2e_s:.1f} GB/s = {e2e_s / pinned:.0%}; "
               f"overlap {st.overlap:.0%}; copy busy {st.copy_busy:.0%}, compute busy {st.compute_busy:.0%}")
