@@ -38,6 +38,7 @@ import numpy as np
 import pytest
 
 import gpuaug
+from gpuaug._batch import as_batch
 from gpuaug._stream import check_stream, stream_ptr
 from gpuaug._util import is_cuda_array
 
@@ -213,7 +214,7 @@ def test_op_on_gpuarray_equals_cupy(pc, name):
 
     # input: a GPUArray, viewed in place (pointer equality), result equal to CuPy's
     xg = gpuarray.to_gpu(x)
-    view = gpuaug._batch.as_batch(xg).arrays[0]
+    view = as_batch(xg).arrays[0]
     assert view.data.ptr == int(xg.gpudata), "the op's view of a GPUArray must be the GPUArray's memory"
     y = spec.func(xg, **kw)
     assert isinstance(y, cp.ndarray)
@@ -258,7 +259,7 @@ def test_varshape_list_of_gpuarrays(pc):
     rng = np.random.default_rng(5)
     xs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((9, 17), (31, 4), (16, 16))]
     xg = [gpuarray.to_gpu(a) for a in xs]
-    b = gpuaug._batch.as_batch(xg)
+    b = as_batch(xg)
     assert [v.data.ptr for v in b.views] == [int(g.gpudata) for g in xg]
     outs = [gpuarray.empty(a.shape, a.dtype) for a in xs]
     s = drv.Stream()
