@@ -16,7 +16,7 @@ setup(
                  "gpuaug.dali.native": "dali_plugins/native"},
     # gpuaug.dali.native: the C++ DALI plugin's source, compiled on first use (see its __init__)
     package_data={"gpuaug.kernels": ["*.cu", "*.cuh"], "gpuaug": ["data/*.png"],
-                  "gpuaug.dali.native": ["*.cc"]},
+                  "gpuaug.dali.native": ["*.cc", "*.h"]},
     install_requires=[
         # numba-cuda 0.30 breaks on NumPy 2.5 (numpy.row_stack is gone)
         "numpy>=1.24,<2.5",

@@ -86,6 +86,121 @@ def test_kernel_sources_compile_with_nvrtc():
             nvrtc.destroyProgram(prog)
 
 
+HOST_SHIM = r"""
+#include "gpuaug_host.h"
+extern "C" {
+int rotation_row(const float *r, long long h, long long w, int C, int ti, float *out) {
+  return gpuaug_host::rotation_row(r, h, w, C, ti, out);
+}
+int affine_row(const float *r, int C, int ti, float *out, double *det) {
+  return gpuaug_host::affine_row(r, C, ti, out, det);
+}
+int packed_layout(const long long *st, const long long *dt, int n, int ci, int co, int es, long long *items) {
+  return gpuaug_host::packed_layout((const int64_t *)st, (const int64_t *)dt, n, ci, co, es, items);
+}
+int mean_parts(int sms, int n, long long items) { return gpuaug_host::mean_parts(sms, n, items); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    """gpuaug_host.h (the operator's host logic) compiled alone, through ctypes."""
+    import ctypes
+    import shutil
+
+    from gpuaug.dali import native
+
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        pytest.skip("no C++ compiler (g++/c++) to compile gpuaug_host.h")
+    d = tmp_path_factory.mktemp("host")
+    (d / "shim.cc").write_text(HOST_SHIM)
+    r = subprocess.run([cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{native.HERE}", str(d / "shim.cc"),
+                        "-o", str(d / "shim.so")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = ctypes.CDLL(str(d / "shim.so"))
+    f32, f64, i64 = (np.ctypeslib.ndpointer(t, flags="C") for t in (np.float32, np.float64, np.int64))
+    lib.rotation_row.argtypes = [f32, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, f32]
+    lib.affine_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
+    lib.packed_layout.argtypes = [i64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.POINTER(ctypes.c_longlong)]
+    return lib
+
+
+def test_host_rotation_program_matches_rotation_inverse(host):
+    """The operator's rotation rows == the standalone op's (float32, bit for bit)."""
+    from gpuaug._batch import as_batch
+    from gpuaug.ops import _warp
+
+    rng = np.random.default_rng(5)
+    n = 400
+    angle = np.concatenate([rng.uniform(-360, 360, n - 8), [0, 90, -90, 180, 270, 45, -180, 720]]).astype(np.float32)
+    scale = rng.uniform(0.5, 2, n).astype(np.float32)
+    for h, w, center in ((33, 47, None), (224, 224, None), (31, 64, (10.25, 3.5))):
+        b = as_batch(np.zeros((n, h, w, 3), np.uint8))
+        inv = _warp.rotation_inverse(b, angle.astype(np.float64), center, scale.astype(np.float64))
+        want = _warp.params_matrix(b, 1, 3, inv, 7).astype(np.float32)
+        cx, cy = (np.nan, np.nan) if center is None else center
+        for i in range(n):
+            row = np.array([angle[i], scale[i], cx, cy, 1, 3, 7, 7, 7], np.float32)
+            out = np.zeros(11, np.float32)
+            assert host.rotation_row(row, h, w, 3, 0, out) == 0
+            np.testing.assert_array_equal(out, want[i], err_msg=f"angle {angle[i]} scale {scale[i]} {h}x{w} {center}")
+    out = np.zeros(11, np.float32)
+    assert host.rotation_row(np.array([10, 0, np.nan, np.nan, 1, 0, 0, 0, 0], np.float32), 8, 8, 3, 0, out) == 1
+
+
+def test_host_affine_program_matches_invert_affine(host):
+    from gpuaug.ops import _warp
+
+    rng = np.random.default_rng(6)
+    m = rng.uniform(-2, 2, (300, 2, 3)).astype(np.float32)
+    inv, det = _warp.invert_affine(m.astype(np.float64), np)
+    for i in range(len(m)):
+        row = np.concatenate([m[i].reshape(-1), [0, 1, 0, 0, 0, 0]]).astype(np.float32)
+        out, d = np.zeros(11, np.float32), np.zeros(1)
+        assert host.affine_row(row, 3, 0, out, d) == 0
+        np.testing.assert_array_equal(out[2:8], inv[i].astype(np.float32), err_msg=f"matrix {m[i].tolist()}")
+        assert out[:2].tolist() == [1, 0]
+    singular = np.array([1, 2, 3, 2, 4, 6, 0, 1, 0, 0, 0, 0], np.float32)
+    out, d = np.zeros(11, np.float32), np.zeros(1)
+    assert host.affine_row(singular, 3, 0, out, d) == 1
+    given = np.array([1, 2, 3, 2, 4, 6, 1, 1, 0, 5, 6, 7], np.float32)  # inverse_map: taken as it is
+    assert host.affine_row(given, 3, 2, out, d) == 0 and out[2:8].tolist() == [1, 2, 3, 2, 4, 6] and out[8] == 7
+
+
+def test_host_packed_layout_and_mean_parts_match_the_colour_plan(host):
+    import ctypes
+
+    from gpuaug.ops import _colour
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(1, 6))
+        c = int(rng.choice([1, 3, 4]))
+        es = int(rng.choice([1, 2, 4]))
+        h, w = rng.integers(1, 40, n), rng.integers(1, 40, n)
+        def table(base):
+            t = np.zeros((n, 6), np.int64)
+            t[:, 0] = base + rng.integers(0, 64, n) * es
+            t[:, 1], t[:, 2], t[:, 3], t[:, 4], t[:, 5] = h, w, w * c, c, 1
+            if trial % 7 == 0:
+                t[0, 3] += 1  # a padded row: not packed
+            return t
+        st, dt = table(1 << 20), table(1 << 24)
+        for dst in (dt, None):
+            want_ok, want_items = _colour.packed_layout(st, dst, c, c, es)
+            items = ctypes.c_longlong(0)
+            ok = host.packed_layout(st, None if dst is None else dst.ctypes.data, n, c, c, es, ctypes.byref(items))
+            assert bool(ok) == want_ok
+            if want_ok:
+                assert items.value == want_items
+    for sms, n, items in ((132, 4, 97), (132, 256, 3136), (114, 1, 10 ** 6), (132, 1000, 5)):
+        want = max(1, min(_colour.MAX_PARTS, -(-4 * sms // n), -(-items // _colour.BLOCK)))
+        assert host.mean_parts(sms, n, items) == want
+
+
 def test_plugin_builds_loads_and_registers_the_schema(plugin):
     from nvidia.dali import backend, fn
 

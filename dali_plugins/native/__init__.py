@@ -36,6 +36,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ("gpuaug_dali.cc",)
+HEADERS = ("gpuaug_host.h",)  # included by the source: part of the cache key
 LIBRARY = "libgpuaug_dali.so"
 # DALI 2.4's headers use C++20 bit-field initialisers, which g++ accepts in C++17 mode with a warning.
 CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wno-c++20-extensions")
@@ -125,7 +126,7 @@ def build_command(out_path):
 
 def build_key(cmd, dali_version):
     h = hashlib.sha256()
-    for s in SOURCES:
+    for s in SOURCES + HEADERS:
         with open(os.path.join(HERE, s), "rb") as f:
             h.update(f.read())
     h.update(" ".join(cmd[:1] + cmd[1:]).encode())

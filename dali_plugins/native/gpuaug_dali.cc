@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "dali/pipeline/operator/operator.h"
+#include "gpuaug_host.h"
 
 namespace gpuaug_dali {
 
@@ -317,21 +318,6 @@ static const char *ctype(DALIDataType t) {
 
 static int type_size(DALIDataType t) { return t == ::DALI_UINT8 ? 1 : t == ::DALI_FLOAT16 ? 2 : 4; }
 
-// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry._cos_sin).
-static void cos_sin_deg(double deg, double *c, double *s) {
-  const double r = deg * (M_PI / 180.0);
-  *c = std::cos(r);
-  *s = std::sin(r);
-  const double q90 = deg / 90.0;
-  const double q = std::nearbyint(q90);  // numpy.round: half to even
-  if (q90 == q) {
-    const int k = static_cast<int>(((static_cast<long long>(q) % 4) + 4) % 4);
-    static const double cs[4] = {1.0, 0.0, -1.0, 0.0}, sn[4] = {0.0, 1.0, 0.0, -1.0};
-    *c = cs[k];
-    *s = sn[k];
-  }
-}
-
 class Kernel : public dali::Operator<dali::GPUBackend> {
  public:
   explicit Kernel(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
@@ -493,15 +479,14 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     bool sum_packed = false;
     int nparts = 0;
     if (colour) {
-      packed = packed_layout(st, dt, n, C, C, es, &items);
+      packed = gpuaug_host::packed_layout(st, dt, n, C, C, es, &items);
       if (mean_ >= 0) {
-        sum_packed = packed_layout(st, nullptr, n, C, C, es, &sum_items);
+        sum_packed = gpuaug_host::packed_layout(st, nullptr, n, C, C, es, &sum_items);
         if (!sum_packed) {
           sum_items = 0;
           for (int i = 0; i < n; ++i) sum_items = std::max<long long>(sum_items, st[6 * i + 1] * st[6 * i + 2]);
         }
-        const long long a = (4LL * sms() + n - 1) / n, b = (sum_items + 255) / 256;
-        nparts = static_cast<int>(std::max<long long>(1, std::min<long long>(32, std::min(a, b))));
+        nparts = gpuaug_host::mean_parts(sms(), n, sum_items);
       }
     }
     const size_t part_off = (total + 7) / 8 * 8;
@@ -534,7 +519,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       GA_CU(op_, A.cuLaunchKernel(sum, nparts, gz, 1, 256, 1, 1, 0, stream, sargs, nullptr));
     }
     void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
-    if (!dense_kernel_.empty() && dense_batch(st, dt, n, C, es)) {
+    if (!dense_kernel_.empty() && gpuaug_host::dense_batch(st, dt, n, C, es)) {
       // gpuaug/ops/_warp.py's dense_fast: C-contiguous uniform batches take <name>_dense (no
       // tables, 32-bit offsets), the kernel the standalone op runs on such a batch.
       std::string dname = dense_kernel_ + targs;
@@ -571,76 +556,32 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     return sms_;
   }
 
-  // _colour.packed_layout: every sample packed HWC and 16-byte aligned at a common pixel k < 16;
-  // items: the largest per-sample work-item count of the packed kernels.
-  static bool packed_layout(const int64_t *st, const int64_t *dt, int n, int ci, int co, int es, long long *items) {
-    const int g = 16 / es;
-    *items = 0;
-    for (int i = 0; i < n; ++i) {
-      const int64_t *a = st + 6 * i, *b = dt ? dt + 6 * i : nullptr;
-      auto packed = [](const int64_t *t, int c) {
-        return t[5] == 1 && t[4] == c && (t[3] == t[2] * c || t[1] == 1);
-      };
-      if (!packed(a, ci) || (b && !packed(b, co))) return false;
-      int head = -1;
-      for (int k = 0; k < 16 && head < 0; ++k) {
-        bool hit = (uint64_t(a[0]) + uint64_t(k) * ci * es) % 16 == 0;
-        if (b) hit = hit && (uint64_t(b[0]) + uint64_t(k) * co * es) % 16 == 0;
-        if (hit) head = k;
-      }
-      if (head < 0) return false;
-      const long long hw = a[1] * a[2];
-      const long long ng = hw > head ? (hw - head) / g : 0;
-      *items = std::max(*items, hw - ng * (g - 1));
-    }
-    return true;
-  }
-
-  // Every sample h x w x C, back to back from the first one, in the input and in the output.
-  static bool dense_batch(const int64_t *st, const int64_t *dt, int n, int C, int es) {
-    const int64_t bytes = st[1] * st[2] * C * es, obytes = dt[1] * dt[2] * C * es;
-    for (int i = 0; i < n; ++i) {
-      const int64_t *a = st + 6 * i, *b = dt + 6 * i;
-      if (a[1] != st[1] || a[2] != st[2] || b[1] != dt[1] || b[2] != dt[2] || a[0] != st[0] + i * bytes ||
-          b[0] != dt[0] + i * obytes)
-        return false;
-    }
-    return true;
-  }
-
-  // [m (2 x 3, source -> destination), inverse_map, interp, border, fill as uint8 / float16 / float32]
-  //   -> [interp, border, destination -> source (6), fill * C]; gpuaug/ops/_warp.py's invert_affine
-  //   and check_invertible, in double precision.
+  // Parameter programs (gpuaug_host.h): one row per sample, errors naming the argument.
   void affine(std::vector<std::vector<float>> *rows, int C, int ti) {
     for (size_t i = 0; i < rows->size(); ++i) {
       auto &r = (*rows)[i];
       DALI_ENFORCE(r.size() == 12, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
                                        std::to_string(r.size()) + " values; the affine program expects 12");
-      const double a = r[0], b = r[1], c = r[2], d = r[3], e = r[4], f = r[5];
-      double inv[6];
-      if (r[6] != 0.f) {
-        for (int k = 0; k < 6; ++k) inv[k] = r[k];
-      } else {
-        const double det = a * e - b * d;
-        const double norms = std::hypot(a, b) * std::hypot(d, e);
-        const double q = 1.0 / det;
-        inv[0] = e * q;
-        inv[1] = -b * q;
-        inv[3] = -d * q;
-        inv[4] = a * q;
-        inv[2] = -(inv[0] * c + inv[1] * f);
-        inv[5] = -(inv[3] * c + inv[4] * f);
-        bool finite = true;
-        for (double v : inv) finite = finite && std::isfinite(v);
-        DALI_ENFORCE(std::fabs(det) > 1e-12 * norms && finite,
-                     op_ + ": argument 'matrix': sample " + std::to_string(i) + " is singular or numerically so "
-                     "(determinant " + std::to_string(det) + "); expected an invertible matrix");
-      }
       std::vector<float> o(8 + C);
-      o[0] = r[7];
-      o[1] = r[8];
-      for (int k = 0; k < 6; ++k) o[2 + k] = float(inv[k]);
-      for (int ch = 0; ch < C; ++ch) o[8 + ch] = r[9 + ti];
+      double det = 0;
+      DALI_ENFORCE(gpuaug_host::affine_row(r.data(), C, ti, o.data(), &det) == 0,
+                   op_ + ": argument 'matrix': sample " + std::to_string(i) + " is singular or numerically so "
+                   "(determinant " + std::to_string(det) + "); expected an invertible matrix");
+      r.swap(o);
+    }
+  }
+
+  void rotation(const dali::TensorList<dali::GPUBackend> &in, std::vector<std::vector<float>> *rows, int C,
+                int ti) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 9, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                      std::to_string(r.size()) + " values; the rotation program expects 9");
+      const auto &s = in.tensor_shape(i);
+      std::vector<float> o(8 + C);
+      DALI_ENFORCE(gpuaug_host::rotation_row(r.data(), s[0], s[1], C, ti, o.data()) == 0,
+                   op_ + ": argument 'scale': got 0 for sample " + std::to_string(i) +
+                   "; expected non-zero numbers (0 collapses the image to a point)");
       r.swap(o);
     }
   }
@@ -649,38 +590,6 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
     return s;
-  }
-
-  // [angle, scale, cx, cy, interp, border, fill as uint8, as float16, as float32]
-  //   -> [interp, border, inv(6), fill * C]
-  void rotation(const dali::TensorList<dali::GPUBackend> &in, std::vector<std::vector<float>> *rows, int C,
-                int ti) {
-    for (size_t i = 0; i < rows->size(); ++i) {
-      auto &r = (*rows)[i];
-      DALI_ENFORCE(r.size() == 9, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
-                                      std::to_string(r.size()) + " values; the rotation program expects 9");
-      const double angle = r[0], scale = r[1];
-      DALI_ENFORCE(scale != 0.0, op_ + ": argument 'scale': got 0 for sample " + std::to_string(i) +
-                                     "; expected non-zero numbers (0 collapses the image to a point)");
-      const auto &s = in.tensor_shape(i);
-      const double cx = std::isnan(r[2]) ? (double(s[1]) - 1) / 2 : double(r[2]);
-      const double cy = std::isnan(r[3]) ? (double(s[0]) - 1) / 2 : double(r[3]);
-      double c, sn;
-      cos_sin_deg(angle, &c, &sn);
-      const double k = 1.0 / scale;
-      const double a00 = c * k, a01 = -sn * k;
-      std::vector<float> o(8 + C);
-      o[0] = r[4];
-      o[1] = r[5];
-      o[2] = float(a00);
-      o[3] = float(a01);
-      o[4] = float(cx - a00 * cx - a01 * cy);
-      o[5] = float(-a01);
-      o[6] = float(a00);
-      o[7] = float(cy + a01 * cx - a00 * cy);
-      for (int ch = 0; ch < C; ++ch) o[8 + ch] = r[6 + ti];
-      r.swap(o);
-    }
   }
 
   std::string op_, source_, kernel_, signature_, program_, dense_kernel_;
