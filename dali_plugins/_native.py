@@ -36,7 +36,7 @@ Which path runs (``gpuaug info`` shows it):
 
 Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
 (per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
-not a program yet), normalize and crop_mirror_normalize (other output dtype/layout), the blurs,
+not a program yet), normalize (its kernel's template differs from crop_mirror_normalize's), the blurs,
 sharpen, noise, erase, grid_mask, equalize, grayscale (other launch shapes,
 seeds or outputs); and calls with CHW layouts, GPU DataNode parameters, per-channel or
 per-sample ``fill``, per-sample constant arrays. ``gd.compose`` runs its native ops natively
@@ -202,6 +202,7 @@ class NativeOp:
     mean: object = None  # colour ops with a grayscale mean: args -> -1 (skip) / 0 / 1 (brightness first)
     dense: str = ""  # warp ops: the kernel the op runs on C-contiguous uniform batches
     out_size: object = None  # warp ops: args -> (h, w) of every output, or None (the input's)
+    out: object = None  # signature "cmn": args -> dict(out_dtype=..., out_layout=..., pad_output=...)
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,35 @@ def _out_size(a):
     return tuple(int(v) for v in host_size(a["size"], "size"))
 
 
+def _cmn_row(a):
+    """[crop_pos (2), mirror, mean (k), std (k)], k = 1 or C (the operator's "cmn" program)."""
+    m, sd = a["mean"], a["std"]
+    if _is_node(m) != _is_node(sd):
+        raise Unsupported("mean/std: give both as constants or both as DataNodes of the same width")
+    if not _is_node(m):
+        m, sd = np.asarray(m, np.float64).reshape(-1), np.asarray(sd, np.float64).reshape(-1)
+        if m.size != sd.size:
+            if min(m.size, sd.size) != 1:
+                raise Unsupported("mean/std: constants of different lengths")
+            k = max(m.size, sd.size)
+            m, sd = np.broadcast_to(m, (k,)), np.broadcast_to(sd, (k,))
+    pos = a["crop_pos"]
+    if not _is_node(pos):
+        pos = np.asarray(pos, np.float64).reshape(-1)
+        if pos.size != 2:
+            raise Unsupported("crop_pos: a per-sample (N, 2) constant; give a DataNode or one (y, x)")
+    return [pos, _flag(a["mirror"]), m, sd]
+
+
+def _cmn_out(a):
+    lay = {"NCHW": "CHW", "NHWC": "HWC", "CHW": "CHW", "HWC": "HWC"}[a["output_layout"] or "NCHW"]
+    return dict(out_dtype=str(np.dtype(a["dtype"])), out_layout=lay, pad_output=bool(a["pad_output"]))
+
+
+def _crop_size(a):
+    return None if a.get("crop") is None else _out_size({"size": a["crop"]})
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -297,6 +327,8 @@ NATIVE_OPS = {
     "channel_shuffle": _colour("channel_shuffle", lambda a: [a["permutation"]]),
     "warp_affine": NativeOp("warp_affine.cu", "gpuaug_warp_affine", _affine_row, program="affine",
                             extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),
+    "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
+                                      signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
     "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra,
                        dense="gpuaug_rotate_dense"),
 }
@@ -328,13 +360,17 @@ def _check_constants(step, args):
                 return
             kw[k] = ex[k]
     c = 3 if 3 in spec.channels else spec.channels[0]
+    side = 8  # large enough for any constant window (crop) the op checks against the image
+    for p in spec.params:
+        if p.kind == "size" and kw.get(p.name) is not None:
+            side = max(side, int(np.max(np.asarray(kw[p.name], np.float64))))
 
     def stop(*a):
         raise _Stop
 
     tok = PLAN_HOOK.set(stop)
     try:
-        spec.func(np.zeros((1, 8, 8, c), np.uint8), **kw, backend="cpu")
+        spec.func(np.zeros((1, side, side, c), np.uint8), **kw, backend="cpu")
     except _Stop:
         pass
     except (ValueError, TypeError) as e:
@@ -456,5 +492,7 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     size = nat.out_size(args) if nat.out_size else None
     if size is not None:
         kw["out_size"] = list(size)
+    if nat.out:
+        kw.update(nat.out(args))
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

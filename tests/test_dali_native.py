@@ -66,6 +66,10 @@ def test_kernel_sources_compile_with_nvrtc():
                  for c in nat.channels for suffix in ("", "_packed")[:2 if nat.signature == "colour" else 1]]
         if nat.dense:
             names += [f"{nat.dense}<{ctypes[d]}, {c}{extra}>" for d in ctypes for c in nat.channels]
+        if nat.signature == "cmn":
+            names = [f"{nat.kernel}{v}<{ctypes[d]}, {c}, {o}, {co}{pl}>" for d in ctypes for c in nat.channels
+                     for o in ("float", "gpuaug::half") for co in {c, 4 if c == 3 else c}
+                     for v, pl in (("", ""), ("_vec", ", true"), ("_vec", ", false"))]
         if nat.mean is not None:
             names += [f"gpuaug_gray_sum{sfx}<{ctypes[d]}, {c}, {b}>" for d in ctypes for c in nat.channels
                       for b in (0, 1) for sfx in ("", "_packed")]
@@ -436,18 +440,27 @@ def _images(dtype, varshape, c, seed=1):
     return out
 
 
-def _per_sample(op):
-    """The registry example's per-sample values, as float32 (what DALI nodes carry)."""
+def _per_sample(op, h=H, w=W):
+    """The registry example's per-sample values, as float32 / int32 (what DALI nodes carry), and
+    its host-only values (sizes, modes) as they are."""
     spec = gpuaug.registry[op]
-    kw = spec.example(np.random.default_rng(3), N, H, W) if spec.example else {}
-    per = {}
+    by_name = {p.name: p for p in spec.params}
+    kw = spec.example(np.random.default_rng(3), N, h, w) if spec.example else {}
+    per, host = {}, {}
     for k, v in kw.items():
         a = np.asarray(v)
-        if a.dtype == bool or np.issubdtype(a.dtype, np.integer):
+        p = by_name[k]
+        if p.kind == "size" or not p.per_sample or a.ndim == 0 or a.shape[0] != N:
+            host[k] = v
+        elif a.dtype == bool or np.issubdtype(a.dtype, np.integer):
             per[k] = a.astype(np.int32)
         else:
             per[k] = a.astype(np.float32)
-    return per
+    if not host:
+        return per
+    per_host = dict(per)
+    per_host["__host__"] = host
+    return per_host
 
 
 def _run(graph, n_out=1):
@@ -485,6 +498,7 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
     c = 3 if 3 in spec.channels else spec.channels[-1]
     imgs = _images(dtype, varshape, c)
     per = _per_sample(op)
+    host = per.pop("__host__", {})
     if op == "solarize" and dtype != "uint8":  # thresholds live in the dtype's range [0, 1]
         per["threshold"] = (per["threshold"] / 255).astype(np.float32)
     flags = {p.name for p in spec.params if p.kind == "bool"}
@@ -493,10 +507,12 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
         return v.astype(bool) if k in flags else v.astype(np.int64 if v.dtype == np.int32 else np.float64)
 
     if per_sample:
-        consts, ref_kw = {}, {k: ref_value(k, v) for k, v in per.items()}
+        consts, ref_kw = dict(host), {k: ref_value(k, v) for k, v in per.items()}
+        ref_kw.update(host)
     else:
         consts = {k: (bool(v[0]) if k in flags else int(v[0]) if v.dtype == np.int32 else
                       (v[0].astype(np.float64).tolist() if v.ndim > 1 else float(v[0]))) for k, v in per.items()}
+        consts.update(host)
         ref_kw = consts
 
     def graph():
@@ -524,7 +540,7 @@ def test_native_warp_affine_with_an_output_size(varshape, plugin):
     from nvidia.dali import fn
 
     imgs = _images("uint8", varshape, 3)
-    m = _per_sample("warp_affine")["matrix"]
+    m = _per_sample("warp_affine")["matrix"]  # (N, 2, 3) float32
 
     def graph():
         x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")

@@ -333,6 +333,15 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     mean_ = spec.GetArgument<int>("mean");
     dense_kernel_ = spec.GetArgument<std::string>("dense_kernel");
     out_size_ = spec.GetRepeatedArgument<int>("out_size");
+    out_dtype_ = spec.GetArgument<std::string>("out_dtype");
+    out_layout_ = spec.GetArgument<std::string>("out_layout");
+    pad_output_ = spec.GetArgument<bool>("pad_output");
+    DALI_ENFORCE(out_dtype_.empty() || out_dtype_ == "float32" || out_dtype_ == "float16",
+                 op_ + ": argument 'dtype': got '" + out_dtype_ + "'; expected 'float32' or 'float16'");
+    DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
+                 op_ + ": argument 'output_layout': got '" + out_layout_ + "'; expected 'HWC' or 'CHW'");
+    DALI_ENFORCE((out_dtype_.empty() && out_layout_ == "HWC" && !pad_output_) || signature_ == "cmn",
+                 op_ + ": arguments 'out_dtype' / 'out_layout' / 'pad_output' are for signature 'cmn'");
     DALI_ENFORCE(out_size_.empty() || (out_size_.size() == 2 && out_size_[0] > 0 && out_size_[1] > 0),
                  op_ + ": argument 'size': got " + std::to_string(out_size_.size()) +
                  " values; expected (height, width), both > 0");
@@ -345,12 +354,13 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  op_ + ": argument 'dtype_values': got " + std::to_string(dtype_values_.size()) +
                  " values; expected 3 (uint8, float16, float32) per entry of 'dtype_cols' (" +
                  std::to_string(dtype_cols_.size()) + ")");
-    DALI_ENFORCE(signature_ == "generic" || signature_ == "colour",
-                 op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic' or 'colour'");
-    DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine",
-                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation' or 'affine'");
-    DALI_ENFORCE(out_size_.empty() || signature_ == "generic",
-                 op_ + ": argument 'out_size': only for signature 'generic' (warps)");
+    DALI_ENFORCE(signature_ == "generic" || signature_ == "colour" || signature_ == "cmn",
+                 op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
+    DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" || program_ == "cmn",
+                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine' "
+                 "or 'cmn'");
+    DALI_ENFORCE(out_size_.empty() || signature_ != "colour",
+                 op_ + ": argument 'out_size': not for signature 'colour'");
     DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
     DALI_ENFORCE(!kernel_.empty(), op_ + ": argument 'kernel': empty; expected a kernel template name");
   }
@@ -379,10 +389,19 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     output_desc.resize(1);
     output_desc[0].shape = in.shape();
-    if (!out_size_.empty())
-      for (int i = 0; i < n; ++i)
-        output_desc[0].shape.set_tensor_shape(i, dali::TensorShape<>{out_size_[0], out_size_[1], in.tensor_shape(i)[2]});
-    output_desc[0].type = t;
+    for (int i = 0; i < n; ++i) {
+      const auto &s = in.tensor_shape(i);
+      const int64_t h = out_size_.empty() ? s[0] : out_size_[0], w = out_size_.empty() ? s[1] : out_size_[1];
+      if (!out_size_.empty() && signature_ == "cmn")
+        DALI_ENFORCE(h <= s[0] && w <= s[1], op_ + ": argument 'crop': got (" + std::to_string(h) + ", " +
+                                                 std::to_string(w) + "); sample " + std::to_string(i) + " is " +
+                                                 std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                                                 "; expected a window no larger than every image");
+      const int64_t co = out_channels(static_cast<int>(s[2]));
+      output_desc[0].shape.set_tensor_shape(
+          i, out_layout_ == "CHW" ? dali::TensorShape<>{co, h, w} : dali::TensorShape<>{h, w, co});
+    }
+    output_desc[0].type = out_dtype_.empty() ? t : out_dtype_ == "float16" ? ::DALI_FLOAT16 : ::DALI_FLOAT;
     return true;
   }
 
@@ -391,7 +410,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
     const auto &in = ws.Input<dali::GPUBackend>(0);
     auto &out = ws.Output<dali::GPUBackend>(0);
-    out.SetLayout("HWC");
+    out.SetLayout(out_layout_);
     const int n = in.num_samples();
     if (n == 0) return;
     const DALIDataType t = in.type();
@@ -439,6 +458,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     if (program_ == "rotation") rotation(in, &rows, C, ti);
     if (program_ == "affine") affine(&rows, C, ti);
+    if (program_ == "cmn") cmn(&rows, C);
     const size_t P = rows[0].size();
     for (int i = 1; i < n; ++i)
       DALI_ENFORCE(rows[i].size() == P, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
@@ -462,8 +482,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                                " channels, sample 0 has " + std::to_string(C));
       int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * c, c, 1};
       const auto &os = out.tensor_shape(i);
-      const int64_t oh = os[0], ow = os[1];
-      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), oh, ow, ow * c, c, 1};
+      const bool chw = out_layout_ == "CHW";
+      const int64_t oh = chw ? os[1] : os[0], ow = chw ? os[2] : os[1], oc = chw ? os[0] : os[2];
+      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), oh, ow,
+                        chw ? ow : ow * oc, chw ? 1 : oc, chw ? oh * ow : 1};
       std::memcpy(st + 6 * i, src, sizeof(src));
       std::memcpy(dt + 6 * i, dst, sizeof(dst));
       hmax = std::max<int>(hmax, oh);
@@ -519,7 +541,21 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       GA_CU(op_, A.cuLaunchKernel(sum, nparts, gz, 1, 256, 1, 1, 0, stream, sargs, nullptr));
     }
     void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
-    if (!dense_kernel_.empty() && gpuaug_host::dense_batch(st, dt, n, C, es)) {
+    if (signature_ == "cmn") {
+      // gpuaug/ops/crop_mirror_normalize.py: <T, C, O, CO>; _intensity.cmn_vec_fast's vector path
+      const int co = out_channels(C);
+      const int osz = out_dtype_ == "float16" ? 2 : 4;
+      const std::string o = out_dtype_ == "float16" ? "gpuaug::half" : "float";
+      const std::string cargs = targs + ", " + o + ", " + std::to_string(co);
+      const int planar = gpuaug_host::cmn_vec_layout(dt, n, co, osz);
+      if (planar >= 0) {
+        CUfunction vf = function(kernel_ + "_vec" + cargs + (planar ? ", true>" : ", false>"));
+        GA_CU(op_, A.cuLaunchKernel(vf, (wmax + 127) / 128, (hmax + 31) / 32, gz, 32, 8, 1, 0, stream, args, nullptr));
+      } else if (hmax > 0 && wmax > 0) {
+        GA_CU(op_, A.cuLaunchKernel(function(kernel_ + cargs + ">"), (wmax + 31) / 32, (hmax + 7) / 8, gz, 32, 8, 1, 0,
+                                    stream, args, nullptr));
+      }
+    } else if (!dense_kernel_.empty() && gpuaug_host::dense_batch(st, dt, n, C, es)) {
       // gpuaug/ops/_warp.py's dense_fast: C-contiguous uniform batches take <name>_dense (no
       // tables, 32-bit offsets), the kernel the standalone op runs on such a batch.
       std::string dname = dense_kernel_ + targs;
@@ -586,13 +622,40 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
+  int out_channels(int c) const { return pad_output_ && c == 3 ? 4 : c; }
+
+  // [crop_pos y, x, mirror, mean (k), std (k)], k = 1 or C -> [pos y, x, mirror, 0, 0, mean (C), std (C)]
+  // (the two size columns are read by the Numba twins only).
+  void cmn(std::vector<std::vector<float>> *rows, int C) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      const size_t k = r.size() >= 3 ? (r.size() - 3) / 2 : 0;
+      DALI_ENFORCE(r.size() >= 5 && (r.size() - 3) % 2 == 0 && (k == 1 || k == size_t(C)),
+                   op_ + ": arguments 'mean' / 'std': sample " + std::to_string(i) + " gives " +
+                   std::to_string(r.size() >= 3 ? r.size() - 3 : 0) + " values; expected 1 or " +
+                   std::to_string(C) + " (one per channel) for each");
+      std::vector<float> o(5 + 2 * C, 0.f);
+      o[0] = r[0];
+      o[1] = r[1];
+      o[2] = r[2];
+      for (int c = 0; c < C; ++c) {
+        o[5 + c] = r[3 + (k == 1 ? 0 : c)];
+        o[5 + C + c] = r[3 + k + (k == 1 ? 0 : c)];
+        DALI_ENFORCE(o[5 + C + c] != 0.f, op_ + ": argument 'std': sample " + std::to_string(i) +
+                                              " has a zero; expected non-zero numbers");
+      }
+      r.swap(o);
+    }
+  }
+
   static std::string join(const std::vector<int> &v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
     return s;
   }
 
-  std::string op_, source_, kernel_, signature_, program_, dense_kernel_;
+  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_;
+  bool pad_output_ = false;
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
@@ -627,6 +690,9 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
                     std::vector<float>{})
     .AddOptionalArg("out_size", "Warps: the output (height, width) of every sample; empty: the input's.",
                     std::vector<int>{})
+    .AddOptionalArg("out_dtype", "signature 'cmn': output dtype, 'float32' or 'float16'.", std::string(""))
+    .AddOptionalArg("out_layout", "signature 'cmn': output layout, 'HWC' or 'CHW'.", std::string("HWC"))
+    .AddOptionalArg("pad_output", "signature 'cmn': a 4th channel of zeros for 3-channel images.", false)
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
                     "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "

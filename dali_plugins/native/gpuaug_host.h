@@ -124,4 +124,24 @@ inline bool dense_batch(const int64_t *st, const int64_t *dt, int n, int C, int 
   return true;
 }
 
+// _intensity.cmn_vec_fast: 1 (planar, CHW) or 0 (interleaved) when the vector kernel can store
+// four output values at a time (every row a whole number of aligned 4-value vectors), else -1.
+// dt: the output's tables (strides in elements); osz: output element size.
+inline int cmn_vec_layout(const int64_t *dt, int n, int co, int osz) {
+  const int64_t unit = 4 * osz;
+  bool planar = true, inter = true;
+  for (int i = 0; i < n; ++i) {
+    const int64_t *t = dt + 6 * i;
+    planar = planar && t[4] == 1;
+    inter = inter && t[4] == co && t[5] == 1;
+  }
+  if (!planar && !inter) return -1;
+  for (int i = 0; i < n; ++i) {
+    const int64_t *t = dt + 6 * i;
+    if (t[2] % 4 || t[0] % unit || (t[3] * osz) % unit) return -1;
+    if (planar && co > 1 && (t[5] * osz) % unit) return -1;
+  }
+  return planar ? 1 : 0;
+}
+
 }  // namespace gpuaug_host
