@@ -36,7 +36,7 @@ Which path runs (``gpuaug info`` shows it):
 
 Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
 (per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
-not a program yet), normalize (its kernel's template differs from crop_mirror_normalize's), the blurs,
+not a program yet), the blurs,
 sharpen, noise, erase, grid_mask, equalize, grayscale (other launch shapes,
 seeds or outputs); and calls with CHW layouts, GPU DataNode parameters, per-channel or
 per-sample ``fill``, per-sample constant arrays. ``gd.compose`` runs its native ops natively
@@ -286,6 +286,15 @@ def _cmn_out(a):
     return dict(out_dtype=str(np.dtype(a["dtype"])), out_layout=lay, pad_output=bool(a["pad_output"]))
 
 
+def _normalize_row(a):
+    return _cmn_row(dict(a, crop_pos=(0.0, 0.0), mirror=False))
+
+
+def _normalize_out(a):
+    lay = {"NCHW": "CHW", "NHWC": "HWC", "CHW": "CHW", "HWC": "HWC"}[a["output_layout"] or "NHWC"]
+    return dict(out_dtype=str(np.dtype(a["dtype"])), out_layout=lay, cmn_co=False)
+
+
 def _crop_size(a):
     return None if a.get("crop") is None else _out_size({"size": a["crop"]})
 
@@ -329,6 +338,8 @@ NATIVE_OPS = {
                             extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
+    "normalize": NativeOp("normalize.cu", "gpuaug_normalize", _normalize_row, signature="cmn", program="cmn",
+                          out=_normalize_out),
     "rotate": NativeOp("rotate.cu", "gpuaug_rotate", _rotate_row, program="rotation", extra=_rotate_extra,
                        dense="gpuaug_rotate_dense"),
 }

@@ -67,8 +67,9 @@ def test_kernel_sources_compile_with_nvrtc():
         if nat.dense:
             names += [f"{nat.dense}<{ctypes[d]}, {c}{extra}>" for d in ctypes for c in nat.channels]
         if nat.signature == "cmn":
-            names = [f"{nat.kernel}{v}<{ctypes[d]}, {c}, {o}, {co}{pl}>" for d in ctypes for c in nat.channels
-                     for o in ("float", "gpuaug::half") for co in {c, 4 if c == 3 else c}
+            cos = (lambda c: {c, 4 if c == 3 else c}) if op == "crop_mirror_normalize" else (lambda c: {None})
+            names = [f"{nat.kernel}{v}<{ctypes[d]}, {c}, {o}{'' if co is None else f', {co}'}{pl}>"
+                     for d in ctypes for c in nat.channels for o in ("float", "gpuaug::half") for co in cos(c)
                      for v, pl in (("", ""), ("_vec", ", true"), ("_vec", ", false"))]
         if nat.mean is not None:
             names += [f"gpuaug_gray_sum{sfx}<{ctypes[d]}, {c}, {b}>" for d in ctypes for c in nat.channels

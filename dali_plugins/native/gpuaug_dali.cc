@@ -336,6 +336,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     out_dtype_ = spec.GetArgument<std::string>("out_dtype");
     out_layout_ = spec.GetArgument<std::string>("out_layout");
     pad_output_ = spec.GetArgument<bool>("pad_output");
+    cmn_co_ = spec.GetArgument<bool>("cmn_co");
     DALI_ENFORCE(out_dtype_.empty() || out_dtype_ == "float32" || out_dtype_ == "float16",
                  op_ + ": argument 'dtype': got '" + out_dtype_ + "'; expected 'float32' or 'float16'");
     DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
@@ -546,7 +547,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       const int co = out_channels(C);
       const int osz = out_dtype_ == "float16" ? 2 : 4;
       const std::string o = out_dtype_ == "float16" ? "gpuaug::half" : "float";
-      const std::string cargs = targs + ", " + o + ", " + std::to_string(co);
+      const std::string cargs = targs + ", " + o + (cmn_co_ ? ", " + std::to_string(co) : std::string());
       const int planar = gpuaug_host::cmn_vec_layout(dt, n, co, osz);
       if (planar >= 0) {
         CUfunction vf = function(kernel_ + "_vec" + cargs + (planar ? ", true>" : ", false>"));
@@ -655,7 +656,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
   std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_;
-  bool pad_output_ = false;
+  bool pad_output_ = false, cmn_co_ = true;
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
@@ -692,6 +693,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
                     std::vector<int>{})
     .AddOptionalArg("out_dtype", "signature 'cmn': output dtype, 'float32' or 'float16'.", std::string(""))
     .AddOptionalArg("out_layout", "signature 'cmn': output layout, 'HWC' or 'CHW'.", std::string("HWC"))
+    .AddOptionalArg("cmn_co", "signature 'cmn': the kernels take the output channel count as their 4th "
+                    "template argument (crop_mirror_normalize; normalize's do not).", true)
     .AddOptionalArg("pad_output", "signature 'cmn': a 4th channel of zeros for 3-channel images.", false)
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
                     "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
