@@ -511,8 +511,14 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
         consts, ref_kw = dict(host), {k: ref_value(k, v) for k, v in per.items()}
         ref_kw.update(host)
     else:
-        consts = {k: (bool(v[0]) if k in flags else int(v[0]) if v.dtype == np.int32 else
-                      (v[0].astype(np.float64).tolist() if v.ndim > 1 else float(v[0]))) for k, v in per.items()}
+        def first(k, v):  # sample 0's value as a constant for the whole batch
+            if k in flags:
+                return bool(v[0])
+            if v.ndim > 1:
+                return v[0].tolist() if v.dtype == np.int32 else v[0].astype(np.float64).tolist()
+            return int(v[0]) if v.dtype == np.int32 else float(v[0])
+
+        consts = {k: first(k, v) for k, v in per.items()}
         consts.update(host)
         ref_kw = consts
 
