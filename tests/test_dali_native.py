@@ -514,8 +514,10 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
         def first(k, v):  # sample 0's value as a constant for the whole batch
             if k in flags:
                 return bool(v[0])
-            if v.ndim > 1:
+            if v.ndim > 1 and v[0].size > 1:
                 return v[0].tolist() if v.dtype == np.int32 else v[0].astype(np.float64).tolist()
+            if v.ndim > 1:  # (N, 1): one number per sample
+                v = v.reshape(len(v))
             return int(v[0]) if v.dtype == np.int32 else float(v[0])
 
         consts = {k: first(k, v) for k, v in per.items()}
