@@ -494,6 +494,7 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         return no(str(e))
     from nvidia.dali import fn
 
+    checks = _shape_checks([e for e in entries if _is_node(e)], args, shapes)
     kw = dict(op=step.op, source=kernel_source(nat.file), kernel=nat.kernel,
               template_extra=list(nat.extra(args)) if nat.extra else [], channels=list(nat.channels),
               signature=nat.signature, program=nat.program, dtype_cols=dcols, dtype_values=dvals,
@@ -505,5 +506,25 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw["out_size"] = list(size)
     if nat.out:
         kw.update(nat.out(args))
+    kw.update(checks)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)
+
+
+def _shape_checks(nodes, args, shapes):
+    """Arguments that let the operator check each DataNode parameter's per-sample shape and name
+    it in the error: ``node_shapes`` (per sample, for every node: ndim, dims; from fn.shapes),
+    ``node_names`` and ``node_expect`` (ndim, dims; -1 where the registry says "C")."""
+    if not nodes:
+        return {}
+    from nvidia.dali import fn, types
+
+    parts, names, expect = [], [], []
+    for node in nodes:
+        name = next(k for k, v in args.items() if v is node)
+        shape = shapes[name]
+        names.append(name)
+        expect += [len(shape)] + [d if isinstance(d, int) else -1 for d in shape]
+        dims = node.shape(dtype=types.INT32)
+        parts += [dims.shape(dtype=types.INT32), dims]
+    return dict(node_shapes=fn.cat(*parts, axis=0), node_names=names, node_expect=expect)

@@ -331,6 +331,132 @@ def test_parameter_rows_match_the_standalone_op(plugin):
     del types
 
 
+def _const(value):
+    """An external_source callback without arguments (DALI passes an index to callbacks that take
+    one, default arguments included)."""
+    return lambda: value
+
+
+def test_node_shapes_reach_the_operator_for_its_checks(plugin):
+    """Per sample, for each DataNode parameter: ndim then dims (what the operator checks, naming
+    the parameter, against node_expect)."""
+    from gpuaug.dali import _native
+    from nvidia.dali import fn, pipeline_def
+
+    a = [np.float32(1.5)] * N
+    m = [np.ones((2, 3), np.float32)] * N
+    v = [np.ones(3, np.int32)] * N
+    meta = {}
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=None)
+    def pipe():
+        nodes = [fn.external_source(source=_const(s), batch=True) for s in (a, m, v)]
+        args = dict(zip(("angle", "matrix", "permutation"), nodes))
+        checks = _native._shape_checks(nodes, args, {"angle": (), "matrix": (2, 3), "permutation": ("C",)})
+        meta.update(checks)
+        return checks["node_shapes"]
+
+    p = pipe()
+    p.build()
+    (out,) = p.run()
+    for t in out:
+        assert np.array(t).tolist() == [0, 2, 2, 3, 1, 3]
+    assert meta["node_names"] == ["angle", "matrix", "permutation"]
+    assert meta["node_expect"] == [0, 2, 2, 3, 1, -1]
+
+
+@pytest.mark.parametrize("per_sample", [False, True], ids=["constants", "nodes"])
+def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_sample, plugin, host, monkeypatch):
+    """CPU emulation of the parameter path: the rows DALI builds (constants, DataNodes, DALI
+    arithmetic) after the operator's dtype columns and programs (gpuaug_host.h) equal the (N, P)
+    matrix the standalone op hands its kernel (captured with gpuaug._run.PLAN_HOOK)."""
+    import nvidia.dali.fn as dfn
+    from gpuaug._run import PLAN_HOOK
+    from gpuaug.dali import _native
+    from gpuaug.dali._ops import step_for
+    from nvidia.dali import fn, pipeline_def
+
+    seen = {}
+
+    def kernel(data, params=None, **kw):  # stands in for fn.gpuaug.kernel: outputs what it would get
+        seen.update(kw, params=params)
+        return params if not isinstance(params, list) else data
+
+    monkeypatch.setattr(dfn.gpuaug, "kernel", kernel)
+
+    class Stop(Exception):
+        pass
+
+    for op in sorted(_native.NATIVE_OPS):
+        spec = gpuaug.registry[op]
+        c = 3 if 3 in spec.channels else spec.channels[-1]
+        per = _per_sample(op)
+        host_kw = per.pop("__host__", {})
+        flags = {p.name for p in spec.params if p.kind == "bool"}
+        if per_sample:
+            consts = dict(host_kw)
+            ref_kw = {k: (v.astype(bool) if k in flags else v.astype(np.int64 if v.dtype == np.int32 else np.float64))
+                      for k, v in per.items()}
+        else:
+            consts = {k: (bool(v[0]) if k in flags else v[0].tolist() if v.ndim > 1 and v[0].size > 1 else
+                          (int(v.reshape(N, -1)[0, 0]) if v.dtype == np.int32 else float(v.reshape(N, -1)[0, 0])))
+                      for k, v in per.items()}
+            ref_kw = {k: (v if not isinstance(v, list) else np.asarray(v)) for k, v in consts.items()}
+            consts.update(host_kw)
+        ref_kw.update(host_kw)
+        seen.clear()
+        images = np.random.default_rng(1).integers(0, 256, (N, 40, 50, c)).astype(np.uint8)
+
+        @pipeline_def(batch_size=N, num_threads=1, device_id=None)
+        def pipe():
+            x = fn.external_source(source=_const([images[i] for i in range(N)]), batch=True, layout="HWC")
+            nodes = {k: fn.external_source(source=_const([v[i] for i in range(N)]), batch=True)
+                     for k, v in per.items()} if per_sample else {}
+            step, step_nodes = step_for(op, x, dict(consts, **nodes), "HWC")
+            out = _native.native_node(step, x, step_nodes, forced=True)
+            return out
+
+        p = pipe()
+        p.build()
+        (out,) = p.run()
+        params = seen["params"]
+        rows = (np.stack([np.array(t) for t in out]).astype(np.float32) if not isinstance(params, list) else
+                np.tile(np.asarray(params, np.float32), (N, 1)))
+        for col, vals in zip(seen.get("dtype_cols", []), np.reshape(seen.get("dtype_values", []), (-1, 3))):
+            rows[:, col] = vals[0]  # uint8 images
+        want = {}
+
+        def hook(batch, kernels, prm, *a):
+            want["m"] = np.asarray(prm, np.float64)
+            raise Stop
+
+        tok = PLAN_HOOK.set(hook)
+        try:
+            spec.func(images, **ref_kw, backend="cpu")
+        except Stop:
+            pass
+        finally:
+            PLAN_HOOK.reset(tok)
+        m = want["m"].astype(np.float32)
+        program = seen.get("program", "identity")
+        if program == "rotation":
+            got = np.zeros((N, 8 + c), np.float32)
+            for i in range(N):
+                assert host.rotation_row(np.ascontiguousarray(rows[i]), 40, 50, c, 0, got[i]) == 0
+            rows = got
+        elif program == "affine":
+            got, det = np.zeros((N, 8 + c), np.float32), np.zeros(1)
+            for i in range(N):
+                assert host.affine_row(np.ascontiguousarray(rows[i]), c, 0, got[i], det) == 0
+            rows = got
+        elif program == "cmn":  # [pos (2), mirror, mean (k), std (k)] -> [pos, mirror, h, w, mean (C), std (C)]
+            k = (rows.shape[1] - 3) // 2
+            mean = np.broadcast_to(rows[:, 3:3 + k], (N, c))
+            std = np.broadcast_to(rows[:, 3 + k:], (N, c))
+            rows = np.concatenate([rows[:, :3], m[:, 3:5], mean, std], axis=1)  # sizes: read by the Numba twins only
+        np.testing.assert_array_equal(rows, m[:, :rows.shape[1]], err_msg=f"{op} ({'nodes' if per_sample else 'constants'})")
+
+
 def test_constant_rows_and_rotation_program_inputs(plugin):
     from gpuaug.dali import _native
 
@@ -526,7 +652,7 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
 
     def graph():
         x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
-        nodes = {k: fn.external_source(source=(lambda v=v: [v[i] for i in range(N)]), batch=True)
+        nodes = {k: fn.external_source(source=_const([v[i] for i in range(N)]), batch=True)
                  for k, v in per.items()} if per_sample else {}
         return getattr(gd, op)(x, **consts, **nodes, backend="native")
 
@@ -623,7 +749,8 @@ def test_bad_arguments_raise_a_dali_error_naming_op_and_argument(plugin):
         ctr = fn.external_source(source=lambda: bad_center, batch=True)
         return gd.rotate(x, angle=10.0, center=ctr, backend="native")
 
-    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: argument 'params'"):
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: argument 'center': sample 0 has shape \(3,\); "
+                                            r"expected \(2,\)"):
         _run(graph)
 
     gray = [a[..., :2].copy() for a in imgs]  # 2 channels: refused by the op's channel list
@@ -632,7 +759,7 @@ def test_bad_arguments_raise_a_dali_error_naming_op_and_argument(plugin):
         x = fn.external_source(source=lambda: gray, batch=True, device="gpu", layout="HWC")
         return gd.flip(x, horizontal=True, backend="native")
 
-    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.flip: input 'data'.*2 channels"):
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.flip: x: got 2 channels"):
         _run(graph2)
 
     # the process is fine and a new pipeline runs

@@ -330,6 +330,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     channels_ = spec.GetRepeatedArgument<int>("channels");
     device_ = spec.GetArgument<int>("device_id");
     num_params_ = spec.GetArgument<int>("num_params");
+    node_names_ = spec.GetRepeatedArgument<std::string>("node_names");
+    node_expect_ = spec.GetRepeatedArgument<int>("node_expect");
     mean_ = spec.GetArgument<int>("mean");
     dense_kernel_ = spec.GetArgument<std::string>("dense_kernel");
     out_size_ = spec.GetRepeatedArgument<int>("out_size");
@@ -370,9 +372,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   bool SetupImpl(std::vector<dali::OutputDesc> &output_desc, const dali::Workspace &ws) override {
     const auto &in = ws.Input<dali::GPUBackend>(0);
     const DALIDataType t = in.type();
-    DALI_ENFORCE(ctype(t) != nullptr, op_ + ": input 'data': got type " + dali::to_string(t) +
-                                          "; expected uint8, float16 or float32 images");
-    DALI_ENFORCE(in.sample_dim() == 3, op_ + ": input 'data': got " + std::to_string(in.sample_dim()) +
+    DALI_ENFORCE(ctype(t) != nullptr, op_ + ": x: got dtype " + dali::to_string(t) +
+                                          "; expected one of uint8, float16, float32");
+    DALI_ENFORCE(in.sample_dim() == 3, op_ + ": x: got " + std::to_string(in.sample_dim()) +
                                            "-D samples; expected HWC images (3-D)");
     const auto &layout = in.GetLayout();
     DALI_ENFORCE(layout.empty() || layout == "HWC",
@@ -383,10 +385,11 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       const auto &s = in.tensor_shape(i);
       bool okc = false;
       for (int c : channels_) okc |= s[2] == c;
-      DALI_ENFORCE(okc, op_ + ": input 'data': sample " + std::to_string(i) + " has " + std::to_string(s[2]) +
-                            " channels; this op accepts " + join(channels_));
+      DALI_ENFORCE(okc, op_ + ": x: got " + std::to_string(s[2]) + " channels (sample " + std::to_string(i) +
+                            "); expected one of " + join(channels_));
       DALI_ENFORCE(s[0] * s[1] * s[2] <= 2147483647LL,
-                   op_ + ": input 'data': sample " + std::to_string(i) + " holds over 2**31 - 1 elements");
+                   op_ + ": x: sample " + std::to_string(i) + " holds over 2**31 - 1 elements (the kernels "
+                   "index within an image with 32-bit integers)");
     }
     output_desc.resize(1);
     output_desc[0].shape = in.shape();
@@ -443,6 +446,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       auto v = spec_.GetRepeatedArgument<float>("params");
       for (auto &r : rows) r = v;
     }
+    check_node_shapes(ws, n);
     for (int i = 0; i < n; ++i)
       DALI_ENFORCE(num_params_ < 0 || rows[i].size() == size_t(num_params_),
                    op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
@@ -479,8 +483,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     for (int i = 0; i < n; ++i) {
       const auto &s = in.tensor_shape(i);
       const int64_t h = s[0], w = s[1], c = s[2];
-      DALI_ENFORCE(c == C, op_ + ": input 'data': sample " + std::to_string(i) + " has " + std::to_string(c) +
-                               " channels, sample 0 has " + std::to_string(C));
+      DALI_ENFORCE(c == C, op_ + ": x: got " + std::to_string(c) + " channels in sample " + std::to_string(i) +
+                               " and " + std::to_string(C) + " in sample 0; expected one channel count for the batch");
       int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * c, c, 1};
       const auto &os = out.tensor_shape(i);
       const bool chw = out_layout_ == "CHW";
@@ -625,6 +629,45 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
 
   int out_channels(int c) const { return pad_output_ && c == 3 ? 4 : c; }
 
+  static std::string shape_str(const int *d, int nd) {
+    std::string s = "(";
+    for (int k = 0; k < nd; ++k) s += (k ? ", " : "") + (d[k] < 0 ? std::string("C") : std::to_string(d[k]));
+    return s + (nd == 1 ? ",)" : ")");
+  }
+
+  // Each DataNode parameter's per-sample shape against the registry's (node_shapes: per sample,
+  // for every node, ndim then dims), so a wrong shape names the parameter, as gpuaug does.
+  void check_node_shapes(const dali::Workspace &ws, int n) {
+    if (node_names_.empty() || !spec_.HasTensorArgument("node_shapes")) return;
+    const auto &sh = ws.ArgumentInput("node_shapes");
+    DALI_ENFORCE(sh.type() == ::DALI_INT32, op_ + ": argument 'node_shapes': expected int32");
+    for (int i = 0; i < n && i < sh.num_samples(); ++i) {
+      const int *v = sh.tensor<int>(i);
+      const int64_t len = sh.tensor_shape(i).num_elements();
+      int64_t pos = 0;
+      size_t e = 0;
+      for (size_t k = 0; k < node_names_.size(); ++k) {
+        DALI_ENFORCE(pos < len && e < node_expect_.size(), op_ + ": argument 'node_shapes': too short");
+        const int nd = v[pos];
+        const int *dims = v + pos + 1;
+        const int end = node_expect_[e];
+        const int *want = node_expect_.data() + e + 1;
+        bool ok;
+        if (end == 0) {  // a number: () or (1,)
+          ok = nd == 0 || (nd == 1 && dims[0] == 1);
+        } else {
+          ok = nd == end;
+          for (int d = 0; ok && d < nd; ++d) ok = want[d] < 0 || dims[d] == want[d];
+        }
+        DALI_ENFORCE(ok, op_ + ": argument '" + node_names_[k] + "': sample " + std::to_string(i) + " has shape " +
+                             shape_str(dims, nd) + "; expected " + (end == 0 ? std::string("a number") : shape_str(want, end)) +
+                             " per sample");
+        pos += 1 + nd;
+        e += 1 + end;
+      }
+    }
+  }
+
   // [crop_pos y, x, mirror, mean (k), std (k)], k = 1 or C -> [pos y, x, mirror, 0, 0, mean (C), std (C)]
   // (the two size columns are read by the Numba twins only).
   void cmn(std::vector<std::vector<float>> *rows, int C) {
@@ -657,7 +700,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
 
   std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_;
   bool pad_output_ = false, cmn_co_ = true;
-  std::vector<int> template_extra_, channels_, dtype_cols_, out_size_;
+  std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
+  std::vector<std::string> node_names_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
   Staging staging_;
@@ -701,5 +745,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "
                     "(gpuaug_gray_sum<T, C, mean>; 1: brightness column 0 applies before).", -1)
     .AddOptionalArg("num_params", "Values per sample in params (-1: any).", -1)
+    .AddOptionalArg("node_names", "The DataNode parameters, in the order of node_shapes.", std::vector<std::string>{})
+    .AddOptionalArg("node_expect", "Per node: ndim, then dims (-1: the channel count).", std::vector<int>{})
+    .AddOptionalArg("node_shapes", "Per sample: for each node, ndim then dims (fn.shapes).", std::vector<int>{}, true)
     .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector).",
                     std::vector<float>{}, true);
