@@ -28,7 +28,7 @@ except Exception as e:
     print("BUILD FAILED:", e)
 print("status:", _native.status())
 PY
-timeout 330 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider > "$OUT/dali_native_tests.txt" 2>&1
+timeout 280 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider > "$OUT/dali_native_tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)" "$OUT/dali_native_tests.txt" | head -30; tail -3 "$OUT/dali_native_tests.txt"
-timeout 200 python3 tests/gpu/dali_native_bench.py --out "$OUT/dali_native_bench.json" 2>&1 | tee "$OUT/dali_native_bench.txt" | tail -25
+timeout 170 python3 tests/gpu/dali_native_bench.py --budget 140 --out "$OUT/dali_native_bench.json" 2>&1 | tee "$OUT/dali_native_bench.txt" | tail -25
 echo "SUMMARY: tests: $(tail -1 "$OUT/dali_native_tests.txt")"
