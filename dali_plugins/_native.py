@@ -17,7 +17,8 @@ What each op sends the operator (graph side, built here from the registry call):
 - a parameter *program* where the row needs host maths on the image size or in double precision,
   run by the operator per sample, as gpuaug does it: ``rotation`` (OpenCV's inverse matrix from
   angle, scale and centre, the centre defaulting to each image's), ``affine`` (the 2x3 matrix
-  inverted, singular ones refused naming ``matrix``);
+  inverted, singular ones refused naming ``matrix``), ``cmn`` (crop_mirror_normalize and
+  normalize: mean/std broadcast to the channels);
 - colour ops: whether the grayscale mean is reduced first (contrast, color_jitter); warps: the
   dense kernel for contiguous batches and a constant output ``size``.
 The operator launches the kernels the standalone op launches on the same batch (packed colour
@@ -36,10 +37,11 @@ Which path runs (``gpuaug info`` shows it):
 
 Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
 (per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
-not a program yet), the blurs,
-sharpen, noise, erase, grid_mask, equalize, grayscale (other launch shapes,
-seeds or outputs); and calls with CHW layouts, GPU DataNode parameters, per-channel or
-per-sample ``fill``, per-sample constant arrays. ``gd.compose`` runs its native ops natively
+not a program yet), the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
+launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
+per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
+with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
+the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
 and fuses the rest; ``gd.policy`` (the fused policy kernel) is not native yet.
 
 Example::
