@@ -54,6 +54,20 @@ t("per_sample(False scalar)", lambda: per_sample(False, 256, "v", boolean=True, 
 h = per_sample(flags, 256, "h", boolean=True)
 t("column_stack 2 host cols", lambda: column_stack([h, h], 256))
 t("np.ascontiguousarray(params, f32)", lambda: np.ascontiguousarray(np.zeros((256, 2)), np.float32))
+from gpuaug._run import choose_backend, contiguous_rows, run, _run_cuda
+from gpuaug._batch import descriptor_table
+from gpuaug.ops import flip as F
+b = as_batch(x)
+t("choose_backend", lambda: choose_backend(b, None))
+t("b.alloc(None, shapes)", lambda: b.alloc(None, b.shapes))
+_, dst = b.alloc(None, b.shapes)
+t("contiguous_rows", lambda: contiguous_rows(b, dst))
+t("flip._fast(src, dst)", lambda: F._fast(b, dst))
+t("get_function", lambda: get_function("flip.cu", "gpuaug_flip_groups<3>"))
+t("descriptor_table", lambda: descriptor_table(b))
+params = column_stack([h, h], 256)
+t("_run_cuda (fast flip)", lambda: _run_cuda(b, dst, F.KERNELS, params, (), None, F._fast))
+t("run(...) flip", lambda: run(b, F.KERNELS, params, shapes=b.shapes, out=None, backend="cuda", stream=None, fast=F._fast))
 t("gpuaug.flip(x, flags) full", lambda: gpuaug.flip(x, horizontal=flags))
 t("gpuaug.flip(x) scalar", lambda: gpuaug.flip(x))
 t("gpuaug.brightness(x, 1.1)", lambda: gpuaug.brightness(x, 1.1))
