@@ -1190,3 +1190,32 @@ def test_equalize_on_many_tiny_images_keeps_its_scratch_memory_bounded(monkeypat
     tables = n * (3 * 256 + 1) * 8
     assert peak < 1.6 * tables and peak < 0.8 * peak1, (peak / 2**20, peak1 / 2**20, tables / 2**20)
     np.testing.assert_array_equal(y, y1)   # chunk boundaries change nothing
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+def test_device_out_whose_elements_alias_each_other(backend):
+    import cupy
+    from cupy.lib.stride_tricks import as_strided
+
+    x = dev(x_())
+    one = cupy.full((1, H, W, C), POISON, cupy.uint8)
+    alias = as_strided(one, (N, H, W, C), (0,) + one.strides[1:])
+    with raises(ValueError, r"^out: its elements overlap one another \(strides \(0, "):
+        gpuaug.flip(x, out=alias, backend=backend)
+    a, b = cupy.full((H, W, C), POISON, cupy.uint8), cupy.full((H, W, C), POISON, cupy.uint8)
+    with raises(ValueError, r"^out\[0\] and out\[2\]: share memory"):
+        gpuaug.flip(list(x), out=[a, b, a], backend=backend)
+    assert int((one != POISON).sum()) == 0 and int((a != POISON).sum()) == 0
+    c = cupy.empty_like(a)
+    y = gpuaug.flip(list(x), horizontal=True, out=[a, b, c], backend=backend)
+    np.testing.assert_array_equal(cupy.asnumpy(y[2]), x_()[2, :, ::-1])
+
+
+@gpu
+def test_device_stream_protocol_errors_are_named():
+    x = dev(x_())
+    with raises(TypeError, r"^stream: __cuda_stream__ of _RaisingProtocol raised RuntimeError"):
+        gpuaug.flip(x, stream=_RaisingProtocol())
+    with raises(ValueError, r"^stream: __cuda_stream__ of _NegativeProtocol gave handle -5"):
+        gpuaug.flip(x, stream=_NegativeProtocol())
