@@ -278,16 +278,18 @@ def _unnormalize(x):
     return x.transpose(1, 2, 0) * np.array(IMAGENET_STD) + np.array(IMAGENET_MEAN)
 
 
-def test_training_pipeline_flip_cpu(tmp_path):
+@pytest.mark.parametrize("roi", ["dali", "gpuaug"])
+def test_training_pipeline_flip_cpu(tmp_path, roi):
     """augment="flip", crops of the whole (square) image resized to its own size: every output
-    is the decoded image or its mirror (the flip folded into crop_mirror_normalize), both seen."""
+    is the decoded image or its mirror (the flip folded into crop_mirror_normalize), both seen,
+    whichever decoder draws the boxes (roi)."""
     pytest.importorskip("nvidia.dali")
     import gpuaug.dali as gd
 
     root = _square_tree(tmp_path / "imgs")
     refs = list(_pil(root).values())
     pipe = gd.image_folder_pipeline(str(root), "flip", size=24, batch_size=8, device_id=None, num_threads=1,
-                                    seed=5, scale=(1.0, 1.0), ratio=(1.0, 1.0))
+                                    seed=5, scale=(1.0, 1.0), ratio=(1.0, 1.0), roi=roi)
     pipe.build()
     kinds = []
     for _ in range(4):
@@ -351,3 +353,19 @@ def test_pipeline_seed_default_is_none_no_deprecation(tmp_path):
         del pipe
     with pytest.raises(ValueError, match="interpolation"):
         gd.image_folder_pipeline(str(root), size=16, batch_size=2, device_id=None, interpolation="cubic")
+
+
+def test_pipeline_roi_choices(tmp_path):
+    pytest.importorskip("nvidia.dali")
+    import gpuaug.dali as gd
+
+    root = _square_tree(tmp_path / "imgs", per_class=2)
+    with pytest.raises(ValueError, match="roi: got 'nvjpeg'"):
+        gd.image_folder_pipeline(str(root), size=16, batch_size=2, device_id=None, roi="nvjpeg")
+    for roi in ("dali", "gpuaug"):  # random crops of any size come out at the requested size
+        pipe = gd.image_folder_pipeline(str(root), "flip", size=(12, 16), batch_size=4, device_id=None,
+                                        num_threads=1, seed=1, roi=roi)
+        pipe.build()
+        images, _ = pipe.run()
+        assert [tuple(np.array(t).shape) for t in images] == [(3, 12, 16)] * 4
+        del pipe
