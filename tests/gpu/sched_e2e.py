@@ -201,13 +201,19 @@ class ThreadProfiles:
         me = self
 
         def patched(run, fn, *args):
-            prof = cProfile.Profile()
+            # Python >= 3.12: one cProfile at a time per interpreter (sys.monitoring), so the
+            # threads get their CPU time only, and the consumer's profile is the one kept.
+            prof = cProfile.Profile() if sys.version_info < (3, 12) else None
             c0 = time.thread_time()
             try:
-                prof.runcall(me.orig, run, fn, *args)
+                if prof is None:
+                    me.orig(run, fn, *args)
+                else:
+                    prof.runcall(me.orig, run, fn, *args)
             finally:
                 name = threading.current_thread().name
-                me.profiles[name] = prof
+                if prof is not None:
+                    me.profiles[name] = prof
                 me.cpu[name] = time.thread_time() - c0
 
         _core._Run._thread_main = patched
@@ -217,6 +223,7 @@ class ThreadProfiles:
 
     def dump(self):
         summary = {}
+        summary.update({name: round(c, 4) for name, c in self.cpu.items()})
         for name, prof in sorted(self.profiles.items()):
             s = io.StringIO()
             pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(18)
