@@ -257,13 +257,6 @@ def test_scheduler_iterable_shards_partition_batches(sizes):
     _check_partition(parts, sum(sizes))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG in gpuaug/scheduler/_core.py (_Run.__init__: _shard_iter then _drop_last_iter): with an "
-    "iterable source, drop_last=True does not even out the shards as the Scheduler's docstring says "
-    "('and even out shard sizes'): 5 full batches on 2 shards give 3 and 2 steps, [4,4,4,2] gives 2 "
-    "and 1 (the short batch is dropped on one shard only). Under DDP the ranks then take different "
-    "step counts and the job hangs in an all-reduce. Fix: shard by groups of num_shards items and "
-    "yield a shard's item only from a complete group whose items all have the full batch size"))
 @pytest.mark.parametrize("sizes", [[4] * 5, [4, 4, 4, 2]])
 def test_scheduler_iterable_drop_last_evens_out_shards(sizes):
     ns = 2

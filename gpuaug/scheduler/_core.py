@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
 import os
 import sys
 import threading
@@ -138,16 +139,25 @@ def _n_of(item):
     return len(x)
 
 
-def _drop_last_iter(it):
-    """Yield items, except a last one with fewer samples than the largest before it."""
+def _shard_drop_last_iter(it, shard_id, num_shards):
+    """Shard ``shard_id`` of an iterable source with drop_last: items are read ``num_shards``
+    at a time and a shard takes its item of a group only when the group is complete and,
+    for the last group, every item in it has the full batch size (the largest seen); so every
+    shard takes the same number of full batches (under DDP, unequal step counts hang the
+    ranks in an all-reduce)."""
     prev, most = None, 0
-    for item in it:
+    while True:
+        group = list(itertools.islice(it, num_shards))
+        if len(group) < num_shards:  # the end: an incomplete group is dropped on every shard
+            break
         if prev is not None:
-            most = max(most, _n_of(prev))
-            yield prev
-        prev = item
-    if prev is not None and _n_of(prev) >= most:
-        yield prev
+            most = max(most, max(_n_of(x) for x in prev))
+            yield prev[shard_id]
+        prev = group
+    if prev is not None:
+        most = max(most, max(_n_of(x) for x in prev))
+        if all(_n_of(x) >= most for x in prev):
+            yield prev[shard_id]
 
 
 def epoch_batches(n, batch_size, *, epoch=0, shuffle=False, seed=None, shard_id=0, num_shards=1,
@@ -363,9 +373,12 @@ class _Run:
         else:
             self.batches, self.total = None, None
             it = iter(src)
-            if sched.num_shards > 1:
-                it = _shard_iter(it, sched.shard_id, sched.num_shards)
-            self.it = _drop_last_iter(it) if sched.drop_last else it
+            if sched.drop_last:
+                self.it = _shard_drop_last_iter(it, sched.shard_id, sched.num_shards)
+            elif sched.num_shards > 1:
+                self.it = _shard_iter(it, sched.shard_id, sched.num_shards)
+            else:
+                self.it = it
         with self.dev.context():
             copy_s, _ = self.res.streams()
             if sched.pin_source:
@@ -1171,8 +1184,9 @@ class Scheduler:
             return len(epoch_batches(len(self.source), self.batch_size, shard_id=self.shard_id,
                                      num_shards=self.num_shards, drop_last=self.drop_last))
         n = len(self.source)  # TypeError when the iterable has no length
-        mine = len(range(self.shard_id, n, self.num_shards))
-        return mine
+        if self.drop_last:  # at most: a short last group is dropped when it is read
+            return n // self.num_shards
+        return len(range(self.shard_id, n, self.num_shards))
 
     def set_epoch(self, epoch):
         """Set the epoch number that seeds the next shuffle (it also advances by itself)."""

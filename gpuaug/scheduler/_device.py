@@ -238,8 +238,19 @@ class CudaDevice(Device):
         buf.array = None
         self._rt.freeHost(buf.ptr)
 
+    def _page_locked(self, ptr, n):
+        """Whether [ptr, ptr + n) already lies in page-locked host memory (cudaHostAlloc,
+        pycuda's pagelocked_empty, torch's pin_memory): registering it again would fail."""
+        rt = self._rt
+        try:
+            return all(rt.pointerGetAttributes(p).type == rt.memoryTypeHost for p in (ptr, ptr + n - 1))
+        except Exception:  # noqa: BLE001 - plain pageable memory (older runtimes raise)
+            return False
+
     def register_host(self, array):
         ptr, n = array.ctypes.data, array.nbytes
+        if n and self._page_locked(ptr, n):
+            return None  # pinned already: copied from as it is, nothing to undo
         try:
             self._rt.hostRegister(ptr, n, 0)
         except self._rt.CUDARuntimeError:
@@ -248,7 +259,8 @@ class CudaDevice(Device):
         return ptr
 
     def unregister_host(self, handle):
-        self._rt.hostUnregister(handle)
+        if handle is not None:
+            self._rt.hostUnregister(handle)
 
     def alloc_device(self, nbytes):
         mem = self._cp.cuda.Memory(max(int(nbytes), 1))
