@@ -415,7 +415,9 @@ def descriptor_table(batch: Batch) -> np.ndarray:
     n = batch.n
     if not batch.varshape:  # a pure function of pointer, shape and strides: cached
         v = batch.nhwc
-        key = (v.data.ptr if batch.device else v.__array_interface__["data"][0], v.shape, v.strides)
+        # The itemsize too: byte strides alone collided (a uint8 view with stride 2 and a
+        # contiguous float16 array at a reused address have the same byte strides).
+        key = (v.data.ptr if batch.device else v.__array_interface__["data"][0], v.shape, v.strides, v.itemsize)
         t = _TABLES.get(key)
         if t is None:
             t = _dense_table(v)

@@ -184,6 +184,28 @@ def test_uniform_batch_sizes_and_shapes_without_loops():
     assert max_over(v.shapes, lambda h, w: h * w) == 24
 
 
+def test_descriptor_table_cache_tells_dtypes_apart():
+    """Two views at one address with the same shape and byte strides but different element
+    sizes (a uint8 view taking every other byte, a contiguous float16 array) have different
+    element strides: the cached tables must differ (they once collided)."""
+    from gpuaug._batch import as_batch, descriptor_table
+    buf = np.zeros(5 * 7 * 3 * 2 * 2, np.uint8)
+    u8 = buf.reshape(5, 7, 3, 4)[..., ::2]                 # (5, 7, 3, 2) uint8, byte strides (84, 12, 4, 2)
+    f16 = buf.view(np.float16)[:5 * 7 * 3 * 2].reshape(5, 7, 3, 2)  # byte strides (84, 12, 4, 2)
+    assert u8.shape == f16.shape and u8.strides == f16.strides
+    assert u8.__array_interface__["data"][0] == f16.__array_interface__["data"][0]
+    t8 = descriptor_table(as_batch(u8, channels=(1, 2, 3, 4)))
+    t16 = descriptor_table(as_batch(f16, channels=(1, 2, 3, 4)))
+    assert t8[0, 3:].tolist() == [12, 4, 2] and t16[0, 3:].tolist() == [6, 2, 1]
+
+
+def test_cpu_pool_threads_are_not_named_like_scheduler_threads():
+    from gpuaug.kernels.numba import fused
+    fused._pool().submit(lambda: None).result()
+    import threading
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("gpuaug")]
+
+
 def test_gaussian_weight_rows_bit_identical_to_per_sample_taps():
     from gpuaug.ops._launch import separable_params
     from gpuaug.ops.gaussian_blur import gaussian_kernel_size, gaussian_weight_rows, gaussian_weights

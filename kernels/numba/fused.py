@@ -341,7 +341,7 @@ def _pool():
     if _POOL is None:
         with _POOL_LOCK:
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gpuaug-cpu")
+                _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="cpu-twin")
     return _POOL
 
 
