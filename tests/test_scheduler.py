@@ -490,6 +490,11 @@ def test_pin_source_copies_straight_from_the_array(shuffle):
     for g, lab in got:
         np.testing.assert_array_equal(g, ref_aug(x[lab]))
     assert sum(len(lab) for _, lab in got) == 21
+    # the array stays page-locked between epochs (registered once), until close()
+    assert dev.registered == 1
+    second = collect_iter(iter(s))
+    assert sum(len(lab) for _, lab in second) == 21 and dev.registered == 1
+    s.close()
     assert_clean(dev)
 
 
