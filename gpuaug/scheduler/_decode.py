@@ -48,8 +48,9 @@ class ImageDecodeError(ValueError):
         return (ImageDecodeError, (self.path, self.reason))
 
 
-def read_file(path):
-    """The bytes of ``path``; ImageDecodeError for a non-regular file, an empty file, an OSError."""
+def _check_regular(path):
+    """ImageDecodeError naming ``path`` unless it is a non-empty regular file (a FIFO would
+    block a reader forever)."""
     try:
         st = os.stat(path)
     except OSError as e:
@@ -59,6 +60,12 @@ def read_file(path):
                                      "only regular image files are read")
     if st.st_size == 0:
         raise ImageDecodeError(path, "empty file (0 bytes)")
+    return st
+
+
+def read_file(path):
+    """The bytes of ``path``; ImageDecodeError for a non-regular file, an empty file, an OSError."""
+    _check_regular(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -192,15 +199,7 @@ def decode_file(path, size=None, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
 
 def file_shape(path, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
     """(h, w, c) a file decodes to without ``size``, from its header only (pixel limit checked)."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise ImageDecodeError(path, f"cannot stat it ({type(e).__name__}: {e})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ImageDecodeError(path, "not a regular file (a FIFO, socket, device or directory); "
-                                     "only regular image files are read")
-    if st.st_size == 0:
-        raise ImageDecodeError(path, "empty file (0 bytes)")
+    _check_regular(path)
     with open(path, "rb") as f:
         head = f.read(65536)
     try:
