@@ -17,6 +17,7 @@ float32 copy and rounds to float16 at the end (CUDA C computes in float32 too).
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -154,6 +155,7 @@ def contiguous_rows(src: Batch, dst: Batch):
     return n * c, c, h, w, es
 
 
+@functools.lru_cache(maxsize=None)
 def numba_function(kernels: Kernels, target: str):
     from gpuaug.kernels.numba._driver import copy_kernel, value_kernel
 
@@ -174,7 +176,10 @@ def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
              [(src.views[i][None], dst.views[i][None], params[i:i + 1], slice(i, i + 1))
               for i in range(n)])
     if kernels.kind == "copy":
-        fills = _fills(fill if fill is not None else np.zeros(n), n, dst.channels, dst.dtype)
+        if fill is None:  # zeros in every dtype's bits (float16 travels as uint16)
+            fills = np.zeros((n, dst.channels), np.uint16 if dst.dtype == np.float16 else dst.dtype)
+        else:
+            fills = _fills(fill, n, dst.channels, dst.dtype)
         if target == "cuda" and src.device:
             fills = xp.asarray(fills)
         for s, d, p, sl in items:

@@ -15,6 +15,7 @@ streams, descriptor tables, float16 handled as float32 on the Numba twins), but:
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -87,6 +88,7 @@ def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
        shared_mem=plan.shared_mem)
 
 
+@functools.lru_cache(maxsize=None)
 def numba_kernel(module: str, target: str):
     return importlib.import_module(f"gpuaug.kernels.numba.{module}").kernel(target)
 
