@@ -520,31 +520,6 @@ def test_staging_delivers_every_byte_in_order(workers, shuffle):
     assert st.fill_gb_per_s > 0 and st.launch_mean_ms >= 0 and st.skipped == 0
 
 
-@pytest.mark.skipif(not __import__("gpuaug.scheduler._memcpy", fromlist=["x"]).nontemporal_available(),
-                    reason="non-temporal staging copy is x86-64 only")
-def test_nontemporal_staging_copy_delivers_every_byte(monkeypatch):
-    from gpuaug.scheduler import _memcpy
-
-    calls = []
-    real = _memcpy.nontemporal_copy
-    monkeypatch.setattr(_memcpy, "nontemporal_copy", lambda d, s: (calls.append(d.nbytes), real(d, s)))
-    monkeypatch.setenv("GPUAUG_STAGING_COPY", "nontemporal")
-    rng = np.random.default_rng(3)
-    x = rng.integers(0, 256, (50, 97, 61, 3), dtype=np.uint8)  # odd sample size: unaligned chunk starts
-    for shuffle in (False, True):  # shuffled: single rows of 17 KiB, under the 64 KiB the streaming copy needs
-        got = collect(Scheduler(x, None, batch_size=20, labels=np.arange(50), shuffle=shuffle, seed=0, workers=3,
-                                device=FakeDevice()))
-        order = np.concatenate([lab for _, lab in got])
-        np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x[order])
-        assert bool(calls) != shuffle  # the streaming copy ran for the long runs
-        calls.clear()
-    # a plain iterable source goes through it too
-    calls.clear()
-    got = collect(Scheduler([x[:20], x[20:]], None, workers=2, device=FakeDevice()))
-    np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x)
-    assert calls
-
-
 def test_staging_chunks_split_large_batches_across_workers():
     x = np.random.default_rng(0).integers(0, 256, (64, 256, 256, 3), dtype=np.uint8)  # 12 MiB batches of 64
     sched = Scheduler(x, None, batch_size=64, workers=8, device=FakeDevice())

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug.scheduler._memcpy import copy_into
 from gpuaug.scheduler._decode import (_MODES, DECODE, DEFAULT_MAX_PIXELS, ON_ERROR, ImageDecodeError,
                                      ProcessDecoder, check_pixels, decode_file, file_shape, header_size,
                                      nvimgcodec_module, read_file)
@@ -189,7 +188,7 @@ class ArraySource(Source):
         pos = 0
         for a, b in _runs(indices):
             # plain slice copies (memcpy, GIL released) for consecutive runs
-            copy_into(out[pos:pos + b - a], self.images[a:b])
+            np.copyto(out[pos:pos + b - a], self.images[a:b])
             pos += b - a
 
     def labels(self, indices):

@@ -337,32 +337,8 @@ def part_mem():
     for n in sorted({2, 4, WORKERS}):
         rows[f"workers={n}"] = run_sched(x, f"workers_{n}", workers=n)
     rows["depth=4"] = run_sched(x, "depth_4", depth=4)
-    # the staging copy with streaming (non-temporal) stores: gpuaug/scheduler/_memcpy.py
-    os.environ["GPUAUG_STAGING_COPY"] = "nontemporal"
-    try:
-        rows["nontemporal"] = run_sched(x, "nontemporal")
-        rows[f"nontemporal,workers={WORKERS}"] = run_sched(x, f"nontemporal_{WORKERS}", workers=WORKERS)
-        from gpuaug.scheduler._memcpy import nontemporal_copy
-
-        nb = B * H * W * C
-        ptr = rt.hostAlloc(nb, 0)
-        dst = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_ubyte * nb).from_address(ptr)).reshape(B, H, W, C)
-        nontemporal_copy(dst, x[:B])
-        assert np.array_equal(dst, x[:B])
-        t0 = time.perf_counter()
-        for k in range(1, len(x) // B):
-            nontemporal_copy(dst, x[k * B:(k + 1) * B])
-        m["nontemporal_copy_1_thread_gb_per_s"] = (len(x) // B - 1) * nb / (time.perf_counter() - t0) / 1e9
-        rt.freeHost(ptr)
-        log(f"  streaming copy, 1 thread: {m['nontemporal_copy_1_thread_gb_per_s']:.2f} GB/s "
-            f"(memcpy 1 thread {m['memcpy_1_gb_per_s']:.2f})")
-    except Exception as e:  # noqa: BLE001 - the knob's failure must not cost the other rows
-        log(f"  nontemporal rows FAILED: {type(e).__name__}: {e}")
-        traceback.print_exc(file=LOG)
-    finally:
-        os.environ.pop("GPUAUG_STAGING_COPY", None)
     rows["pin_source"] = run_sched(x, "pin_source", pin_source=True)
-    # the registration (cudaHostRegister of the whole array) is paid per epoch unless kept
+    # the source is registered once (kept until close()); keep_buffers also keeps the streams
     rows["pin_source+keep_buffers"] = run_sched(x, "pin_source_keep", pin_source=True, keep_buffers=True)
     # targets (issue 12): >= 80% of min(memcpy with the same workers, pinned H2D), >= naive
     for name, w in (("default", default_workers), (f"workers={WORKERS}", WORKERS)):
