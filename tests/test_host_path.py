@@ -206,17 +206,35 @@ def test_cpu_pool_threads_are_not_named_like_scheduler_threads():
     assert not [t.name for t in threading.enumerate() if t.name.startswith("gpuaug")]
 
 
-def test_gaussian_weight_rows_bit_identical_to_per_sample_taps():
-    from gpuaug.ops._launch import separable_params
+def _per_sample_rows(weights):
+    """The parameter rows as they were built before: one Python step per sample."""
+    kmax = max(len(w) for w in weights)
+    p = np.zeros((len(weights), 1 + kmax))
+    for i, w in enumerate(weights):
+        p[i, 0] = len(w)
+        p[i, 1:1 + len(w)] = w
+    return p
+
+
+def test_separable_rows_bit_identical_to_per_sample_taps(monkeypatch):
     from gpuaug.ops.gaussian_blur import gaussian_kernel_size, gaussian_weight_rows, gaussian_weights
+    from gpuaug.ops.box_blur import box_blur
     rng = np.random.default_rng(5)
     for trial in range(60):
         n = int(rng.integers(1, 80))
         sig = rng.uniform(0.1, 12, n) if trial % 3 else np.full(n, rng.uniform(0.1, 12))
         k = gaussian_kernel_size(sig, np.uint8) if trial % 2 else rng.choice([1, 3, 5, 11, 31, 63], n)
-        want = separable_params([gaussian_weights(int(ki), float(si)) for ki, si in zip(k, sig)])
+        want = _per_sample_rows([gaussian_weights(int(ki), float(si)) for ki, si in zip(k, sig)])
         got = gaussian_weight_rows(k, sig)
         assert got.shape == want.shape and np.array_equal(got, want), trial
+    # box_blur's rows, as its launcher receives them
+    import gpuaug.ops.box_blur as B
+    seen = []
+    k = rng.choice([1, 3, 5, 7, 31], 40)
+    monkeypatch.setattr(B, "run_custom", lambda b, params, **kw: seen.append(params))
+    box_blur(np.zeros((40, 4, 4, 3), np.uint8), k)
+    want = _per_sample_rows([np.full(int(ki), 1.0 / int(ki)) for ki in k])
+    assert np.array_equal(seen[0], want)
 
 
 # -- on the GPU -------------------------------------------------------------------------------

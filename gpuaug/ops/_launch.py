@@ -174,13 +174,16 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
     return k
 
 
-def separable_params(weights) -> np.ndarray:
-    """(N, 1 + kmax) rows [k, w_0 .. w_{k-1}, 0 ...] from a list of 1-D weight arrays."""
-    kmax = max(len(w) for w in weights)
-    p = np.zeros((len(weights), 1 + kmax))
-    for i, w in enumerate(weights):
-        p[i, 0] = len(w)
-        p[i, 1:1 + len(w)] = w
+def separable_rows(k, taps) -> np.ndarray:
+    """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
+    without a Python loop over samples: ``taps(kk, rows)`` returns the (len(rows), kk) weights
+    of the samples ``rows`` whose size is ``kk`` (one call per distinct size)."""
+    k = np.asarray(k, np.int64)
+    p = np.zeros((k.shape[0], 1 + int(k.max())))
+    p[:, 0] = k
+    for kk in np.unique(k).tolist():
+        rows = np.nonzero(k == kk)[0]
+        p[rows, 1:1 + kk] = taps(kk, rows)
     return p
 
 

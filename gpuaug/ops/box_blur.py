@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import odd_sizes, run_custom, separable_params, separable_plan, store_range
+from gpuaug.ops._launch import odd_sizes, run_custom, separable_plan, separable_rows, store_range
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -45,7 +45,7 @@ def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=No
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     k = odd_sizes(kernel_size, b.n)
-    params = separable_params([np.full(int(ki), 1.0 / int(ki)) for ki in k])
+    params = separable_rows(k, lambda kk, rows: np.full((len(rows), kk), 1.0 / kk))
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
                       plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
                       numba_extra=store_range(b.dtype))

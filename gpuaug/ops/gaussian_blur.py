@@ -8,7 +8,7 @@ from gpuaug._params import per_sample
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, store_range
+from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, separable_rows, store_range
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -34,25 +34,17 @@ def gaussian_weights(k, sigma):
 
 
 def gaussian_weight_rows(k, sigma) -> np.ndarray:
-    """``separable_params([gaussian_weights(k_i, sigma_i) ...])`` without a Python loop over
-    samples: (N, 1 + max k) rows ``[k, w_0 .. w_{k-1}, 0 ...]``. One row when every sample has
-    the same (k, sigma); else all samples of one ``k`` together (row sums of an (m, k) array
-    reduce each row exactly as the 1-D sum does, so the taps are bit-identical to
-    :func:`gaussian_weights`)."""
-    k = np.asarray(k, np.int64)
+    """The (N, 1 + max k) parameter rows of :func:`gaussian_weights` per sample, computed for
+    all samples of one ``k`` together (row sums of an (m, k) array reduce each row exactly as
+    the 1-D sum does, so the taps are bit-identical to :func:`gaussian_weights`)."""
     sigma = np.asarray(sigma, np.float64)
-    n, kmax = k.shape[0], int(k.max())
-    p = np.zeros((n, 1 + kmax))
-    p[:, 0] = k
-    if (k == k[0]).all() and (sigma == sigma[0]).all():
-        p[:, 1:] = gaussian_weights(int(k[0]), float(sigma[0]))
-        return p
-    for kk in np.unique(k).tolist():
-        rows = np.nonzero(k == kk)[0]
+
+    def taps(kk, rows):
         t = np.arange(kk, dtype=np.float64) - (kk - 1) / 2
         w = np.exp(-0.5 * (t[None, :] / sigma[rows, None]) ** 2)
-        p[rows, 1:1 + kk] = w / w.sum(axis=1, keepdims=True)
-    return p
+        return w / w.sum(axis=1, keepdims=True)
+
+    return separable_rows(k, taps)
 
 
 def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream=None, backend=None):
