@@ -17,7 +17,6 @@ is what lets a varshape batch and non-contiguous inputs run in one launch.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,10 +81,7 @@ def _to_array(x, name):
     """Host or CUDA array view of ``x`` (no copy), and whether it lives on a GPU."""
     if isinstance(x, np.ndarray):
         return x, False
-    cp = sys.modules.get("cupy")
-    if cp is not None and isinstance(x, getattr(cp, "ndarray", ())):
-        return x, True
-    if is_cuda_array(x):
+    if is_cuda_array(x):  # CuPy arrays are recognised there first
         cp = cupy_module()
         if isinstance(x, cp.ndarray):
             return x, True

@@ -64,10 +64,10 @@ _SCALARS = frozenset({bool, int, float, np.bool_, np.float64, np.float32, np.int
                       np.int16, np.uint16, np.uint32, np.int8, np.float16})
 
 
-def _scalar(v, n, integer, finite, low, high, low_open, boolean):
+def _scalar(v, n, integer, low, high, low_open, boolean):
     """One valid number for the whole batch, without NumPy's broadcasting machinery (a few
-    microseconds per parameter per call); None sends anything unusual to the general path,
-    whose checks and messages are the contract."""
+    microseconds per parameter per call); None sends anything unusual (NaN, inf, out of
+    range) to the general path, whose checks and messages are the contract."""
     if boolean:
         return np.full(n, 1.0 if v else 0.0) if v == 0 or v == 1 else None
     if isinstance(v, (float, np.floating)):
@@ -105,7 +105,7 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     """
     shape = tuple(shape)
     if not shape and type(value) in _SCALARS:
-        fast = _scalar(value, n, integer, finite, low, high, low_open, boolean)
+        fast = _scalar(value, n, integer, low, high, low_open, boolean)
         if fast is not None:
             return fast
     what = "flags (True/False or 0/1)" if boolean else "numbers"

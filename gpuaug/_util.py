@@ -5,8 +5,8 @@ Every error names the argument, the value it got and what would be accepted.
 from __future__ import annotations
 
 import contextvars
-import sys
 import os
+import sys
 
 import numpy as np
 
@@ -105,7 +105,6 @@ _CU_NO_DEVICE, _CU_STUB_LIBRARY, _CU_INSUFFICIENT_DRIVER = 100, 34, 35
 def _load_libcuda():
     """The NVIDIA driver's CUDA library (ctypes handle), or None when it cannot be loaded."""
     import ctypes
-    import sys
 
     for name in (("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")):
         try:

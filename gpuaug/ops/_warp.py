@@ -13,6 +13,7 @@ carry no branches on them).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 
 import numpy as np
@@ -232,15 +233,13 @@ inv[6 * i + 5] = (cy + a01 * cx) - a00 * cy;
 """
 
 
+@functools.lru_cache(maxsize=None)
 def _rotation_inverse_kernel():
     cp = cupy_module()
     # --fmad=false: every product and sum rounds as the host (and the former CuPy op-by-op
     # maths) rounds it, so device and host angles give the same matrices bit for bit.
     return cp.ElementwiseKernel("float64 a, float64 s, float64 cx, float64 cy", "raw float64 inv",
                                 _ROTATION_INVERSE, "gpuaug_rotation_inverse", options=("--fmad=false",))
-
-
-_rot_kernel = []
 
 
 def _rotation_inverse_device(b, a, s, ctr):
@@ -251,8 +250,6 @@ def _rotation_inverse_device(b, a, s, ctr):
 
     cp = cupy_module()
     n = b.n
-    if not _rot_kernel:
-        _rot_kernel.append(_rotation_inverse_kernel())
 
     def arg(v):
         if not isinstance(v, np.ndarray):
@@ -271,9 +268,8 @@ def _rotation_inverse_device(b, a, s, ctr):
         cx, cy = np.float64((w - 1) / 2), np.float64((h - 1) / 2)
     a, s = arg(a), arg(s)
     inv = cp.empty((n, 6), cp.float64)
-    if all(isinstance(v, np.floating) for v in (a, s, cx, cy)):
-        a = cp.full(n, a)
-    _rot_kernel[0](a, s, cx, cy, inv)  # the (n,) device inputs set the size
+    # At least one input is an (n,) device array (that is why this path runs): it sets the size.
+    _rotation_inverse_kernel()(a, s, cx, cy, inv)
     return inv
 
 

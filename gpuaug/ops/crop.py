@@ -75,7 +75,7 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
     for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):
         if not isinstance(off, np.ndarray):
             continue
-        lim = np.array([s[axis] for s in b.shapes])
+        lim = b.sizes()[axis]
         bad = np.nonzero(off > lim - np.array(size))[0]  # not off + size: it overflows int64
         if bad.size:
             i = int(bad[0])

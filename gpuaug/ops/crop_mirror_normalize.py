@@ -90,7 +90,7 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
         for i in np.nonzero((window[0] > hs) | (window[1] > ws))[0][:1].tolist():
             h, w = b.shapes[i]
             raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
-                                 "no larger than every image")
+                             "no larger than every image")
     co = 4 if check_flag("pad_output", pad_output) and b.channels == 3 else b.channels
     return cmn(b, be, KERNELS, pos, mir, window, mean, std, odt, output_layout, co, out, stream)
 
