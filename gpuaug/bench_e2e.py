@@ -428,8 +428,10 @@ def _dali_loader(pipe, st, notes=()):
     return Loader(epoch, count=lambda b: len(b[0]), notes=notes)
 
 
-def path_dali(st):
-    """DALI's built-ins, the reference."""
+def _dali_builtin(st, decode, notes=()):
+    """DALI's built-ins after ``decode(fn, types, jpegs, device)``: resize to the output size
+    (linear, no antialiasing: gpuaug's pipeline default), crop_mirror_normalize with a coin-flip
+    mirror, float32 CHW."""
     _need("nvidia.dali", "gpuaug[cuda12] or gpuaug[cuda13] (DALI)")
     from nvidia.dali import fn, pipeline_def, types
 
@@ -439,46 +441,39 @@ def path_dali(st):
                   seed=st.seed)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=st.root, random_shuffle=True, name="Reader")
-        images = fn.decoders.image_random_crop(jpegs, device="mixed" if gpu else "cpu", output_type=types.RGB,
-                                               random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3],
-                                               num_attempts=10)
-        # the same resize settings as gpuaug's pipeline with its default interpolation
+        images = decode(fn, types, jpegs, "mixed" if gpu else "cpu")
         images = fn.resize(images, resize_x=float(st.size), resize_y=float(st.size),
                            interp_type=types.INTERP_LINEAR, antialias=False)
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=list(MEAN255),
                                           std=list(STD255), mirror=fn.random.coin_flip(probability=0.5))
         return images, (labels.gpu() if gpu else labels)
 
-    return _dali_loader(pipe(), st, ["resize: INTERP_LINEAR, antialias=False (as gpuaug's default)"])
+    return _dali_loader(pipe(), st, notes)
+
+
+def path_dali(st):
+    """DALI's built-ins, the reference."""
+    def decode(fn, types, jpegs, device):
+        return fn.decoders.image_random_crop(jpegs, device=device, output_type=types.RGB,
+                                             random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3],
+                                             num_attempts=10)
+
+    return _dali_builtin(st, decode, ["resize: INTERP_LINEAR, antialias=False (as gpuaug's default)"])
 
 
 def path_dali_slice(st):
-    """gpuaug's pipeline graph (boxes drawn as gpuaug does, ROI decode with image_slice,
-    fn.resize) ending in DALI's own crop_mirror_normalize instead of the gpuaug operator: the
-    difference to ``gpuaug_dali_rrc`` is the cost of the gpuaug python_function."""
-    _need("nvidia.dali", "gpuaug[cuda12] or gpuaug[cuda13] (DALI)")
-    from nvidia.dali import fn, pipeline_def, types
+    """DALI's built-ins after a region-of-interest decode of gpuaug's boxes (``image_slice``,
+    as ``image_folder_pipeline(roi="gpuaug")`` decodes): what that decoder costs against
+    ``image_random_crop``."""
+    def decode(fn, types, jpegs, device):
+        from gpuaug.dali.pipelines import _int_boxes, random_resized_crop_boxes
 
-    from gpuaug.dali.pipelines import _int_boxes, random_resized_crop_boxes
-
-    gpu = not st.dry_run
-
-    @pipeline_def(batch_size=st.batch, num_threads=st.workers, device_id=st.device_id if gpu else None,
-                  seed=st.seed)
-    def pipe():
-        jpegs, labels = fn.readers.file(file_root=st.root, random_shuffle=True, name="Reader")
         anchor, extent = _int_boxes(random_resized_crop_boxes, fn.peek_image_shape(jpegs), (0.08, 1.0),
                                     (3 / 4, 4 / 3))
-        images = fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
-                                         normalized_shape=False, device="mixed" if gpu else "cpu",
-                                         output_type=types.RGB)
-        images = fn.resize(images, resize_x=float(st.size), resize_y=float(st.size),
-                           interp_type=types.INTERP_LINEAR, antialias=False)
-        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=list(MEAN255),
-                                          std=list(STD255), mirror=fn.random.coin_flip(probability=0.5))
-        return images, (labels.gpu() if gpu else labels)
+        return fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
+                                       normalized_shape=False, device=device, output_type=types.RGB)
 
-    return _dali_loader(pipe(), st)
+    return _dali_builtin(st, decode)
 
 
 def _gpuaug_dali(st, augment):
