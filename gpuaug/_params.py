@@ -194,19 +194,59 @@ def column_stack(cols, n):
     flat = [c.reshape(n, -1) for c in cols]
     if all(isinstance(c, np.ndarray) for c in flat):
         return np.concatenate(flat, axis=1) if flat else np.zeros((n, 0))
-    cp = cupy_module()
-    from gpuaug.kernels._cuda import upload
+    return _gather_device(flat, n)
 
-    # Host columns travel together in one copy from pinned memory (never a pageable upload,
-    # which can make the host wait for the stream); then one concatenate on the device.
-    host = [i for i, c in enumerate(flat) if isinstance(c, np.ndarray)]
-    cols = [c.astype(cp.float64, copy=False) if not isinstance(c, np.ndarray) else None for c in flat]
-    if host:
-        packed = np.concatenate([np.asarray(flat[i], np.float64) for i in host], axis=1)
-        (dev,) = upload(packed)
-        o = 0
-        for i in host:
-            k = flat[i].shape[1]
-            cols[i] = dev[:, o:o + k]
-            o += k
-    return cp.concatenate(cols, axis=1)
+
+#: dtype -> code of kernels/params.cu; 10 marks a column of the uploaded host block.
+_GATHER_CODES = {np.dtype(t): c for t, c in ((np.bool_, 0), (np.uint8, 0), (np.int8, 1), (np.int32, 2),
+                                             (np.int64, 3), (np.float32, 4), (np.float64, 5),
+                                             (np.uint32, 6), (np.int16, 7), (np.uint16, 8),
+                                             (np.float16, 9))}
+_HOST_BLOCK = 10
+
+
+def gather_table(flat, on_host, address):
+    """(column table, host block or None, P) for kernels/params.cu: ``flat`` holds (n, k)
+    columns, ``on_host[g]`` says which are host arrays (packed into one float64 block) and
+    ``address(c)`` gives a device column's address. Pure host logic (the tests run the
+    kernel on an emulator with it)."""
+    desc = np.empty((len(flat), 6), np.int64)
+    col = hcol = 0
+    for g, (c, h) in enumerate(zip(flat, on_host)):
+        k = c.shape[1]
+        if h:
+            desc[g] = (hcol, _HOST_BLOCK, 0, 1, k, col)  # row stride filled in below
+            hcol += k
+        else:
+            it = c.itemsize
+            desc[g] = (address(c), _GATHER_CODES[c.dtype], c.strides[0] // it, c.strides[1] // it, k, col)
+        col += k
+    if not hcol:
+        return desc, None, col
+    desc[desc[:, 1] == _HOST_BLOCK, 2] = hcol
+    return desc, np.concatenate([np.asarray(c, np.float64) for c, h in zip(flat, on_host) if h], axis=1), col
+
+
+def _gather_device(flat, n):
+    """column_stack with a CUDA array among the columns: one launch of
+    ``gpuaug_gather_params`` (kernels/params.cu) reads every column in place (any numeric dtype
+    and strides) into a new (n, P) float64 array; the host columns and the column table travel
+    together in one copy from pinned memory (never a pageable upload, which can make the host
+    wait for the stream). Replaces an astype per device column, a concatenate and its copies."""
+    cp = cupy_module()
+    from gpuaug.kernels._cuda import get_function, upload
+
+    flat = [c if isinstance(c, np.ndarray) or c.dtype in _GATHER_CODES else c.astype(cp.float64)
+            for c in flat]  # e.g. uint64, complex: converted first, as before
+    desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
+    out = cp.empty((n, col), cp.float64)
+    if col == 0:
+        return out
+    if host is not None:
+        block, dtab = upload(host, desc)
+    else:
+        (dtab,), block = upload(desc), np.uint64(0)
+    total = n * col
+    fn = get_function("params.cu", "gpuaug_gather_params")
+    fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
+    return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, max_size, same_size
+from gpuaug._batch import Batch, descriptor_table, layout_key, max_size, same_size
 from gpuaug._util import cupy_module
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import channels_of
@@ -264,7 +264,7 @@ def _nparts(cp, n, items):
 def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream)."""
     from gpuaug.kernels._cuda import get_function, upload
-    from gpuaug.ops._colour import packed_layout
+    from gpuaug.ops._colour import memo_plan, packed_layout
 
     cp = cupy_module()
     n, c = src.n, src.channels
@@ -282,9 +282,10 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     if built.jidx >= 0:
         tab = dev[1]
         if _gray_sum_ok(spec, built, src.dtype):
-            ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
-            if not ok:
-                items = int((src_t[:, 1] * src_t[:, 2]).max())
+            def layout():
+                ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
+                return ok, items if ok else int((src_t[:, 1] * src_t[:, 2]).max())
+            ok, items = memo_plan((layout_key(src),), ("fused_sum", c), layout)
             nparts = _nparts(cp, n, items)
             partials = cp.empty((n, nparts), cp.float64)
             fn = get_function("fused.cu", names[0].format(packed="_packed" if ok else ""))
