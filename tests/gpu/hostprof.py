@@ -28,12 +28,13 @@ def cases(n, x, rng):
     ang_h = rng.uniform(-30, 30, n)
     ang_d = cp.asarray(ang_h)
     flags_h = rng.random(n) < 0.5
+    flags_d = cp.asarray(flags_h)  # device flags made once, as a device RNG would hand them over
     mean, std = (0.485 * 255, 0.456 * 255, 0.406 * 255), (0.229 * 255, 0.224 * 255, 0.225 * 255)
     pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(10),
                           gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05), gpuaug.Normalize(mean, std)], seed=0)
     return {
         "flip_host": lambda: gpuaug.flip(x, horizontal=flags_h),
-        "flip_dev": lambda: gpuaug.flip(x, horizontal=cp.asarray(flags_h)),
+        "flip_dev": lambda: gpuaug.flip(x, horizontal=flags_d),
         "center_crop": lambda: gpuaug.center_crop(x, (200, 200)),
         "rotate_host": lambda: gpuaug.rotate(x, ang_h),
         "rotate_dev": lambda: gpuaug.rotate(x, ang_d),
