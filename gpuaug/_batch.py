@@ -147,7 +147,9 @@ class Batch:
         """Make (or check the caller's ``out=``) the output of an op.
 
         ``shapes``: one ``(h, w)`` for every sample (a uniform batch needs them all
-        equal). Returns ``(result, dst)`` where ``result`` is what the op returns and
+        equal). A varshape batch whose outputs all have one size may also write into one
+        dense NHWC ``out`` array of shape (N, h, w, C) (one check instead of one per image;
+        the result is then that array). Returns ``(result, dst)`` where ``result`` is what the op returns and
         ``dst`` is a Batch over the same memory (NHWC views) for the kernels.
         """
         dtype = np.dtype(dtype or self.dtype)
@@ -158,6 +160,14 @@ class Batch:
         if big > MAX_IMAGE_ELEMENTS:
             raise ValueError(f"{name}: an output image would hold {big} elements; the kernels index within "
                              f"one image with 32-bit integers, so at most {MAX_IMAGE_ELEMENTS} (2**31 - 1)")
+        if self.varshape and out is not None and not isinstance(out, (list, tuple)) and layout == "NHWC":
+            hw = same_size(shapes)
+            if hw is not None:  # every output the same size: one dense (N, h, w, C) array may take them
+                arr = self._check_out(out, (self.n, *hw, channels), dtype, name, layout="NHWC",
+                                      against_input=False)
+                _check_disjoint(self.arrays, [arr], name, bool(self.device), indexed=False)
+                dst = Batch(self.device, False, False, "NHWC", dtype, channels, [arr], Same(hw, self.n), [arr])
+                return out, dst
         if self.varshape:
             want = [(h, w, channels) for h, w in shapes]
             if out is None:

@@ -173,7 +173,7 @@ def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
     else:
         params = np.asarray(params, np.float64)
     items = ([(src.nhwc, dst.nhwc, params, slice(None))] if not src.varshape else
-             [(src.views[i][None], dst.views[i][None], params[i:i + 1], slice(i, i + 1))
+             [(src.views[i][None], dst.sample(i)[None], params[i:i + 1], slice(i, i + 1))
               for i in range(n)])
     if kernels.kind == "copy":
         if fill is None:  # zeros in every dtype's bits (float16 travels as uint16)

@@ -44,3 +44,30 @@ def test_varshape_into_rows_of_one_dense_array_between_inputs():
     gpuaug.flip(xs, out=outs)
     for o, w_ in zip(outs, want):
         np.testing.assert_array_equal(o, w_)
+
+
+def test_varshape_into_one_dense_out_array():
+    """Outputs of one size from a varshape batch may go into one (N, h, w, C) array."""
+    rng = np.random.default_rng(2)
+    xs = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in ((9, 7), (5, 12), (8, 8))]
+    boxes = np.array([[1, 1, 6, 5], [0, 2, 5, 9], [2, 0, 6, 8]], np.float32)
+    want = gpuaug.resized_crop(xs, boxes, (4, 6))
+    dense = np.zeros((3, 4, 6, 3), np.uint8)
+    got = gpuaug.resized_crop(xs, boxes, (4, 6), out=dense)
+    assert got is dense
+    for i in range(3):
+        np.testing.assert_array_equal(dense[i], want[i])
+    flipped = gpuaug.flip([x[:4, :6] for x in xs], out=np.zeros((3, 4, 6, 3), np.uint8))
+    np.testing.assert_array_equal(flipped, np.stack([x[:4, :6][:, ::-1] for x in xs]))
+
+
+def test_varshape_dense_out_checked():
+    xs = [np.zeros((4, 5, 3), np.uint8), np.zeros((6, 5, 3), np.uint8)]
+    with pytest.raises(ValueError, match="a varshape batch needs a list"):  # sizes differ
+        gpuaug.flip(xs, out=np.zeros((2, 4, 5, 3), np.uint8))
+    same = [np.zeros((4, 5, 3), np.uint8)] * 2
+    with pytest.raises(ValueError, match=r"out: got shape \(2, 5, 4, 3\)"):
+        gpuaug.flip(same, out=np.zeros((2, 5, 4, 3), np.uint8))
+    buf = np.zeros((2, 4, 5, 3), np.uint8)
+    with pytest.raises(ValueError, match="out: overlaps the input"):
+        gpuaug.flip([buf[0], buf[1]], out=buf)

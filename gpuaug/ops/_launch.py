@@ -98,7 +98,7 @@ def _run_numba(src: Batch, dst: Batch, params, module, extra, target):
     xp = src.xp
     params = xp.asarray(params, dtype=xp.float32) if target == "cuda" else np.asarray(params, np.float64)
     items = ([(src.nhwc, dst.nhwc, params)] if not src.varshape else
-             [(src.views[i][None], dst.views[i][None], params[i:i + 1]) for i in range(src.n)])
+             [(src.views[i][None], dst.sample(i)[None], params[i:i + 1]) for i in range(src.n)])
     for s, d, p in items:
         if s.dtype == np.float16:  # float16 maths runs in float32; one rounding at the end
             s = s.astype(np.float32)

@@ -337,7 +337,7 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
     else:
         lo, hi, rnd = -np.inf, np.inf, False
     items = ([(src.nhwc, dst.nhwc, slice(None))] if not src.varshape else
-             [(src.views[i][None], dst.views[i][None], slice(i, i + 1)) for i in range(n)])
+             [(src.views[i][None], dst.sample(i)[None], slice(i, i + 1)) for i in range(n)])
 
     def source(s):
         if cpu:

@@ -338,18 +338,24 @@ class ProcessDecoder:
         seg = self._segment(pos)
         from concurrent.futures.process import BrokenProcessPool
 
-        pool = self._ensure()
-        try:
-            errs = pool.submit(_child_decode, list(paths), size, mode, max_pixels, seg.name, offs,
-                               [tuple(o.shape) for o in outs]).result()
-        except BrokenProcessPool as e:
-            with self._lock:
-                if self._pool is pool:  # the next batch gets a new pool
-                    self._pool = None
-                    self._finalizer.detach()
-                    pool.shutdown(wait=False, cancel_futures=True)
-            raise RuntimeError(f"a decoding process died while decoding one of {list(paths)} "
-                               f"({type(e).__name__}: {e})") from None
+        # A dying process breaks the whole pool: every batch in flight fails with it, not only
+        # the one that killed it. So a batch retries once on a new pool; the batch whose file
+        # kills its process fails twice and is the one reported.
+        for attempt in (0, 1):
+            pool = self._ensure()
+            try:
+                errs = pool.submit(_child_decode, list(paths), size, mode, max_pixels, seg.name, offs,
+                                   [tuple(o.shape) for o in outs]).result()
+                break
+            except BrokenProcessPool as e:
+                with self._lock:
+                    if self._pool is pool:  # the next batch gets a new pool
+                        self._pool = None
+                        self._finalizer.detach()
+                        pool.shutdown(wait=False, cancel_futures=True)
+                if attempt:
+                    raise RuntimeError(f"a decoding process died while decoding one of {list(paths)} "
+                                       f"({type(e).__name__}: {e})") from None
         for o, off, err in zip(outs, offs, errs):
             if err is None:
                 np.copyto(o, np.ndarray(o.shape, np.uint8, seg.buf, off))

@@ -470,8 +470,9 @@ class ImageFiles(Source):
             import cupy as xp
         c = images[0].shape[2]
         dense = xp.empty((len(images), *self.size, c), np.uint8)
-        # one launch over the decoded (varshape) images, written into the dense batch's rows
-        gpuaug.resized_crop(images, boxes.astype(np.float32), self.size, out=list(dense))
+        # one launch over the decoded (varshape) images, written into the dense batch (one out=
+        # check for the batch: a list of row views cost one check per image, ~5 ms per batch)
+        gpuaug.resized_crop(images, boxes.astype(np.float32), self.size, out=dense)
         return dense
 
     def close(self):
