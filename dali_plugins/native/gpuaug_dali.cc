@@ -8,8 +8,8 @@
 // on DALI's stream, with no host synchronisation:
 // - the per-sample descriptor tables (address, h, w, stride_y, stride_x, stride_c in elements,
 //   gpuaug/_batch.py's descriptor_table) and the (N, P) float32 parameter matrix are written
-//   into one pinned host slot and reach the device in one cuMemcpyHtoDAsync on ws.stream();
-//   the device copy is stream-ordered (cuMemAllocAsync / cuMemFreeAsync on that stream);
+//   into one pinned host slot and reach the device in one cuMemcpyHtoDAsync on ws.stream(),
+//   into the slot's device buffer (both kept and reused: see Staging);
 // - the kernel source travels in the operator's "source" argument (the .cu file with its
 //   headers inlined by gpuaug.dali._native), so a serialized pipeline holds everything it
 //   needs: Triton's DALI backend only has to load this library. The source is compiled at run
@@ -31,7 +31,9 @@
 //   ((w - 1) / 2, (h - 1) / 2); the same double-precision maths as gpuaug/ops/_warp.py.
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -75,15 +77,16 @@ struct Api {
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
-  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
-  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemAllocHost)(void **, size_t);
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
                                     const char *const *, const char *const *);
@@ -150,15 +153,16 @@ static Api &api() {
     GA_SYM(cuda, cuModuleLoadData);
     GA_SYM(cuda, cuModuleGetFunction);
     GA_SYM(cuda, cuLaunchKernel);
-    GA_SYM(cuda, cuMemAllocAsync);
-    GA_SYM(cuda, cuMemFreeAsync);
+    GA_SYM2(cuda, cuMemAlloc, "cuMemAlloc_v2");
+    GA_SYM2(cuda, cuMemFree, "cuMemFree_v2");
     GA_SYM2(cuda, cuMemAllocHost, "cuMemAllocHost_v2");
     GA_SYM(cuda, cuMemFreeHost);
     GA_SYM2(cuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
-    GA_SYM2(cuda, cuMemsetD8Async, "cuMemsetD8Async");
     GA_SYM(cuda, cuEventCreate);
     GA_SYM(cuda, cuEventRecord);
     GA_SYM(cuda, cuEventSynchronize);
+    GA_SYM(cuda, cuEventElapsedTime);
+    GA_SYM2(cuda, cuEventDestroy, "cuEventDestroy_v2");
     GA_SYM(cuda, cuGetErrorString);
     GA_SYM(nvrtc, nvrtcCreateProgram);
     GA_SYM(nvrtc, nvrtcAddNameExpression);
@@ -267,17 +271,28 @@ static CUfunction get_function(const std::string &op, int device, const std::str
   DALI_FAIL(op + ": NVRTC could not compile " + name_expr + ":\n" + log);
 }
 
-// ---- pinned staging ring ---------------------------------------------------------------------
-// Slots are reused after the event recorded behind their copy has completed (a host wait on
-// that copy only, normally long done); never a device synchronisation.
+// ---- staging ring: pinned host + device parameter buffers, reused ----------------------------
+// One slot per batch in flight: a pinned host buffer (tables and parameter rows are written
+// there) and a device buffer of the same size, both kept for the operator's lifetime. A batch
+// takes the next slot, waits on the event recorded behind that slot's *last kernels* (a host
+// wait on work kSlots batches old, normally long done; never a device synchronisation), fills
+// the host side, copies it with one cuMemcpyHtoDAsync on DALI's stream and records the event
+// again after its launches. (The first version took the device side from cuMemAllocAsync /
+// cuMemFreeAsync per batch: with the default pool's release threshold of 0 every
+// synchronisation hands the pool's memory back, so the next batch's allocation maps fresh
+// physical memory, once per operator per batch.) Buffers only grow, rarely (a larger batch).
 class Staging {
  public:
   static constexpr int kSlots = 8;
   ~Staging() {
-    for (auto &s : slots_)
+    for (auto &s : slots_) {
+      if (s.event) api().cuEventSynchronize(s.event);
       if (s.host) api().cuMemFreeHost(s.host);
+      if (s.dev) api().cuMemFree(s.dev);
+    }
   }
-  void *get(const std::string &op, size_t bytes, int *index) {
+  // The next slot, at least `bytes` large on both sides.
+  void *get(const std::string &op, size_t bytes, int *index, CUdeviceptr *dev) {
     auto &A = api();
     Slot &s = slots_[next_];
     *index = next_;
@@ -285,26 +300,85 @@ class Staging {
     if (s.event) GA_CU(op, A.cuEventSynchronize(s.event));
     if (s.size < bytes) {
       if (s.host) A.cuMemFreeHost(s.host);
-      s.size = std::max<size_t>(bytes, 1 << 16);
-      GA_CU(op, A.cuMemAllocHost(&s.host, s.size));
+      if (s.dev) A.cuMemFree(s.dev);
+      s.host = nullptr;
+      s.dev = 0;
+      s.size = 0;
+      const size_t sz = std::max<size_t>(bytes + bytes / 4, 1 << 16);
+      GA_CU(op, A.cuMemAllocHost(&s.host, sz));
+      GA_CU(op, A.cuMemAlloc(&s.dev, sz));
+      s.size = sz;
     }
+    *dev = s.dev;
     return s.host;
   }
-  void record(const std::string &op, int index, CUstream stream) {
+  // After the batch's last launch (also when a launch threw): the slot is free once the
+  // stream passes this point.
+  void record(int index, CUstream stream) {
     auto &A = api();
     Slot &s = slots_[index];
-    if (!s.event) GA_CU(op, A.cuEventCreate(&s.event, 2));  // CU_EVENT_DISABLE_TIMING
-    GA_CU(op, A.cuEventRecord(s.event, stream));
+    if (!s.event && A.cuEventCreate(&s.event, 2) != 0) s.event = nullptr;  // CU_EVENT_DISABLE_TIMING
+    if (s.event) A.cuEventRecord(s.event, stream);
   }
 
  private:
   struct Slot {
     void *host = nullptr;
+    CUdeviceptr dev = 0;
     size_t size = 0;
     CUevent event = nullptr;
   };
   Slot slots_[kSlots];
   int next_ = 0;
+};
+
+// GPUAUG_DALI_NATIVE_PROFILE=1: per operator instance, host time of RunImpl and device time of
+// its launches (CUDA events, read back one call later, so no extra synchronisation in the
+// loop), printed to stderr when the operator is destroyed (or every 200 calls). For finding
+// where a pipeline's time goes; off by default.
+static bool profiling() {
+  static const bool on = [] {
+    const char *e = getenv("GPUAUG_DALI_NATIVE_PROFILE");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+class Profile {
+ public:
+  explicit Profile(std::string name) : name_(std::move(name)) {}
+  ~Profile() { report(); }
+  void host(double ms) { host_ms_ += ms; ++calls_; }
+  // events bracketing this call's launches; the previous call's pair is read now.
+  void device(CUevent a, CUevent b) {
+    collect();
+    pending_a_ = a;
+    pending_b_ = b;
+    if (calls_ % 200 == 0) report();
+  }
+  void report() {
+    collect();
+    if (calls_)
+      fprintf(stderr, "[gpuaug native profile] %s: %ld calls, host %.4f ms/call, device %.4f ms/call (%ld timed)\n",
+              name_.c_str(), calls_, host_ms_ / calls_, timed_ ? dev_ms_ / timed_ : 0.0, timed_);
+  }
+
+ private:
+  void collect() {
+    if (!pending_a_) return;
+    float ms = 0;
+    if (api().cuEventSynchronize(pending_b_) == 0 && api().cuEventElapsedTime(&ms, pending_a_, pending_b_) == 0) {
+      dev_ms_ += ms;
+      ++timed_;
+    }
+    api().cuEventDestroy(pending_a_);
+    api().cuEventDestroy(pending_b_);
+    pending_a_ = pending_b_ = nullptr;
+  }
+  std::string name_;
+  double host_ms_ = 0, dev_ms_ = 0;
+  long calls_ = 0, timed_ = 0;
+  CUevent pending_a_ = nullptr, pending_b_ = nullptr;
 };
 
 static const char *ctype(DALIDataType t) {
@@ -410,6 +484,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
   void RunImpl(dali::Workspace &ws) override {
+    run_t0_ = std::chrono::steady_clock::now();
     auto &A = api();
     DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
     const auto &in = ws.Input<dali::GPUBackend>(0);
@@ -431,7 +506,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
 
     // Parameters: a per-sample argument input or one constant row.
-    std::vector<std::vector<float>> rows(n);
+    auto &rows = rows_;
+    rows.resize(n);
     if (spec_.HasTensorArgument("params")) {
       const auto &p = ws.ArgumentInput("params");
       DALI_ENFORCE(p.num_samples() == n, op_ + ": argument 'params': got " + std::to_string(p.num_samples()) +
@@ -443,8 +519,11 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
         rows[i].assign(v, v + p.tensor_shape(i).num_elements());
       }
     } else {
-      auto v = spec_.GetRepeatedArgument<float>("params");
-      for (auto &r : rows) r = v;
+      if (const_params_.empty() && !const_read_) {
+        const_params_ = spec_.GetRepeatedArgument<float>("params");
+        const_read_ = true;
+      }
+      for (auto &r : rows) r.assign(const_params_.begin(), const_params_.end());
     }
     check_node_shapes(ws, n);
     for (int i = 0; i < n; ++i)
@@ -474,8 +553,11 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const size_t tab_bytes = size_t(n) * 6 * sizeof(int64_t);
     const size_t par_off = 2 * tab_bytes;
     const size_t total = par_off + std::max<size_t>(1, size_t(n) * P) * sizeof(float);
+    const size_t part_off = (total + 7) / 8 * 8;
+    const size_t part_max = mean_ >= 0 ? size_t(n) * kMaxParts * sizeof(double) : 0;  // partial sums
     int slot;
-    char *host = static_cast<char *>(staging_.get(op_, total, &slot));
+    CUdeviceptr dev = 0;
+    char *host = static_cast<char *>(staging_.get(op_, part_off + part_max, &slot, &dev));
     int64_t *st = reinterpret_cast<int64_t *>(host), *dt = st + 6 * n;
     float *par = reinterpret_cast<float *>(host + par_off);
     const int es = type_size(t);
@@ -516,18 +598,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
         nparts = gpuaug_host::mean_parts(sms(), n, sum_items);
       }
     }
-    const size_t part_off = (total + 7) / 8 * 8;
-    const size_t dev_bytes = part_off + size_t(n) * nparts * sizeof(double);
-    CUdeviceptr dev = 0;
-    GA_CU(op_, A.cuMemAllocAsync(&dev, dev_bytes, stream));
-    // freed stream-ordered behind the kernels, also when a launch or a compile throws
-    struct Free {
-      CUdeviceptr p;
-      CUstream s;
-      ~Free() { api().cuMemFreeAsync(p, s); }
-    } free_guard{dev, stream};
+    // the slot is released behind this batch's last launch, also when a launch or a compile throws
+    Release release{this, slot, stream};
     GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
-    staging_.record(op_, slot, stream);
 
     const std::string targs = std::string("<") + ctype(t) + ", " + std::to_string(C);
     std::string name = kernel_ + (packed ? "_packed" : "") + targs;
@@ -582,6 +655,35 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
  private:
+  static constexpr int kMaxParts = 32;  // gpuaug_host::mean_parts' cap (_colour.MAX_PARTS)
+
+  // Scope guard of RunImpl: records the staging slot's event after the launches and, when
+  // profiling, the call's host time and the events bracketing its launches.
+  struct Release {
+    Kernel *k;
+    int slot;
+    CUstream stream;
+    CUevent a = nullptr;
+    Release(Kernel *k_, int s, CUstream st) : k(k_), slot(s), stream(st) {
+      if (profiling() && api().cuEventCreate(&a, 0) == 0) api().cuEventRecord(a, stream);
+    }
+    ~Release() {
+      k->staging_.record(slot, stream);
+      if (!profiling()) return;
+      CUevent b = nullptr;
+      if (a && api().cuEventCreate(&b, 0) == 0) {
+        api().cuEventRecord(b, stream);
+        k->profile().device(a, b);
+      }
+      k->profile().host(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - k->run_t0_).count());
+    }
+  };
+
+  Profile &profile() {
+    if (!profile_) profile_ = std::make_unique<Profile>(op_ + " (" + kernel_ + ")");
+    return *profile_;
+  }
+
   CUfunction function(const std::string &name) {  // per instance: no hashing of the source per batch
     auto it = functions_.find(name);
     if (it != functions_.end()) return it->second;
@@ -705,6 +807,11 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
   Staging staging_;
+  std::unique_ptr<Profile> profile_;
+  std::chrono::steady_clock::time_point run_t0_;
+  std::vector<float> const_params_;
+  bool const_read_ = false;
+  std::vector<std::vector<float>> rows_;  // reused: no per-sample allocations once warm
   std::map<std::string, CUfunction> functions_;
 };
 
