@@ -530,3 +530,218 @@ def _shape_checks(nodes, args, shapes):
         dims = node.shape(dtype=types.INT32)
         parts += [dims.shape(dtype=types.INT32), dims]
     return dict(node_shapes=fn.cat(*parts, axis=0), node_names=names, node_expect=expect)
+
+
+# ---- gd.policy: a gpuaug.Compose as gpuaug__Policy operators ---------------------------------
+# Codes and constants: dali_plugins/native/gpuaug_host.h (PolicyPlan). Each fused stage of the
+# policy's plan becomes one fn.gpuaug.policy; its random parameters come from ONE
+# fn.random.uniform(range=[0, 1], shape=[K]) per stage (DALI's seed; serializable), which the
+# operator turns into the transforms' values with their own sampling rules (u < p, lo + (hi -
+# lo) u), so the distributions are gpuaug's, the random stream is DALI's.
+G_HFLIP, G_VFLIP, G_ROTATE, G_AFFINE, G_RESIZE, G_CENTER_CROP = 1, 2, 3, 4, 5, 6
+K_JITTER, K_GRAY, K_GAMMA, K_SOLARIZE, K_POSTERIZE, K_INVERT = 1, 2, 4, 5, 6, 7
+
+#: transforms gd.policy runs natively (the rest keep python_function for the whole policy)
+NATIVE_TRANSFORMS = ("RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation", "RandomAffine", "Resize",
+                     "CenterCrop", "ColorJitter", "RandomGrayscale", "RandomGamma", "RandomSolarize",
+                     "RandomPosterize", "RandomInvert", "Normalize", "ToDtype", "ToLayout")
+
+
+def _center_args(t):
+    if t.center is None:
+        return [0.0, 0.0, 0.0]
+    return [1.0, float(t.center[0]) - 0.5, float(t.center[1]) - 0.5]  # as transforms.py: pixel centres
+
+
+def _range_or(r, neutral):
+    return [float(r[0]), float(r[1])] if r is not None else [float(neutral), float(neutral)]
+
+
+def _transform_record(t):
+    """(kind, code, constants, uniforms per sample) of one transform of a fused stage."""
+    from gpuaug.policy import transforms as TF
+
+    if isinstance(t, TF.RandomHorizontalFlip):
+        return "geo", G_HFLIP, [float(t.p)], 1
+    if isinstance(t, TF.RandomVerticalFlip):
+        return "geo", G_VFLIP, [float(t.p)], 1
+    if isinstance(t, TF.RandomRotation):
+        return "geo", G_ROTATE, _center_args(t) + _range_or(t.degrees, 0), 1
+    if isinstance(t, TF.RandomAffine):
+        tr = [float(v) for v in t.translate] if t.translate is not None else [0.0, 0.0]
+        sh = list(t.shear) if t.shear is not None else [0.0, 0.0]
+        sh = [float(v) for v in (sh + [0.0, 0.0] if len(sh) == 2 else sh)]
+        return "geo", G_AFFINE, _center_args(t) + tr + _range_or(t.degrees, 0) + _range_or(t.scale, 1) + sh, 6
+    if type(t) is TF.Resize:
+        return "geo", G_RESIZE, [float(v) for v in t.size], 0
+    if type(t) is TF.CenterCrop:
+        return "geo", G_CENTER_CROP, [float(v) for v in t.size], 0
+    if isinstance(t, TF.ColorJitter):
+        return "colour", K_JITTER, ([float(t.p)] + _range_or(t.brightness, 1) + _range_or(t.contrast_range, 1)
+                                    + _range_or(t.saturation, 1) + _range_or(t.hue, 0)), 5
+    if isinstance(t, TF.RandomGrayscale):
+        return "colour", K_GRAY, [float(t.p)], 1
+    if isinstance(t, TF.RandomGamma):
+        return "colour", K_GAMMA, [float(t.p)] + _range_or(t.gamma_limit, 100), 2
+    if isinstance(t, TF.RandomSolarize):
+        from gpuaug.ops._launch import float32_at_least
+
+        return "colour", K_SOLARIZE, [float(t.p), float(float32_at_least(np.asarray(t.threshold, np.float64)))], 1
+    if isinstance(t, TF.RandomPosterize):
+        return "colour", K_POSTERIZE, [float(t.p), float(t.bits)], 1
+    if isinstance(t, TF.RandomInvert):
+        return "colour", K_INVERT, [float(t.p)], 1
+    raise Unsupported(f"{type(t).__name__} has no native form (native transforms: {', '.join(NATIVE_TRANSFORMS)})")
+
+
+def _text(values):
+    return " ".join(repr(float(v)) for v in values)  # repr: the shortest text that reads back exactly
+
+
+def policy_stages(policy, input_dtype="uint8"):
+    """The policy's fused stages as ``fn.gpuaug.policy`` arguments: a list of dicts (``width``:
+    uniforms per sample; ``indices``: the stage's geometry then colour transforms, the order the
+    operator reads its uniforms in; the rest are the operator's arguments). Raises
+    :class:`Unsupported` (saying why) when the policy cannot run natively."""
+    from gpuaug.policy import _fused as F
+    from gpuaug.policy import transforms as TF
+    from gpuaug.policy.compose import plan_stages
+
+    transforms = list(getattr(policy, "transforms", None) or [])
+    if not transforms or not hasattr(policy, "plan"):
+        raise Unsupported("only a gpuaug.Compose runs natively (a callable runs in python_function)")
+    dt = np.dtype(input_dtype).name
+    if dt not in ("uint8", "float16", "float32"):
+        raise Unsupported(f"input_dtype: got {input_dtype!r}; expected uint8, float16 or float32")
+    out, layout = [], "NHWC"
+    for kind, spec in plan_stages(transforms, dt):
+        if kind != "fused":
+            raise Unsupported(f"{type(transforms[spec]).__name__} runs as its own gpuaug op (not fusable)")
+        if layout != "NHWC":
+            raise Unsupported("a stage after one that writes CHW (the native policy reads HWC)")
+        geo, gargs, col, cargs, width = [], [], [], [], 0
+        for i in spec.geometry + spec.colour:
+            kind_, code, args, k = _transform_record(transforms[i])
+            (geo if kind_ == "geo" else col).append(code)
+            (gargs if kind_ == "geo" else cargs).extend(args)
+            width += k
+        bilinear = any(transforms[i].interpolation == "bilinear" for i in spec.geometry)
+        geo_kind = max([2 if transforms[i].perspective else 1 for i in spec.geometry], default=0)
+        fill = next((transforms[i].fill for i in spec.geometry if transforms[i].needs_fill()), None)
+        write, st3 = [], None
+        for c in (1, 3, 4):
+            st = {"dtype": spec.sem, "layout": spec.layout or layout, "scale": np.ones(c), "bias": np.zeros(c)}
+            try:
+                for i in spec.writes:
+                    st = transforms[i].apply(st)
+                write += list(st["scale"]) + list(st["bias"])
+            except ValueError:
+                write += [math.nan] * (2 * c)
+                st = None
+            if st is not None:
+                st3 = st
+        if st3 is None:
+            raise Unsupported("the writes (Normalize's mean / std) fit no channel count")
+        # the colour program's codes and the contrast step (values do not matter: one sample)
+        rng = np.random.default_rng(0)
+        tparams = {i: transforms[i].sample(rng, 1, np.array([[8, 8]])) for i in spec.colour}
+        codes, _, jidx = F.colour_program(transforms, tparams, spec, 3)
+        sum_kind, sum_prog = "", 0
+        if jidx >= 0:
+            gray = jidx == 0 and spec.in_scale == 1.0 and (spec.sem == "uint8") == (dt == "uint8")
+            sum_kind = "gray" if gray else "fused"
+            sum_prog = F.prog_value(codes[:jidx + 1])
+        out_layout = "CHW" if st3["layout"] == "NCHW" else "HWC"
+        out.append(dict(width=width, indices=list(spec.geometry + spec.colour), input_dtype=dt,
+                        out_dtype=str(st3["dtype"]), out_layout=out_layout, sem_uint8=spec.sem == "uint8",
+                        pre=bool(spec.pre), bilinear=bool(bilinear), geo_kind=int(geo_kind),
+                        border=0 if fill is not None else 1, sum_kind=sum_kind, sum_prog=str(sum_prog),
+                        geometry=geo, geometry_args=_text(gargs), colour=col, colour_args=_text(cargs),
+                        codes=[int(c) for c in codes], fill="" if fill is None else _text(fill),
+                        write=_text(write), in_scale=repr(float(spec.in_scale))))
+        dt, layout = str(st3["dtype"]), st3["layout"]
+    return out
+
+
+def policy_params(policy, stages, uniforms, sizes):
+    """The :class:`gpuaug.policy.compose.PolicyParams` the native operators compute from
+    ``uniforms`` (per stage, an (n, width) float32 array) for images of ``sizes`` ((n, 2)):
+    ``policy.replay(x, policy_params(...))`` is what ``gd.policy`` gives with those draws (the
+    tests' reference; it mirrors gpuaug_host.h, which mirrors the transforms' ``sample``)."""
+    from gpuaug.policy import transforms as TF
+    from gpuaug.policy.compose import PolicyParams
+
+    transforms = policy.transforms
+    sizes = np.asarray(sizes, np.int64).reshape(-1, 2)
+    n = len(sizes)
+    values = [dict(t.sample(np.random.default_rng(0), n, sizes)) for t in transforms]
+    cur = sizes
+    for st, u in zip(stages, uniforms):
+        u = np.asarray(u, np.float32).astype(np.float64).reshape(n, -1)
+        k = 0
+        for i in st["indices"]:
+            t = transforms[i]
+            _, _, args, width = _transform_record(t)
+            v = [u[:, k + j] for j in range(width)]
+            k += width
+
+            def lerp(lo, hi, x):
+                return lo + (hi - lo) * x
+            if isinstance(t, (TF.RandomHorizontalFlip, TF.RandomVerticalFlip, TF.RandomGrayscale,
+                              TF.RandomSolarize, TF.RandomPosterize, TF.RandomInvert)):
+                values[i] = {"apply": v[0] < t.p}
+            elif isinstance(t, TF.RandomRotation):
+                values[i] = {"angle": lerp(args[3], args[4], v[0])}
+            elif isinstance(t, TF.RandomAffine):
+                mx, my = args[3] * cur[:, 1], args[4] * cur[:, 0]
+                values[i] = {"angle": lerp(args[5], args[6], v[0]), "tx": np.rint(mx * (2 * v[1] - 1)),
+                             "ty": np.rint(my * (2 * v[2] - 1)), "scale": lerp(args[7], args[8], v[3]),
+                             "shear_x": lerp(args[9], args[10], v[4]), "shear_y": lerp(args[11], args[12], v[5])}
+            elif isinstance(t, TF.ColorJitter):
+                on = v[0] < t.p
+                d = {"apply": on}
+                for j, (key, neutral) in enumerate((("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0),
+                                                     ("hue", 0.0))):
+                    d[key] = np.where(on, lerp(args[1 + 2 * j], args[2 + 2 * j], v[1 + j]), neutral)
+                values[i] = d
+            elif isinstance(t, TF.RandomGamma):
+                on = v[0] < t.p
+                values[i] = {"apply": on, "gamma": np.where(on, lerp(args[1], args[2], v[1]) / 100.0, 1.0)}
+            if t.kind == "geometry":
+                cur = t.out_sizes(cur)
+    return PolicyParams(n, sizes, tuple(values))
+
+
+def policy_node(data, policy, *, input_dtype="uint8", forced=False, uniforms=None):
+    """``fn.gpuaug.policy`` nodes running ``policy`` (a gpuaug.Compose) on HWC ``data``, or None
+    to fall back to python_function (when not ``forced``; forced: an error saying why).
+    ``uniforms``: per stage, a CPU DataNode of (width,) float32 values in [0, 1) to use instead
+    of the stage's fn.random.uniform (tests)."""
+    m = mode()
+
+    def no(reason, warn=False):
+        if forced or (warn and m == "on"):
+            raise op_error("policy", f"backend='native': {reason}", RuntimeError)
+        if warn:
+            _warn_once(reason)
+        return None
+
+    if m == "off" and not forced:
+        return None
+    try:
+        stages = policy_stages(policy, input_dtype)
+    except Unsupported as e:
+        return no(str(e))
+    if not load():
+        return no(_state["reason"], warn=True)
+    from nvidia.dali import fn
+
+    x = data
+    for k, st in enumerate(stages):
+        kw = {key: v for key, v in st.items() if key not in ("width", "indices")}
+        kw = {key: v for key, v in kw.items() if not (isinstance(v, list) and not v)}
+        if st["width"]:
+            kw["draws"] = (uniforms[k] if uniforms is not None else
+                           fn.random.uniform(range=[0.0, 1.0], shape=[st["width"]]))
+        x = fn.gpuaug.policy(x, source=kernel_source("fused.cu"), **kw)
+    return x

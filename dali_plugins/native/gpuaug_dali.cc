@@ -815,6 +815,339 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::map<std::string, CUfunction> functions_;
 };
 
+
+// ---- gpuaug__Policy: one fused stage of a gpuaug.Compose -------------------------------------
+// The stage's parameter rows are built here per sample (gpuaug_host::policy_row: the composed
+// geometry for the image's size, the colour program, the write) from the values the graph drew
+// with DALI's random operators (argument input "draws"), then kernels/fused.cu runs as
+// gpuaug/policy/_fused.py's launch_cuda does: the contrast mean's reduction first when the
+// program has one (gpuaug_gray_sum, packed when it can, or gpuaug_fused_sum), then
+// gpuaug_fused_dense (dense HWC batch in, dense HWC / CHW out, colour after geometry) or
+// gpuaug_fused (descriptor tables: varshape, anything else).
+static std::vector<double> parse_doubles(const std::string &op, const std::string &arg, const std::string &text) {
+  std::vector<double> v;
+  std::istringstream in(text);
+  std::string tok;
+  while (in >> tok) {
+    char *end = nullptr;
+    const double x = std::strtod(tok.c_str(), &end);
+    DALI_ENFORCE(end && *end == '\0', op + ": argument '" + arg + "': '" + tok + "' is not a number");
+    v.push_back(x);
+  }
+  return v;
+}
+
+class Policy : public dali::Operator<dali::GPUBackend> {
+ public:
+  explicit Policy(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
+    op_ = "gpuaug.dali.policy";
+    source_ = spec.GetArgument<std::string>("source");
+    device_ = spec.GetArgument<int>("device_id");
+    in_dtype_ = spec.GetArgument<std::string>("input_dtype");
+    out_dtype_ = spec.GetArgument<std::string>("out_dtype");
+    out_layout_ = spec.GetArgument<std::string>("out_layout");
+    pre_ = spec.GetArgument<bool>("pre");
+    geo_kind_ = spec.GetArgument<int>("geo_kind");
+    border_ = spec.GetArgument<int>("border");
+    sum_kind_ = spec.GetArgument<std::string>("sum_kind");
+    sum_prog_ = spec.GetArgument<std::string>("sum_prog");
+    geo_ = spec.GetRepeatedArgument<int>("geometry");
+    colour_ = spec.GetRepeatedArgument<int>("colour");
+    expect_codes_ = spec.GetRepeatedArgument<int>("codes");
+    geo_args_ = parse_doubles(op_, "geometry_args", spec.GetArgument<std::string>("geometry_args"));
+    colour_args_ = parse_doubles(op_, "colour_args", spec.GetArgument<std::string>("colour_args"));
+    fill_ = parse_doubles(op_, "fill", spec.GetArgument<std::string>("fill"));
+    write_ = parse_doubles(op_, "write", spec.GetArgument<std::string>("write"));
+    const auto ins = parse_doubles(op_, "in_scale", spec.GetArgument<std::string>("in_scale"));
+    DALI_ENFORCE(ins.size() == 1, op_ + ": argument 'in_scale': expected one number");
+    DALI_ENFORCE(write_.size() == 16, op_ + ": argument 'write': expected 16 numbers (scale and bias for 1, 3 "
+                 "and 4 channels)");
+    DALI_ENFORCE(in_dtype_ == "uint8" || in_dtype_ == "float16" || in_dtype_ == "float32",
+                 op_ + ": argument 'input_dtype': got '" + in_dtype_ + "'; expected uint8, float16 or float32");
+    DALI_ENFORCE(out_dtype_ == "uint8" || out_dtype_ == "float16" || out_dtype_ == "float32",
+                 op_ + ": argument 'out_dtype': got '" + out_dtype_ + "'; expected uint8, float16 or float32");
+    DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
+                 op_ + ": argument 'out_layout': got '" + out_layout_ + "'; expected 'HWC' or 'CHW'");
+    DALI_ENFORCE(sum_kind_.empty() || sum_kind_ == "gray" || sum_kind_ == "fused",
+                 op_ + ": argument 'sum_kind': got '" + sum_kind_ + "'; expected '', 'gray' or 'fused'");
+    size_t ga = 0;
+    for (int g : geo_) {
+      DALI_ENFORCE(g >= gpuaug_host::G_HFLIP && g <= gpuaug_host::G_CENTER_CROP,
+                   op_ + ": argument 'geometry': unknown code " + std::to_string(g));
+      ga += gpuaug_host::geo_args_of(g);
+    }
+    size_t ca = 0;
+    for (int k : colour_) {
+      DALI_ENFORCE(k >= gpuaug_host::K_JITTER && k <= gpuaug_host::K_INVERT && k != gpuaug_host::K_AFFINE,
+                   op_ + ": argument 'colour': unknown code " + std::to_string(k));
+      ca += gpuaug_host::colour_args_of(k);
+    }
+    DALI_ENFORCE(ga == geo_args_.size(), op_ + ": argument 'geometry_args': got " + std::to_string(geo_args_.size()) +
+                 " numbers; the geometry codes take " + std::to_string(ga));
+    DALI_ENFORCE(ca == colour_args_.size(), op_ + ": argument 'colour_args': got " +
+                 std::to_string(colour_args_.size()) + " numbers; the colour codes take " + std::to_string(ca));
+    plan_.geo = geo_.data();
+    plan_.ngeo = static_cast<int>(geo_.size());
+    plan_.geo_args = geo_args_.data();
+    plan_.colour = colour_.data();
+    plan_.ncolour = static_cast<int>(colour_.size());
+    plan_.colour_args = colour_args_.data();
+    plan_.bilinear = spec.GetArgument<bool>("bilinear");
+    plan_.has_fill = !fill_.empty();
+    plan_.sem_uint8 = spec.GetArgument<bool>("sem_uint8");
+    plan_.fill = fill_.data();
+    plan_.nfill = static_cast<int>(fill_.size());
+    plan_.in_scale = ins[0];
+    plan_.write = write_.data();
+    int codes[32];
+    const int nc = gpuaug_host::policy_codes(plan_, codes);
+    DALI_ENFORCE(nc <= 15, op_ + ": transforms: a fused stage holds at most 15 colour steps; got " + std::to_string(nc));
+    DALI_ENFORCE(std::vector<int>(codes, codes + nc) == expect_codes_,
+                 op_ + ": argument 'codes': the colour program's steps differ from what the plan gives");
+    prog_ = 0;
+    for (int k = 0; k < nc; ++k) prog_ |= static_cast<unsigned long long>(codes[k]) << (4 * k);
+    P_ = gpuaug_host::policy_row_width(plan_);
+    ndraws_ = gpuaug_host::policy_draws(plan_);
+  }
+
+ protected:
+  bool SetupImpl(std::vector<dali::OutputDesc> &output_desc, const dali::Workspace &ws) override {
+    const auto &in = ws.Input<dali::GPUBackend>(0);
+    const DALIDataType t = in.type();
+    DALI_ENFORCE(ctype(t) != nullptr, op_ + ": x: got dtype " + dali::to_string(t) +
+                                          "; expected one of uint8, float16, float32");
+    DALI_ENFORCE(dtype_name(t) == in_dtype_,
+                 op_ + ": argument 'input_dtype': got '" + in_dtype_ + "' but the images are " + dtype_name(t) +
+                 "; the policy is planned for its input dtype (pass input_dtype='" + dtype_name(t) + "')");
+    DALI_ENFORCE(in.sample_dim() == 3, op_ + ": x: got " + std::to_string(in.sample_dim()) +
+                                           "-D samples; expected HWC images (3-D)");
+    const auto &layout = in.GetLayout();
+    DALI_ENFORCE(layout.empty() || layout == "HWC",
+                 op_ + ": input 'data': got layout '" + layout.str() + "'; the native policy takes HWC "
+                 "(use backend='cuda' for CHW)");
+    const int n = in.num_samples();
+    output_desc.resize(1);
+    output_desc[0].shape = in.shape();
+    for (int i = 0; i < n; ++i) {
+      const auto &s = in.tensor_shape(i);
+      DALI_ENFORCE(s[2] == 1 || s[2] == 3 || s[2] == 4, op_ + ": x: got " + std::to_string(s[2]) +
+                                                            " channels (sample " + std::to_string(i) +
+                                                            "); expected 1, 3 or 4");
+      DALI_ENFORCE(s[2] == in.tensor_shape(0)[2], op_ + ": x: sample " + std::to_string(i) + " has " +
+                                                      std::to_string(s[2]) + " channels, sample 0 " +
+                                                      std::to_string(in.tensor_shape(0)[2]) +
+                                                      "; expected one channel count for the batch");
+      int64_t oh, ow;
+      gpuaug_host::policy_out_size(plan_, s[0], s[1], &oh, &ow);
+      DALI_ENFORCE(s[0] * s[1] * s[2] <= 2147483647LL && oh * ow * s[2] <= 2147483647LL,
+                   op_ + ": x: sample " + std::to_string(i) + " holds over 2**31 - 1 elements");
+      output_desc[0].shape.set_tensor_shape(i, out_layout_ == "CHW" ? dali::TensorShape<>{s[2], oh, ow}
+                                                                   : dali::TensorShape<>{oh, ow, s[2]});
+    }
+    output_desc[0].type = out_dtype_ == "uint8" ? ::DALI_UINT8 : out_dtype_ == "float16" ? ::DALI_FLOAT16 : ::DALI_FLOAT;
+    return true;
+  }
+
+  void RunImpl(dali::Workspace &ws) override {
+    run_t0_ = std::chrono::steady_clock::now();
+    auto &A = api();
+    DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
+    const auto &in = ws.Input<dali::GPUBackend>(0);
+    auto &out = ws.Output<dali::GPUBackend>(0);
+    out.SetLayout(out_layout_);
+    const int n = in.num_samples();
+    if (n == 0) return;
+    const DALIDataType t = in.type();
+    const int C = static_cast<int>(in.tensor_shape(0)[2]);
+    CUstream stream = reinterpret_cast<CUstream>(ws.stream());
+    CUcontext ctx = nullptr;
+    A.cuCtxGetCurrent(&ctx);
+    if (!ctx) {
+      CUdevice dev;
+      GA_CU(op_, A.cuDeviceGet(&dev, device_));
+      GA_CU(op_, A.cuDevicePrimaryCtxRetain(&ctx, dev));
+      GA_CU(op_, A.cuCtxSetCurrent(ctx));
+    }
+    // the draws: one float32 vector per sample (or one constant vector)
+    const float *dptr = nullptr;
+    int64_t dstride = 0;
+    const dali::TensorList<dali::CPUBackend> *dl = nullptr;
+    if (spec_.HasTensorArgument("draws")) {
+      dl = &ws.ArgumentInput("draws");
+      DALI_ENFORCE(dl->num_samples() == n, op_ + ": argument 'draws': got " + std::to_string(dl->num_samples()) +
+                                               " samples for a batch of " + std::to_string(n));
+      DALI_ENFORCE(dl->type() == ::DALI_FLOAT, op_ + ": argument 'draws': got type " + dali::to_string(dl->type()) +
+                                                   "; expected float32");
+    } else {
+      if (!const_read_) {
+        const_draws_ = spec_.GetRepeatedArgument<float>("draws");
+        const_read_ = true;
+      }
+      dptr = const_draws_.data();
+      DALI_ENFORCE(int64_t(const_draws_.size()) == ndraws_,
+                   op_ + ": argument 'draws': got " + std::to_string(const_draws_.size()) + " values; expected " +
+                   std::to_string(ndraws_));
+    }
+
+    const size_t tab_bytes = size_t(n) * 6 * sizeof(int64_t);
+    const size_t par_off = 2 * tab_bytes;
+    const size_t total = par_off + size_t(n) * P_ * sizeof(float);
+    const size_t part_off = (total + 7) / 8 * 8;
+    const size_t part_max = sum_kind_.empty() ? 0 : size_t(n) * 32 * sizeof(double);
+    int slot;
+    CUdeviceptr dev = 0;
+    char *host = static_cast<char *>(staging_.get(op_, part_off + part_max, &slot, &dev));
+    int64_t *st = reinterpret_cast<int64_t *>(host), *dt = st + 6 * n;
+    float *par = reinterpret_cast<float *>(host + par_off);
+    const int es = type_size(t);
+    const int oes = out_dtype_ == "uint8" ? 1 : out_dtype_ == "float16" ? 2 : 4;
+    const bool chw = out_layout_ == "CHW";
+    int hmax = 0, wmax = 0;
+    bool dense = !pre_;
+    for (int i = 0; i < n; ++i) {
+      const auto &s = in.tensor_shape(i);
+      const int64_t h = s[0], w = s[1];
+      if (dl) {
+        const int64_t k = dl->tensor_shape(i).num_elements();
+        DALI_ENFORCE(k == ndraws_, op_ + ": argument 'draws': sample " + std::to_string(i) + " has " +
+                                       std::to_string(k) + " values; expected " + std::to_string(ndraws_));
+        dptr = dl->tensor<float>(i);
+      }
+      const int rc = gpuaug_host::policy_row(plan_, dptr, h, w, C, par + size_t(i) * P_, P_);
+      DALI_ENFORCE(rc != 1, op_ + ": transforms: a sampled geometry is singular (sample " + std::to_string(i) +
+                                "; e.g. a zero scale); check the transforms' ranges");
+      DALI_ENFORCE(rc != 2, op_ + ": fill: got " + std::to_string(fill_.size()) + " values; the images have " +
+                                std::to_string(C) + " channels (give 1 or " + std::to_string(C) + ")");
+      DALI_ENFORCE(rc != 3, op_ + ": Normalize: mean / std: their number of values does not fit images of " +
+                                std::to_string(C) + " channels (give 1 or " + std::to_string(C) + ")");
+      int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * C, C, 1};
+      const auto &os = out.tensor_shape(i);
+      const int64_t oh = chw ? os[1] : os[0], ow = chw ? os[2] : os[1];
+      int64_t dst[6] = {int64_t(reinterpret_cast<uintptr_t>(out.raw_mutable_tensor(i))), oh, ow,
+                        chw ? ow : ow * C, chw ? 1 : C, chw ? oh * ow : 1};
+      std::memcpy(st + 6 * i, src, sizeof(src));
+      std::memcpy(dt + 6 * i, dst, sizeof(dst));
+      hmax = std::max<int>(hmax, int(oh));
+      wmax = std::max<int>(wmax, int(ow));
+      // _fused._dense: every sample h x w x C back to back, in and out
+      dense = dense && h == st[1] && w == st[2] && oh == dt[1] && ow == dt[2] &&
+              src[0] == st[0] + int64_t(i) * h * w * C * es && dst[0] == dt[0] + int64_t(i) * oh * ow * C * oes;
+    }
+    Release release{this, slot, stream};
+    GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
+
+    const std::string T = ctype(t), Cs = std::to_string(C);
+    const std::string O = out_dtype_ == "uint8" ? "unsigned char" : out_dtype_ == "float16" ? "gpuaug::half" : "float";
+    const std::string semi = plan_.sem_uint8 ? "true" : "false";
+    CUdeviceptr src_t = dev, dst_t = dev + tab_bytes, par_d = dev + par_off;
+    int Pi = P_, ni = n;
+    CUdeviceptr partials = 0;
+    int nparts = 0;
+    const unsigned gz = std::min(n, 65535);
+    if (!sum_kind_.empty()) {
+      partials = dev + part_off;
+      if (sum_kind_ == "gray") {
+        long long items = 0;
+        const bool packed = gpuaug_host::packed_layout(st, nullptr, n, C, C, es, &items);
+        if (!packed) {
+          items = 0;
+          for (int i = 0; i < n; ++i) items = std::max<long long>(items, st[6 * i + 1] * st[6 * i + 2]);
+        }
+        nparts = gpuaug_host::mean_parts(sms(), n, items);
+        CUfunction f = function(std::string("gpuaug_gray_sum") + (packed ? "_packed" : "") + "<" + T + ", " + Cs + ", 1>");
+        int bcol = gpuaug_host::F_COLOUR;
+        void *args[] = {&src_t, &par_d, &Pi, &ni, &bcol, &partials, &nparts};
+        GA_CU(op_, A.cuLaunchKernel(f, nparts, gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+      } else {
+        long long items = 0;
+        for (int i = 0; i < n; ++i) items = std::max<long long>(items, st[6 * i + 1] * st[6 * i + 2]);
+        nparts = gpuaug_host::mean_parts(sms(), n, items);
+        CUfunction f = function("gpuaug_fused_sum<" + T + ", " + Cs + ", " + semi + ", " + sum_prog_ + "ull>");
+        void *args[] = {&src_t, &par_d, &Pi, &ni, &partials, &nparts};
+        GA_CU(op_, A.cuLaunchKernel(f, nparts, gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+      }
+    }
+    const std::string prog = std::to_string(prog_) + "ull";
+    const std::string mid = Cs + ", " + O + ", " + semi + ", " + std::to_string(geo_kind_) + ", " +
+                            std::to_string(border_) + ", ";
+    if (dense) {
+      CUfunction f = function("gpuaug_fused_dense<" + T + ", " + mid + prog + ", " + (chw ? "true" : "false") + ">");
+      CUdeviceptr a = CUdeviceptr(st[0]), b = CUdeviceptr(dt[0]);
+      int h = int(st[1]), w = int(st[2]), H = int(dt[1]), W = int(dt[2]);
+      void *args[] = {&a, &b, &par_d, &Pi, &ni, &h, &w, &H, &W, &partials, &nparts};
+      constexpr int kRows = 4;  // GPUAUG_FUSED_ROWS
+      if (H > 0 && W > 0)
+        GA_CU(op_, A.cuLaunchKernel(f, (W + 31) / 32, (H + 8 * kRows - 1) / (8 * kRows), gz, 256, 1, 1, 0, stream,
+                                    args, nullptr));
+    } else if (hmax > 0 && wmax > 0) {
+      CUfunction f = function("gpuaug_fused<" + T + ", " + mid + (pre_ ? "true" : "false") + ", " + prog + ">");
+      void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
+      GA_CU(op_, A.cuLaunchKernel(f, (wmax + 31) / 32, std::min((hmax + 7) / 8, 65535), gz, 256, 1, 1, 0, stream,
+                                  args, nullptr));
+    }
+  }
+
+ private:
+  struct Release {
+    Policy *k;
+    int slot;
+    CUstream stream;
+    CUevent a = nullptr;
+    Release(Policy *k_, int s, CUstream st) : k(k_), slot(s), stream(st) {
+      if (profiling() && api().cuEventCreate(&a, 0) == 0) api().cuEventRecord(a, stream);
+    }
+    ~Release() {
+      k->staging_.record(slot, stream);
+      if (!profiling()) return;
+      CUevent b = nullptr;
+      if (a && api().cuEventCreate(&b, 0) == 0) {
+        api().cuEventRecord(b, stream);
+        k->profile().device(a, b);
+      }
+      k->profile().host(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - k->run_t0_).count());
+    }
+  };
+
+  static std::string dtype_name(DALIDataType t) {
+    return t == ::DALI_UINT8 ? "uint8" : t == ::DALI_FLOAT16 ? "float16" : t == ::DALI_FLOAT ? "float32"
+                                                                                                : dali::to_string(t);
+  }
+
+  Profile &profile() {
+    if (!profile_) profile_ = std::make_unique<Profile>(op_ + " (gpuaug_fused)");
+    return *profile_;
+  }
+
+  CUfunction function(const std::string &name) {
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    return functions_[name] = get_function(op_, device_, source_, name);
+  }
+
+  int sms() {
+    if (sms_ == 0) {
+      CUdevice d;
+      GA_CU(op_, api().cuDeviceGet(&d, device_));
+      GA_CU(op_, api().cuDeviceGetAttribute(&sms_, 16, d));
+    }
+    return sms_;
+  }
+
+  std::string op_, source_, in_dtype_, out_dtype_, out_layout_, sum_kind_, sum_prog_;
+  bool pre_ = false, const_read_ = false;
+  int device_ = 0, geo_kind_ = 0, border_ = 1, P_ = 0, sms_ = 0;
+  int64_t ndraws_ = 0;
+  unsigned long long prog_ = 0;
+  std::vector<int> geo_, colour_, expect_codes_;
+  std::vector<double> geo_args_, colour_args_, fill_, write_;
+  std::vector<float> const_draws_;
+  gpuaug_host::PolicyPlan plan_;
+  Staging staging_;
+  std::unique_ptr<Profile> profile_;
+  std::chrono::steady_clock::time_point run_t0_;
+  std::map<std::string, CUfunction> functions_;
+};
+
 }  // namespace gpuaug_dali
 
 DALI_REGISTER_OPERATOR(gpuaug__Kernel, ::gpuaug_dali::Kernel, dali::GPU);
@@ -856,4 +1189,37 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("node_expect", "Per node: ndim, then dims (-1: the channel count).", std::vector<int>{})
     .AddOptionalArg("node_shapes", "Per sample: for each node, ndim then dims (fn.shapes).", std::vector<int>{}, true)
     .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector).",
+                    std::vector<float>{}, true);
+
+DALI_REGISTER_OPERATOR(gpuaug__Policy, ::gpuaug_dali::Policy, dali::GPU);
+
+DALI_SCHEMA(gpuaug__Policy)
+    .DocStr(R"(Runs one fused stage of a gpuaug.Compose (kernels/fused.cu) over a batch of HWC images,
+once per batch, on DALI's stream; the per-sample parameter rows are built from the values the
+graph drew ("draws") and each image's size (the operator behind gpuaug.dali.policy's native path).)")
+    .NumInput(1)
+    .NumOutput(1)
+    .InputLayout(0, {"HWC"})
+    .AddArg("source", "kernels/fused.cu with its headers inlined (compiled with NVRTC at run time).", ::DALI_STRING)
+    .AddOptionalArg("input_dtype", "The images' dtype the stage was planned for.", std::string("uint8"))
+    .AddOptionalArg("out_dtype", "Output dtype: uint8, float16 or float32.", std::string("uint8"))
+    .AddOptionalArg("out_layout", "Output layout: HWC or CHW.", std::string("HWC"))
+    .AddOptionalArg("sem_uint8", "The stage works in uint8 semantics (else [0, 1] floats).", true)
+    .AddOptionalArg("pre", "The colour program runs before the geometry (on the source taps).", false)
+    .AddOptionalArg("bilinear", "Some geometric transform interpolates bilinearly.", false)
+    .AddOptionalArg("geo_kind", "0 no geometry, 1 affine, 2 perspective.", 0)
+    .AddOptionalArg("border", "0 constant (with fill), 1 replicate.", 1)
+    .AddOptionalArg("sum_kind", "The contrast mean's reduction: '' none, 'gray' (gpuaug_gray_sum), 'fused' "
+                    "(gpuaug_fused_sum).", std::string(""))
+    .AddOptionalArg("sum_prog", "gpuaug_fused_sum's program (decimal).", std::string("0"))
+    .AddOptionalArg("geometry", "Geometry codes (gpuaug_host.h).", std::vector<int>{})
+    .AddOptionalArg("geometry_args", "Their constants, as text (doubles).", std::string(""))
+    .AddOptionalArg("colour", "Colour codes (gpuaug_host.h).", std::vector<int>{})
+    .AddOptionalArg("colour_args", "Their constants, as text (doubles).", std::string(""))
+    .AddOptionalArg("codes", "The colour program's steps the plan expects (a check).", std::vector<int>{})
+    .AddOptionalArg("fill", "Fill per channel (1 or C values, text), empty: no fill.", std::string(""))
+    .AddOptionalArg("write", "Write scale and bias for 1, 3 and 4 channels (16 numbers, text; nan: none).",
+                    std::string(""))
+    .AddOptionalArg("in_scale", "Semantic units per source unit (text).", std::string("1"))
+    .AddOptionalArg("draws", "Per-sample float32 values drawn by the graph, in the plan's order.",
                     std::vector<float>{}, true);

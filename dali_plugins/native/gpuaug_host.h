@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace gpuaug_host {
 
@@ -142,6 +144,273 @@ inline int cmn_vec_layout(const int64_t *dt, int n, int co, int osz) {
     if (planar && co > 1 && (t[5] * osz) % unit) return -1;
   }
   return planar ? 1 : 0;
+}
+
+// ---- gpuaug.Compose's fused stage (gpuaug/policy/_fused.py's build) -------------------------
+// A stage's parameter row, per sample, from uniform [0, 1) numbers the graph drew (one
+// fn.random.uniform of the stage's width: DALI's seed, serializable) and the image's size: the
+// transforms' own sampling rules (gpuaug/policy/transforms.py's sample(): value = lo + (hi - lo)
+// u, applied when u < p), the composed destination -> source matrix (geometry), the colour
+// program's blocks, the write's per-channel scale and bias. The plan (what the graph side knows
+// when it defines the pipeline) is a list of geometry codes and a list of colour codes with
+// their constants (doubles, parsed from text: exact); the draws are read in the same order.
+// A range that is not given is (neutral, neutral).
+//
+// Geometry (codes, constants, uniforms per sample):
+//   1 HFLIP / 2 VFLIP       [p]                                   [apply]
+//   3 ROTATE                [has_center, cx, cy (pixel-centre units), lo, hi]    [angle]
+//   4 AFFINE                [has_center, cx, cy, translate fx, fy, angle lo, hi, scale lo, hi,
+//                            shear_x lo, hi, shear_y lo, hi]     [angle, tx, ty, scale, shear_x, shear_y]
+//                           (tx = rint(fx w (2 u - 1)), as gpuaug.random.affine)
+//   5 RESIZE / 6 CENTER_CROP [H, W]                                -
+// Colour (codes as kernels/fused.cuh's steps):
+//   1 JITTER   [p, brightness lo, hi, contrast lo, hi, saturation lo, hi, hue lo, hi]
+//                                                                 [apply, b, c, s, h]
+//   2 GRAY     [p] [apply]      4 GAMMA [p, lo, hi] (percent) [apply, gamma]
+//   5 SOLARIZE [p, threshold] [apply]      6 POSTERIZE [p, bits] [apply]     7 INVERT [p] [apply]
+enum { G_HFLIP = 1, G_VFLIP = 2, G_ROTATE = 3, G_AFFINE = 4, G_RESIZE = 5, G_CENTER_CROP = 6 };
+enum { K_JITTER = 1, K_GRAY = 2, K_AFFINE = 3, K_GAMMA = 4, K_SOLARIZE = 5, K_POSTERIZE = 6, K_INVERT = 7 };
+enum { F_INTERP = 0, F_MAP = 2, F_FILL = 11, F_SCALE = 15, F_BIAS = 19, F_IN = 23, F_COLOUR = 24 };
+static const double kGrayWeights[3] = {0.2989, 0.587, 0.114};
+
+struct PolicyPlan {
+  const int *geo = nullptr;
+  int ngeo = 0;
+  const double *geo_args = nullptr;
+  const int *colour = nullptr;
+  int ncolour = 0;
+  const double *colour_args = nullptr;
+  int bilinear = 0, has_fill = 0, sem_uint8 = 1;
+  const double *fill = nullptr;  // 1 value (every channel) or one per channel
+  int nfill = 0;
+  double in_scale = 1.0;
+  const double *write = nullptr;  // C=1: scale, bias; C=3: scale (3), bias (3); C=4: scale (4), bias (4)
+};
+
+inline int geo_args_of(int code) {
+  return code == G_ROTATE ? 5 : code == G_AFFINE ? 13 : code >= G_RESIZE ? 2 : 1;
+}
+inline int geo_draws_of(int code) { return code == G_AFFINE ? 6 : code >= G_RESIZE ? 0 : 1; }
+inline int colour_args_of(int code) {
+  return code == K_JITTER ? 9 : code == K_GAMMA ? 3 : code == K_SOLARIZE || code == K_POSTERIZE ? 2 : 1;
+}
+// gpuaug.random.uniform's rule: lo + (hi - lo) u.
+inline double lerp(const double *lohi, float u) { return lohi[0] + (lohi[1] - lohi[0]) * double(u); }
+// gpuaug.random.bernoulli's rule: u < p.
+inline bool coin(double p, float u) { return double(u) < p; }
+inline int colour_draws_of(int code) { return code == K_JITTER ? 5 : code == K_GAMMA ? 2 : 1; }
+inline int step_width(int code) { return code == K_JITTER ? 4 : code == K_AFFINE ? 12 : code == K_GAMMA ? 2 : 1; }
+
+// Values per sample the stage reads from its draws.
+inline int policy_draws(const PolicyPlan &p) {
+  int k = 0;
+  for (int i = 0; i < p.ngeo; ++i) k += geo_draws_of(p.geo[i]);
+  for (int i = 0; i < p.ncolour; ++i) k += colour_draws_of(p.colour[i]);
+  return k;
+}
+
+// The output size of an h x w image.
+inline void policy_out_size(const PolicyPlan &p, int64_t h, int64_t w, int64_t *oh, int64_t *ow) {
+  const double *a = p.geo_args;
+  for (int i = 0; i < p.ngeo; ++i) {
+    if (p.geo[i] >= G_RESIZE) {
+      h = int64_t(a[0]);
+      w = int64_t(a[1]);
+    }
+    a += geo_args_of(p.geo[i]);
+  }
+  *oh = h;
+  *ow = w;
+}
+
+// The colour program's step codes (float semantics: runs of GRAY / AFFINE multiplied into one
+// AFFINE, as _fused.colour_program does) into codes[] (at most 15); returns their count.
+inline int policy_codes(const PolicyPlan &p, int *codes) {
+  int n = 0;
+  for (int i = 0; i < p.ncolour; ++i) {
+    int c = p.colour[i];
+    if (!p.sem_uint8 && (c == K_GRAY || c == K_AFFINE)) {
+      if (n && codes[n - 1] == K_AFFINE) continue;
+      c = K_AFFINE;
+    }
+    if (n < 15) codes[n] = c;
+    ++n;
+  }
+  return n;
+}
+
+inline int policy_row_width(const PolicyPlan &p) {
+  int codes[32], w = F_COLOUR;
+  const int n = policy_codes(p, codes);
+  for (int i = 0; i < n && i < 15; ++i) w += step_width(codes[i]);
+  return w;
+}
+
+typedef double Mat3[3][3];
+
+inline void mat_mul(const Mat3 a, const Mat3 b, Mat3 r) {  // r = a @ b (r may not alias)
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) r[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+}
+
+// transforms.affine_matrices for one sample.
+inline void affine_matrix(double h, double w, double angle, double tx, double ty, double scale, double shx, double shy,
+                          bool has_center, double ccx, double ccy, Mat3 m) {
+  const double cx = has_center ? ccx : (w - 1) / 2, cy = has_center ? ccy : (h - 1) / 2;
+  double cr, sr;
+  cos_sin_deg(angle, &cr, &sr);
+  double a, b, c, d;
+  if (shx != 0.0 || shy != 0.0) {
+    const double sx = shx * (M_PI / 180.0), sy = shy * (M_PI / 180.0);
+    const double cos_sy = std::cos(sy), tan_sx = std::tan(sx);
+    double crs, srs;
+    cos_sin_deg(angle - shy, &crs, &srs);
+    a = crs / cos_sy;
+    c = srs / cos_sy;
+    b = -(a * tan_sx + sr);
+    d = cr - c * tan_sx;
+  } else {
+    a = cr, b = -sr, c = sr, d = cr;
+  }
+  m[0][0] = a * scale, m[0][1] = b * scale, m[1][0] = c * scale, m[1][1] = d * scale;
+  m[0][2] = cx + tx - m[0][0] * cx - m[0][1] * cy;
+  m[1][2] = cy + ty - m[1][0] * cx - m[1][1] * cy;
+  m[2][0] = m[2][1] = 0.0;
+  m[2][2] = 1.0;
+}
+
+// One sample's row (P floats, P = policy_row_width) from its draws d. Returns 0, or 1 for a
+// singular geometry, 2 when fill has neither 1 nor C values, 3 when the write has no C-channel
+// form (Normalize's mean / std given for other channel counts).
+inline int policy_row(const PolicyPlan &p, const float *d, int64_t h0, int64_t w0, int C, float *row, int P) {
+  std::vector<double> r(P, 0.0);
+  double h = double(h0), w = double(w0);
+  if (p.ngeo) {
+    Mat3 m = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    const double *a = p.geo_args;
+    for (int i = 0; i < p.ngeo; ++i) {
+      Mat3 mi = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, t;
+      const int g = p.geo[i];
+      if (g == G_HFLIP || g == G_VFLIP) {
+        const double on = coin(a[0], d[0]) ? 1.0 : 0.0;
+        const int k = g == G_HFLIP ? 0 : 1;
+        mi[k][k] = 1.0 - 2.0 * on;
+        mi[k][2] = on * ((k == 0 ? w : h) - 1.0);
+      } else if (g == G_ROTATE) {
+        affine_matrix(h, w, -lerp(a + 3, d[0]), 0.0, 0.0, 1.0, 0.0, 0.0, a[0] != 0, a[1], a[2], mi);
+      } else if (g == G_AFFINE) {
+        const double mx = a[3] * w, my = a[4] * h;
+        const double tx = std::nearbyint(mx * (2 * double(d[1]) - 1));
+        const double ty = std::nearbyint(my * (2 * double(d[2]) - 1));
+        affine_matrix(h, w, lerp(a + 5, d[0]), tx, ty, lerp(a + 7, d[3]), lerp(a + 9, d[4]), lerp(a + 11, d[5]),
+                      a[0] != 0, a[1], a[2], mi);
+      } else if (g == G_RESIZE) {
+        const double fy = a[0] / h, fx = a[1] / w;
+        mi[0][0] = fx, mi[1][1] = fy;
+        mi[0][2] = 0.5 * fx - 0.5;
+        mi[1][2] = 0.5 * fy - 0.5;
+      } else if (g == G_CENTER_CROP) {
+        mi[0][2] = -std::nearbyint((w - a[1]) / 2.0);
+        mi[1][2] = -std::nearbyint((h - a[0]) / 2.0);
+      }
+      if (g >= G_RESIZE) h = a[0], w = a[1];
+      mat_mul(mi, m, t);
+      std::memcpy(m, t, sizeof(Mat3));
+      a += geo_args_of(g);
+      d += geo_draws_of(g);
+    }
+    // _fused._inverse (adjugate / determinant, NumPy's order of operations)
+    const double A_ = m[0][0], B = m[0][1], Cc = m[0][2], D = m[1][0], E = m[1][1], F = m[1][2], G = m[2][0],
+                 H = m[2][1], I = m[2][2];
+    double inv[9];
+    inv[0] = E * I - F * H, inv[3] = F * G - D * I, inv[6] = D * H - E * G;
+    const double det = A_ * inv[0] + B * inv[3] + Cc * inv[6];
+    inv[1] = Cc * H - B * I, inv[4] = A_ * I - Cc * G, inv[7] = B * G - A_ * H;
+    inv[2] = B * F - Cc * E, inv[5] = Cc * D - A_ * F, inv[8] = A_ * E - B * D;
+    bool finite = det != 0.0;
+    for (double &v : inv) {
+      v /= det;
+      finite = finite && std::isfinite(v);
+    }
+    if (!finite) return 1;
+    for (int k = 0; k < 9; ++k) r[F_MAP + k] = inv[k];
+    // _fused._integer_maps: pixel centres onto pixel centres -> nearest is exact
+    bool integer = true;
+    for (int k = 0; k < 6; ++k) integer = integer && inv[k] == std::nearbyint(inv[k]);
+    if (integer) {
+      const double a0 = std::fabs(inv[0]), a1 = std::fabs(inv[1]), a3 = std::fabs(inv[3]), a4 = std::fabs(inv[4]);
+      integer = a0 + a1 == 1 && a3 + a4 == 1 && a0 + a3 == 1 && inv[6] == 0 && inv[7] == 0 && inv[8] == 1;
+    }
+    r[F_INTERP] = p.bilinear && !integer ? 1.0 : 0.0;
+    if (p.has_fill) {
+      if (p.nfill != 1 && p.nfill != C) return 2;
+      for (int c = 0; c < C; ++c) r[F_FILL + c] = p.fill[p.nfill == 1 ? 0 : c] / p.in_scale;
+    }
+  }
+  r[F_IN] = p.in_scale;
+  // the colour program
+  int o = F_COLOUR;
+  const double *ca = p.colour_args;
+  bool merged_affine = false;  // the last step written is an AFFINE (float semantics)
+  for (int i = 0; i < p.ncolour; ++i) {
+    const int k = p.colour[i];
+    const bool on = coin(ca[0], d[0]);
+    if (k == K_JITTER) {
+      const double nb[4] = {1.0, 1.0, 1.0, 0.0};
+      for (int j = 0; j < 4; ++j) r[o + j] = on ? lerp(ca + 1 + 2 * j, d[1 + j]) : nb[j];
+      o += 4;
+      merged_affine = false;
+    } else if (k == K_GRAY && p.sem_uint8) {
+      r[o++] = on ? 1.0 : 0.0;
+    } else if (k == K_GRAY) {
+      double m[3][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}};
+      if (on)
+        for (int y = 0; y < 3; ++y)
+          for (int x = 0; x < 3; ++x) m[y][x] = kGrayWeights[x];
+      if (merged_affine) {  // m @ [prev; 0 0 0 1]
+        double prev[4][4] = {{0}}, out[3][4];
+        for (int y = 0; y < 3; ++y)
+          for (int x = 0; x < 4; ++x) prev[y][x] = r[o - 12 + 4 * y + x];
+        prev[3][3] = 1.0;
+        for (int y = 0; y < 3; ++y)
+          for (int x = 0; x < 4; ++x)
+            out[y][x] = m[y][0] * prev[0][x] + m[y][1] * prev[1][x] + m[y][2] * prev[2][x] + m[y][3] * prev[3][x];
+        for (int y = 0; y < 3; ++y)
+          for (int x = 0; x < 4; ++x) r[o - 12 + 4 * y + x] = out[y][x];
+      } else {
+        for (int y = 0; y < 3; ++y)
+          for (int x = 0; x < 4; ++x) r[o + 4 * y + x] = m[y][x];
+        o += 12;
+        merged_affine = true;
+      }
+    } else if (k == K_GAMMA) {
+      r[o] = on ? lerp(ca + 1, d[1]) / 100.0 : 1.0;
+      r[o + 1] = 1.0;
+      o += 2;
+      merged_affine = false;
+    } else if (k == K_SOLARIZE) {
+      r[o++] = on ? ca[1] : INFINITY;
+      merged_affine = false;
+    } else if (k == K_POSTERIZE) {
+      r[o++] = on ? ca[1] : 0.0;
+      merged_affine = false;
+    } else if (k == K_INVERT) {
+      r[o++] = on ? 1.0 : 0.0;
+      merged_affine = false;
+    }
+    if (p.sem_uint8) merged_affine = false;
+    ca += colour_args_of(k);
+    d += colour_draws_of(k);
+  }
+  const int wo = C == 1 ? 0 : C == 3 ? 2 : 8;
+  for (int c = 0; c < C; ++c) {
+    const double sc = p.write[wo + c], bi = p.write[wo + C + c];
+    if (std::isnan(sc) || std::isnan(bi)) return 3;
+    r[F_SCALE + c] = sc;
+    r[F_BIAS + c] = bi;
+  }
+  for (int k = 0; k < P; ++k) row[k] = float(r[k]);
+  return 0;
 }
 
 }  // namespace gpuaug_host
