@@ -42,17 +42,28 @@ def _out_layout(policy, layout):
     return layout
 
 
-def policy(data, policy, *, layout="HWC", backend=None, output_layout=None):
+def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, input_dtype="uint8"):
     """Run a gpuaug policy (or any ``f(batch, layout=, backend=) -> batch``) on a DataNode of
-    images, once per batch, as one ``fn.python_function``.
+    images, once per batch: natively (``fn.gpuaug.policy``, one C++ operator per fused stage,
+    see :mod:`gpuaug.dali._native`) when the policy's transforms all fuse and the data is HWC on
+    the GPU, else as one ``fn.python_function``.
+
+    Natively, the random parameters come from DALI (one ``fn.random.uniform`` per fused stage,
+    seeded by the pipeline's seed, so the pipeline serializes) and follow each transform's
+    distribution; the policy's own generator (its ``seed``) is not used. In python_function
+    the policy draws its parameters itself, as a standalone call does.
 
     Args:
         data: DataNode of images (HWC samples, or CHW with ``layout="CHW"``), GPU or CPU.
         policy: a :class:`gpuaug.Compose` (its random draws are its own, from its seed).
         layout: the samples' layout, "HWC" or "CHW".
-        backend: None (CUDA C on GPU data, njit twins on CPU data), "cuda", "numba" or "cpu".
+        backend: None (native when it can, else CUDA C on GPU data; njit twins on CPU data),
+            "native" (native or an error saying why), "cuda"/"python" (python_function),
+            "numba" or "cpu".
         output_layout: the outputs' layout when it differs from what the policy's
             Normalize/ToLayout says (default: read from the policy).
+        input_dtype: the images' dtype ("uint8" default, "float16", "float32"): the native
+            operator is planned for it and checks it at run time.
 
     Returns:
         DataNode of the augmented images.
@@ -84,6 +95,20 @@ def policy(data, policy, *, layout="HWC", backend=None, output_layout=None):
         raise op_error("policy", f"output_layout: got {output_layout!r}; expected 'HWC' or 'CHW'")
     out_lay = LAYOUTS[output_layout] if output_layout is not None else _out_layout(policy, lay)
     be = check_backend("policy", backend, device)
+    if device == "gpu" and backend in (None, "native"):
+        from ._native import policy_node
+
+        forced = backend == "native"
+        if lay != "NHWC" or (output_layout is not None and out_lay != _out_layout(policy, lay)):
+            if forced:
+                raise op_error("policy", "backend='native': the native policy takes HWC images and writes the "
+                               "layout its Normalize / ToLayout says (layout='CHW' or output_layout: backend='cuda')",
+                               RuntimeError)
+        else:
+            node = policy_node(data, policy, input_dtype=input_dtype, forced=forced)
+            if node is not None:
+                return node
+        be = "cuda"
     cb = PolicyCallback(policy, lay, be, device)
     return fn.python_function(data, function=cb, batch_processing=True, device=device, num_outputs=1,
                               output_layouts=SAMPLE_LAYOUT[out_lay])

@@ -104,6 +104,29 @@ int packed_layout(const long long *st, const long long *dt, int n, int ci, int c
   return gpuaug_host::packed_layout((const int64_t *)st, (const int64_t *)dt, n, ci, co, es, items);
 }
 int mean_parts(int sms, int n, long long items) { return gpuaug_host::mean_parts(sms, n, items); }
+int policy_row(const int *geo, int ngeo, const double *gargs, const int *col, int ncol, const double *cargs,
+               int bilinear, int sem_uint8, const double *fill, int nfill, double in_scale, const double *write,
+               const float *d, long long h, long long w, int C, float *row, int P) {
+  gpuaug_host::PolicyPlan p;
+  p.geo = geo; p.ngeo = ngeo; p.geo_args = gargs; p.colour = col; p.ncolour = ncol; p.colour_args = cargs;
+  p.bilinear = bilinear; p.has_fill = nfill > 0; p.sem_uint8 = sem_uint8; p.fill = fill; p.nfill = nfill;
+  p.in_scale = in_scale; p.write = write;
+  if (P != gpuaug_host::policy_row_width(p)) return -1;
+  return gpuaug_host::policy_row(p, d, h, w, C, row, P);
+}
+int policy_width(const int *geo, int ngeo, const int *col, int ncol, int sem_uint8) {
+  gpuaug_host::PolicyPlan p;
+  p.geo = geo; p.ngeo = ngeo; p.colour = col; p.ncolour = ncol; p.sem_uint8 = sem_uint8;
+  return gpuaug_host::policy_row_width(p);
+}
+void policy_out_size(const int *geo, int ngeo, const double *gargs, long long h, long long w, long long *oh,
+                     long long *ow) {
+  gpuaug_host::PolicyPlan p;
+  p.geo = geo; p.ngeo = ngeo; p.geo_args = gargs;
+  int64_t a, b;
+  gpuaug_host::policy_out_size(p, h, w, &a, &b);
+  *oh = a; *ow = b;
+}
 }
 """
 
@@ -121,7 +144,8 @@ def host(tmp_path_factory):
         pytest.skip("no C++ compiler (g++/c++) to compile gpuaug_host.h")
     d = tmp_path_factory.mktemp("host")
     (d / "shim.cc").write_text(HOST_SHIM)
-    r = subprocess.run([cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{native.HERE}", str(d / "shim.cc"),
+    r = subprocess.run([cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-contract=off", f"-I{native.HERE}",
+                        str(d / "shim.cc"),
                         "-o", str(d / "shim.so")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     lib = ctypes.CDLL(str(d / "shim.so"))
@@ -130,6 +154,10 @@ def host(tmp_path_factory):
     lib.affine_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
     lib.packed_layout.argtypes = [i64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                   ctypes.POINTER(ctypes.c_longlong)]
+    V, I, D, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_longlong
+    lib.policy_width.argtypes = [V, I, V, I, I]
+    lib.policy_row.argtypes = [V, I, V, V, I, V, I, I, V, I, D, V, V, L, L, I, V, I]
+    lib.policy_out_size.argtypes = [V, I, V, L, L, ctypes.POINTER(L), ctypes.POINTER(L)]
     return lib
 
 
@@ -769,3 +797,342 @@ def test_bad_arguments_raise_a_dali_error_naming_op_and_argument(plugin):
 
     (got,), _ = _run(graph3)
     np.testing.assert_array_equal(got[0], imgs[0][:, ::-1])
+
+
+# ------------------------------------------------------------------------------ gd.policy (native)
+def _policies():
+    """Policies covering every native transform (name -> transforms, input dtype)."""
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    return {
+        "bench": ([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(30),
+                   gpuaug.ColorJitter(brightness=0.5, contrast=0.5), gpuaug.Normalize(mean, std)], "uint8"),
+        "affine": ([gpuaug.Resize((40, 36)), gpuaug.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2),
+                                                                 shear=(-5, 5, -3, 3), center=(10.3, 7.1)),
+                    gpuaug.RandomVerticalFlip(0.3), gpuaug.CenterCrop(30),
+                    gpuaug.ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.7), gpuaug.RandomGamma(p=0.6)], "uint8"),
+        "colour_first": ([gpuaug.RandomGrayscale(0.5), gpuaug.RandomSolarize(100, 0.5), gpuaug.RandomPosterize(3, 0.5),
+                          gpuaug.RandomInvert(0.5), gpuaug.RandomRotation((-10, 40), center=(3, 4), fill=7)],
+                         "uint8"),
+        "float_sem": ([gpuaug.ToDtype("float32", scale=True), gpuaug.RandomGrayscale(0.5), gpuaug.RandomGrayscale(0.5),
+                       gpuaug.ColorJitter(0.3, 0.3, 0.3), gpuaug.RandomHorizontalFlip(),
+                       gpuaug.Normalize(0.5, 0.25, layout="NHWC")], "uint8"),
+        "two_stages": ([gpuaug.RandomRotation(10), gpuaug.ColorJitter(contrast=0.5), gpuaug.RandomHorizontalFlip(),
+                        gpuaug.ColorJitter(contrast=0.3, saturation=0.2)], "uint8"),
+        "float_input": ([gpuaug.RandomAffine(10, scale=(0.9, 1.1)), gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05),
+                         gpuaug.ToDtype("float16")], "float32"),
+    }
+
+
+def _policy_row(host, st, u, h, w, c):
+    def nums(text, default):
+        return np.array([float(v) for v in text.split()] or [default], np.float64)
+
+    geo, col = np.array(st["geometry"] or [0], np.int32), np.array(st["colour"] or [0], np.int32)
+    ga, ca = nums(st["geometry_args"], 0.0), nums(st["colour_args"], 0.0)
+    fill, write, u = nums(st["fill"], 0.0), nums(st["write"], 0.0), np.ascontiguousarray(u, np.float32)
+    P = host.policy_width(geo.ctypes.data, len(st["geometry"]), col.ctypes.data, len(st["colour"]),
+                          int(st["sem_uint8"]))
+    out = np.zeros(P, np.float32)
+    rc = host.policy_row(geo.ctypes.data, len(st["geometry"]), ga.ctypes.data, col.ctypes.data, len(st["colour"]),
+                         ca.ctypes.data, int(st["bilinear"]), int(st["sem_uint8"]), fill.ctypes.data,
+                         len(fill) if st["fill"] else 0, float(st["in_scale"]), write.ctypes.data, u.ctypes.data,
+                         h, w, c, out.ctypes.data, P)
+    return rc, out
+
+
+@pytest.mark.parametrize("name", sorted(_policies()))
+def test_host_policy_rows_match_the_fused_stage_build(name, host):
+    """gpuaug_host.h's policy_row (the native policy's parameter rows, from DALI's uniforms) ==
+    gpuaug/policy/_fused.py's build with the parameters the transforms' own rules give for the
+    same uniforms (float32, bit for bit), for every stage, channel count and a few image sizes;
+    and the output sizes match."""
+    import ctypes
+
+    from gpuaug._batch import as_batch
+    from gpuaug.dali import _native
+    from gpuaug.policy import _fused as F
+    from gpuaug.policy.compose import plan_stages
+
+    transforms, dt = _policies()[name]
+    pol = gpuaug.Compose(transforms, seed=0)
+    stages = _native.policy_stages(pol, dt)
+    items = plan_stages(pol.transforms, dt)
+    assert len(items) == len(stages) and all(k == "fused" for k, _ in items)
+    rng = np.random.default_rng(11)
+    n = 48
+    for c in (1, 3, 4):
+        for h, w in ((37, 45), (224, 224), (5, 64)):
+            us = [rng.random((n, s["width"])).astype(np.float32) for s in stages]
+            sizes = np.tile([h, w], (n, 1))
+            try:
+                pp = _native.policy_params(pol, stages, us, sizes)
+                batch = as_batch(np.zeros((n, h, w, c), np.dtype(dt)))
+                built = F.build(items[0][1], pol.transforms, pp.values, batch, "NHWC")
+            except ValueError:  # e.g. Normalize's 3 means on 1 channel: the operator refuses too
+                rc, _ = _policy_row(host, stages[0], us[0][0], h, w, c)
+                assert rc == 3, rc
+                continue
+            want = built.rows.astype(np.float32)
+            for i in range(n):
+                rc, got = _policy_row(host, stages[0], us[0][i], h, w, c)
+                assert rc == 0, rc
+                np.testing.assert_array_equal(got, want[i], err_msg=f"{name} c={c} {h}x{w} sample {i}")
+            assert stages[0]["codes"] == list(built.codes)
+            geo = np.array(stages[0]["geometry"] or [0], np.int32)
+            ga = np.array([float(v) for v in stages[0]["geometry_args"].split()] or [0.0], np.float64)
+            oh, ow = ctypes.c_longlong(), ctypes.c_longlong()
+            host.policy_out_size(geo.ctypes.data, len(stages[0]["geometry"]), ga.ctypes.data, h, w,
+                                 ctypes.byref(oh), ctypes.byref(ow))
+            assert (oh.value, ow.value) == tuple(built.shapes[0])
+
+
+def test_host_policy_row_refuses_a_singular_geometry_and_a_wrong_fill(host):
+    from gpuaug.dali import _native
+
+    st = _native.policy_stages(gpuaug.Compose([gpuaug.RandomRotation(10, fill=(1, 2, 3))]))[0]
+    rc, _ = _policy_row(host, st, [0.5], 8, 8, 4)
+    assert rc == 2  # 3 fill values for 4 channels
+    aff = _native.policy_stages(gpuaug.Compose([gpuaug.Resize((8, 8)), gpuaug.RandomRotation(5)]))[0]
+    rc, _ = _policy_row(host, dict(aff, geometry_args="0 0 " + aff["geometry_args"].split(" ", 2)[2]), [0.5], 8, 8, 3)
+    assert rc == 1  # a resize to 0 x 0: singular
+
+
+def test_policy_stages_plan_and_refusals():
+    from gpuaug.dali import _native
+
+    st = _native.policy_stages(gpuaug.Compose(_policies()["bench"][0]))
+    assert len(st) == 1 and st[0]["width"] == 7 and st[0]["sum_kind"] == "gray"
+    assert st[0]["out_dtype"] == "float32" and st[0]["out_layout"] == "CHW" and st[0]["border"] == 0
+    assert len(_native.policy_stages(gpuaug.Compose(_policies()["two_stages"][0]))) == 2
+    assert _native.policy_stages(gpuaug.Compose(_policies()["float_input"][0]), "float32")[0]["sum_kind"] == "gray"
+    for ts, why in (([gpuaug.GaussianBlur(3)], "own gpuaug op"),
+                    ([gpuaug.RandomPerspective()], "RandomPerspective has no native form"),
+                    ([gpuaug.RandomChannelPermutation()], "RandomChannelPermutation has no native form"),
+                    ([gpuaug.Normalize(0.5, 0.2), gpuaug.RandomHorizontalFlip()], "writes CHW")):
+        with pytest.raises(_native.Unsupported, match=why):
+            _native.policy_stages(gpuaug.Compose(ts))
+    with pytest.raises(_native.Unsupported, match="only a gpuaug.Compose"):
+        _native.policy_stages(lambda x, **k: x)
+
+
+def _policy_kernel_names(st, dtype, c):
+    """The NVRTC name expressions gpuaug__Policy asks for (as gpuaug_dali.cc builds them)."""
+    ct = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
+    t, o, semi = ct[dtype], ct[st["out_dtype"]], "true" if st["sem_uint8"] else "false"
+    prog = sum(k << (4 * i) for i, k in enumerate(st["codes"]))
+    mid = f"{c}, {o}, {semi}, {st['geo_kind']}, {st['border']}, "
+    names = [f"gpuaug_fused<{t}, {mid}{'true' if st['pre'] else 'false'}, {prog}ull>"]
+    if not st["pre"]:
+        names.append(f"gpuaug_fused_dense<{t}, {mid}{prog}ull, {'true' if st['out_layout'] == 'CHW' else 'false'}>")
+    if st["sum_kind"] == "gray":
+        names += [f"gpuaug_gray_sum{p}<{t}, {c}, 1>" for p in ("", "_packed")]
+    elif st["sum_kind"] == "fused":
+        names.append(f"gpuaug_fused_sum<{t}, {c}, {semi}, {st['sum_prog']}ull>")
+    return names
+
+
+def test_policy_kernels_compile_with_nvrtc():
+    """fused.cu, as the operator carries it, compiles for every instance the test policies ask for."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy's NVRTC bindings are not installed")
+    from gpuaug.dali import _native
+
+    src = _native.kernel_source("fused.cu")
+    assert '#include "' not in src
+    names = []
+    for transforms, dt in _policies().values():
+        d = dt
+        for st in _native.policy_stages(gpuaug.Compose(transforms), dt):
+            names += [nm for c in (1, 3, 4) for nm in _policy_kernel_names(st, d, c)]
+            d = st["out_dtype"]
+    try:
+        prog = nvrtc.createProgram(src, "fused.cu", [], [])
+    except Exception as e:  # noqa: BLE001 - no libnvrtc here
+        pytest.skip(f"NVRTC unavailable: {e}")
+    try:
+        for ne in names:
+            nvrtc.addNameExpression(prog, ne)
+        try:
+            nvrtc.compileProgram(prog, ["-std=c++17", "-arch=compute_90"])
+        except Exception as e:  # noqa: BLE001
+            pytest.fail(f"NVRTC failed on fused.cu: {e}\n{nvrtc.getProgramLog(prog)}")
+        for ne in names:
+            assert nvrtc.getLoweredName(prog, ne), f"{ne} not instantiated"
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    from gpuaug.dali import _native
+
+    def names(transforms, **kw):
+        @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+        def pipe():
+            x = fn.external_source(name="x", device="gpu", layout="HWC")
+            return gd.policy(x, gpuaug.Compose(transforms), **kw)
+        return _schema_names(pipe())
+
+    got = names(_policies()["bench"][0])
+    assert got.count("gpuaug__Policy") == 1 and not any("PythonFunction" in n for n in got), got
+    assert names(_policies()["two_stages"][0]).count("gpuaug__Policy") == 2
+    got = names(_policies()["bench"][0], backend="cuda")
+    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    got = names([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)])
+    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*GaussianBlur runs as its own gpuaug op"):
+        names([gpuaug.GaussianBlur(3)], backend="native")
+    with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*HWC"):
+        names(_policies()["bench"][0], backend="native", layout="CHW")
+    from nvidia.dali import backend as dbackend
+
+    schema = dbackend.GetSchema("gpuaug__Policy")
+    for arg in ("draws", "geometry", "colour", "codes", "write", "input_dtype"):
+        assert schema.HasArgument(arg), arg
+    assert "RandomRotation" in _native.NATIVE_TRANSFORMS
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+@pytest.mark.parametrize("name", sorted(_policies()))
+@pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
+@pytest.mark.parametrize("c", [1, 3, 4])
+def test_native_policy_bit_exact_against_replay(name, varshape, c, plugin):
+    """gd.policy natively with given uniforms == the policy replayed (gpuaug's own fused
+    kernels, backend cuda) with the parameters those uniforms give."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import cupy as cp
+    from nvidia.dali import fn
+
+    from gpuaug.dali import _native
+
+    transforms, dt = _policies()[name]
+    pol = gpuaug.Compose(transforms, seed=0)
+    stages = _native.policy_stages(pol, dt)
+    imgs = _images(dt, varshape, c, seed=5)
+    sizes = np.array([a.shape[:2] for a in imgs])
+    rng = np.random.default_rng(3)
+    us = [rng.random((N, s["width"])).astype(np.float32) for s in stages]
+    try:
+        pp = _native.policy_params(pol, stages, us, sizes)
+        x = cp.asarray(np.stack(imgs)) if not varshape else [cp.asarray(a) for a in imgs]
+        ref = pol.replay(x, pp, backend="cuda")
+    except ValueError as e:
+        pytest.skip(f"the policy refuses {c} channels: {e}")
+    want = [cp.asnumpy(a) for a in ref] if isinstance(ref, list) else list(cp.asnumpy(ref))
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        nodes = [fn.external_source(source=lambda u=u: list(u), batch=True) for u in us]
+        return _native.policy_node(x, pol, input_dtype=dt, forced=True, uniforms=nodes)
+
+    (got,), _ = _run(graph)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype, (i, g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_array_equal(g, w, err_msg=f"{name} sample {i}")
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+def test_native_policy_draws_follow_the_transforms(plugin):
+    """With DALI's own uniforms: flips about half the time, outputs of the planned dtype and
+    layout, and two runs of one pipeline differ while two pipelines of one seed agree."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    imgs = _images("uint8", False, 3, seed=9)
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ToDtype("float32", scale=True)])
+
+    def make():
+        @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=21, prefetch_queue_depth=1)
+        def pipe():
+            x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+            return gd.policy(x, pol, backend="native")
+        p = pipe()
+        p.build()
+        return p
+
+    p, q = make(), make()
+    runs = []
+    flips = 0
+    for _ in range(8):
+        (o,) = p.run()
+        (o2,) = q.run()
+        a = [np.array(t) for t in o.as_cpu()]
+        b = [np.array(t) for t in o2.as_cpu()]
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        for img, out in zip(imgs, a):
+            assert out.dtype == np.float32 and out.shape == img.shape
+            plain, mirrored = np.allclose(out * 255, img), np.allclose(out * 255, img[:, ::-1])
+            assert plain or mirrored
+            flips += mirrored and not plain
+        runs.append(a)
+    assert 0.2 * 8 * N < flips < 0.8 * 8 * N, flips
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+def test_native_policy_serialize_and_bad_dtype(plugin, tmp_path):
+    """A native gd.policy pipeline serializes and runs deserialized in a fresh process with the
+    same outputs; images of another dtype than input_dtype give a DALI error naming it, and the
+    process stays usable."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    imgs = _images("uint8", False, 3)
+    np.save(tmp_path / "x.npy", np.stack(imgs))
+    pol = gpuaug.Compose(_policies()["bench"][0])
+
+    @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=7)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        return gd.policy(x, pol)
+
+    p = pipe()
+    assert "gpuaug__Policy" in _schema_names(p)
+    p.build()
+    p.feed_input("x", np.stack(imgs), layout="HWC")
+    (out,) = p.run()
+    want = np.stack([np.array(t) for t in out.as_cpu()])
+    (tmp_path / "pipe.bin").write_bytes(p.serialize())
+    np.save(tmp_path / "want.npy", want)
+    script = textwrap.dedent(f"""
+        import numpy as np, nvidia.dali.plugin_manager as pm
+        from nvidia.dali import Pipeline
+        pm.load_library({plugin!r})
+        p = Pipeline.deserialize(serialized_pipeline=open({str(tmp_path / 'pipe.bin')!r}, 'rb').read())
+        p.build()
+        p.feed_input("x", np.load({str(tmp_path / 'x.npy')!r}), layout="HWC")
+        (out,) = p.run()
+        got = np.stack([np.array(t) for t in out.as_cpu()])
+        want = np.load({str(tmp_path / 'want.npy')!r})
+        assert np.array_equal(got, want), int((got != want).sum())
+        print("ROUNDTRIP OK")
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ),
+                       timeout=300)
+    assert "ROUNDTRIP OK" in r.stdout, r.stdout + r.stderr
+
+    floats = [a.astype(np.float32) / 255 for a in imgs]
+
+    def graph():
+        x = fn.external_source(source=lambda: floats, batch=True, device="gpu", layout="HWC")
+        return gd.policy(x, pol, backend="native")
+
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.policy: argument 'input_dtype': got 'uint8' but the "
+                                            r"images are float32"):
+        _run(graph)
+
+    def graph2():
+        x = fn.external_source(source=lambda: floats, batch=True, device="gpu", layout="HWC")
+        return gd.policy(x, pol, backend="native", input_dtype="float32")
+
+    (got,), _ = _run(graph2)
+    assert got[0].shape == (3, H, W) and got[0].dtype == np.float32

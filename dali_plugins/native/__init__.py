@@ -2,7 +2,9 @@
 
 The plugin is one C++ file, :file:`gpuaug_dali.cc` (next to this module): a generic DALI GPU
 operator, ``gpuaug__Kernel`` (``fn.gpuaug.kernel`` in Python), that runs gpuaug's CUDA C
-kernels through NVRTC and the CUDA driver API. It is compiled with the host C++ compiler
+kernels through NVRTC and the CUDA driver API, and ``gpuaug__Policy`` (``fn.gpuaug.policy``),
+one fused stage of a ``gpuaug.Compose`` (kernels/fused.cu), its per-sample parameter rows
+built in C++ (:file:`gpuaug_host.h`) from DALI-drawn uniforms. It is compiled with the host C++ compiler
 against the *installed* DALI's headers and library (``nvidia.dali.sysconfig``), as
 ``torch.utils.cpp_extension.load`` does, into a cache directory keyed by the DALI version,
 the gpuaug version, the compiler and a hash of the source and flags:
@@ -39,7 +41,9 @@ SOURCES = ("gpuaug_dali.cc",)
 HEADERS = ("gpuaug_host.h",)  # included by the source: part of the cache key
 LIBRARY = "libgpuaug_dali.so"
 # DALI 2.4's headers use C++20 bit-field initialisers, which g++ accepts in C++17 mode with a warning.
-CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wno-c++20-extensions")
+# -ffp-contract=off: the host maths (parameter rows) rounds as NumPy does, no fused multiply-adds.
+CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wno-c++20-extensions",
+            "-ffp-contract=off")
 
 
 class NativeUnavailable(RuntimeError):
