@@ -36,6 +36,9 @@ def t(fn, reps=3):
 
 
 def main():
+    if os.environ.get("SWITCH"):  # GIL switch interval experiment (s; Python's default is 0.005)
+        sys.setswitchinterval(float(os.environ["SWITCH"]))
+        print("sys.setswitchinterval", sys.getswitchinterval())
     import gpuaug
     from gpuaug.bench_e2e import synthetic_folder
     from gpuaug.scheduler import ImageFolder
@@ -64,11 +67,9 @@ def main():
                          seed=0)
     _, ms = t(lambda: pol(dense))
     print(f"A augment flip+normalize: {ms:.2f} ms")
-    total = B / (sum([]) or 1)
-    del total
 
     # B: the Scheduler, 3 epochs (first is warm-up)
-    for workers in (14, 4):
+    for workers in [int(w) for w in os.environ.get("WORKERS", "14,4").split(",")]:
         sched = gpuaug.Scheduler(src, pol, batch_size=B, workers=workers, shuffle=True, seed=0, drop_last=True)
         spy = None
         if os.environ.get("PYSPY") and workers == 14:
