@@ -94,6 +94,13 @@ def load() -> bool:
             _check_nvrtc(nvrtc)
             if nvrtc and not os.environ.get("GPUAUG_NVRTC_LIBRARY"):
                 os.environ["GPUAUG_NVRTC_LIBRARY"] = nvrtc  # read by the plugin when it first compiles
+            if "GPUAUG_DALI_KERNEL_CACHE" not in os.environ:  # compiled kernels, kept across processes
+                kdir = os.path.join(native.cache_root(), "kernels")
+                try:
+                    os.makedirs(kdir, exist_ok=True)
+                    os.environ["GPUAUG_DALI_KERNEL_CACHE"] = kdir
+                except OSError:
+                    pass
             import nvidia.dali.plugin_manager as pm
 
             pm.load_library(path)

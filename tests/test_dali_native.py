@@ -995,9 +995,9 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
 
 @pytest.mark.gpu
 @pytest.mark.dali
-@pytest.mark.parametrize("name", sorted(_policies()))
+@pytest.mark.parametrize("name,c", [(nm, 3) for nm in sorted(_policies())]
+                         + [(nm, c) for nm in ("affine", "float_sem") for c in (1, 4)])
 @pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
-@pytest.mark.parametrize("c", [1, 3, 4])
 def test_native_policy_bit_exact_against_replay(name, varshape, c, plugin):
     """gd.policy natively with given uniforms == the policy replayed (gpuaug's own fused
     kernels, backend cuda) with the parameters those uniforms give."""

@@ -30,12 +30,15 @@
 //   OpenCV's getRotationMatrix2D (6), fill...], cx/cy NaN meaning the image centre
 //   ((w - 1) / 2, (h - 1) / 2); the same double-precision maths as gpuaug/ops/_warp.py.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -212,6 +215,17 @@ static ModuleCache &modules() {
   return m;
 }
 
+// <GPUAUG_DALI_KERNEL_CACHE>/<hash of source, name, architecture>.cubin, or "" (no disk cache).
+static std::string disk_cache_path(const std::string &source, const std::string &name, int major, int minor) {
+  const char *dir = getenv("GPUAUG_DALI_KERNEL_CACHE");
+  if (!dir || !*dir) return "";
+  char hex[40];
+  const size_t h = std::hash<std::string>()(source + "\n" + name + "\nsm_" + std::to_string(major) +
+                                            std::to_string(minor));
+  snprintf(hex, sizeof(hex), "%016zx", h);
+  return std::string(dir) + "/" + hex + ".cubin";
+}
+
 static CUfunction get_function(const std::string &op, int device, const std::string &source,
                                const std::string &name_expr) {
   auto &A = api();
@@ -227,7 +241,28 @@ static CUfunction get_function(const std::string &op, int device, const std::str
   int major = 0, minor = 0;
   GA_CU(op, A.cuDeviceGetAttribute(&major, 75, dev));  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
   GA_CU(op, A.cuDeviceGetAttribute(&minor, 76, dev));  // ..._MINOR
-  // A CUBIN for the device when this NVRTC knows its architecture, else PTX for the driver's JIT.
+  // A CUBIN from the disk cache (GPUAUG_DALI_KERNEL_CACHE, set by gpuaug.dali._native to
+  // <cache>/dali_native/kernels: a fresh process -- a deserialized pipeline, Triton -- skips
+  // NVRTC), else compiled: a CUBIN for the device when this NVRTC knows its architecture, else
+  // PTX for the driver's JIT (not cached).
+  const std::string disk = disk_cache_path(source, name_expr, major, minor);
+  if (!disk.empty()) {
+    std::ifstream f(disk, std::ios::binary);
+    std::string blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t z = blob.find('\0');
+    if (f.good() || f.eof()) {
+      if (z != std::string::npos && z + 1 < blob.size()) {
+        CUmodule mod;
+        CUfunction fn;
+        if (A.cuModuleLoadData(&mod, blob.data() + z + 1) == 0) {
+          if (A.cuModuleGetFunction(&fn, mod, blob.substr(0, z).c_str()) == 0) {
+            cache.fns[key] = {mod, fn};
+            return fn;
+          }
+        }
+      }
+    }
+  }
   std::vector<char> image;
   std::string log;
   for (int attempt = 0; attempt < 2 && image.empty(); ++attempt) {
@@ -254,6 +289,15 @@ static CUfunction get_function(const std::string &op, int device, const std::str
         A.nvrtcGetPTX(prog, image.data());
       }
       A.nvrtcDestroyProgram(&prog);
+      if (attempt == 0 && !disk.empty()) {  // write then rename: readers see whole files only
+        const std::string tmp = disk + ".tmp" + std::to_string(getpid());
+        {
+          std::ofstream f(tmp, std::ios::binary);
+          f.write(low.c_str(), low.size() + 1);
+          f.write(image.data(), image.size());
+        }
+        if (std::rename(tmp.c_str(), disk.c_str()) != 0) std::remove(tmp.c_str());
+      }
       CUmodule mod;
       GA_CU(op, A.cuModuleLoadData(&mod, image.data()));
       CUfunction fn;
@@ -334,7 +378,7 @@ class Staging {
 
 // GPUAUG_DALI_NATIVE_PROFILE=1: per operator instance, host time of RunImpl and device time of
 // its launches (CUDA events, read back one call later, so no extra synchronisation in the
-// loop), printed to stderr when the operator is destroyed (or every 200 calls). For finding
+// loop), printed to stderr when the operator is destroyed (and every 50 calls). For finding
 // where a pipeline's time goes; off by default.
 static bool profiling() {
   static const bool on = [] {
@@ -354,7 +398,7 @@ class Profile {
     collect();
     pending_a_ = a;
     pending_b_ = b;
-    if (calls_ % 200 == 0) report();
+    if (calls_ % 50 == 0) report();
   }
   void report() {
     collect();

@@ -11,11 +11,17 @@ pipeline (what the op adds). Executors: DALI's default (async, pipelined), synch
 (exec_async=False, exec_pipelined=False) and exec_dynamic=True.
 
 Rows: identity; fn.flip vs gd.flip native vs gd.flip python_function (coin flip per sample);
-fn.rotate vs gd.rotate native vs python_function (uniform angle); the chain of four built-ins
-(flip, rotate, brightness_contrast, crop_mirror_normalize) vs gd.policy (fused, python_function:
-the policy has no native form yet) vs the same four as native gd ops (flip, rotate,
-color_jitter with brightness and contrast, crop_mirror_normalize). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
-(bit-exact). Writes $OUT/dali_native_bench.json and prints a table.
+fn.rotate vs gd.rotate native vs python_function (uniform angle); fn.brightness_contrast vs
+gd.color_jitter native (brightness + contrast: the mean pre-pass), fn.crop_mirror_normalize vs
+gd.crop_mirror_normalize native (float32 CHW out); the chain of four built-ins (flip, rotate,
+brightness_contrast, crop_mirror_normalize) vs gd.policy native (the fused Compose: ONE
+fn.gpuaug.policy, draws from one fn.random.uniform) vs gd.policy python_function
+(backend="cuda") vs the same four as native gd ops, and that chain's prefixes (where a chain's
+cost goes). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
+(bit-exact). Then (--profile, default on) the native chain and the native policy run once more
+in a subprocess with GPUAUG_DALI_NATIVE_PROFILE=1: each native operator prints its host ms per
+call (RunImpl) and device ms per call (CUDA events around its launches). Writes
+$OUT/dali_native_bench.json and prints a table.
 """
 from __future__ import annotations
 
@@ -46,7 +52,11 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--budget", type=float, default=150, help="seconds after which the remaining rows are skipped")
+    ap.add_argument("--budget", type=float, default=240, help="seconds after which the remaining rows are skipped")
+    ap.add_argument("--executors", default="default,sync,exec_dynamic")
+    ap.add_argument("--rows", default="", help="comma-separated substrings: only rows whose name holds one")
+    ap.add_argument("--no-profile", dest="profile", action="store_false")
+    ap.add_argument("--profile-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "dali_native_bench.json"))
     a = ap.parse_args(argv)
 
@@ -71,12 +81,27 @@ def main(argv=None):
     def u(lo, hi):
         return fn.random.uniform(range=[lo, hi])
 
-    def policy_node(x):
+    def policy_node(x, backend=None):
         # as gpuaug.dali._bench's policy row
         pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(30),
                               gpuaug.ColorJitter(brightness=0.5, contrast=0.5),
                               gpuaug.Normalize([m / 255 for m in MEAN], [s / 255 for s in STD])], seed=0)
-        return gd.policy(x, pol)
+        return gd.policy(x, pol, backend=backend)
+
+    def policy_py(x):
+        return policy_node(x, backend="cuda")
+
+    def native_chain(k):
+        def g(x):
+            x = gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False, backend="native")
+            if k > 1:
+                x = gd.rotate(x, angle=u(-15, 15), backend="native")
+            if k > 2:
+                x = gd.color_jitter(x, brightness=u(0.7, 1.3), contrast=u(0.7, 1.3), backend="native")
+            if k > 3:
+                x = gd.crop_mirror_normalize(x, mean=MEAN, std=STD, backend="native")
+            return x
+        return g
 
     rows = {
         "identity": lambda x: x,
@@ -92,13 +117,36 @@ def main(argv=None):
                                              keep_size=True, fill_value=0),
                                    brightness=u(0.7, 1.3), contrast=u(0.7, 1.3)),
             mean=MEAN, std=STD, dtype=types.FLOAT, output_layout="CHW"),
-        "gd.policy (fused, python_function)": policy_node,
-        "gd native: flip + rotate + color_jitter + cmn": lambda x: gd.crop_mirror_normalize(
-            gd.color_jitter(gd.rotate(gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False, backend="native"),
-                                      angle=u(-15, 15), backend="native"),
-                            brightness=u(0.7, 1.3), contrast=u(0.7, 1.3), backend="native"),
-            mean=MEAN, std=STD, backend="native"),
+        "fn.brightness_contrast": lambda x: fn.brightness_contrast(x, brightness=u(0.7, 1.3), contrast=u(0.7, 1.3)),
+        "gd.color_jitter native (b + c)": lambda x: gd.color_jitter(x, brightness=u(0.7, 1.3), contrast=u(0.7, 1.3),
+                                                                   backend="native"),
+        "fn.crop_mirror_normalize (f32 CHW)": lambda x: fn.crop_mirror_normalize(
+            x, mean=MEAN, std=STD, dtype=types.FLOAT, output_layout="CHW"),
+        "gd.crop_mirror_normalize native": lambda x: gd.crop_mirror_normalize(x, mean=MEAN, std=STD,
+                                                                             backend="native"),
+        "gd.policy native (fused)": lambda x: policy_node(x, backend="native"),
+        "gd.policy python_function (fused)": policy_py,
+        "gd native: flip + rotate": native_chain(2),
+        "gd native: flip + rotate + color_jitter": native_chain(3),
+        "gd native: flip + rotate + color_jitter + cmn": native_chain(4),
     }
+    if a.rows:
+        keep = [r.strip() for r in a.rows.split(",") if r.strip()]
+        rows = {k: v for k, v in rows.items() if k == "identity" or any(r in k for r in keep)}
+    executors = {k: EXECUTORS[k] for k in a.executors.split(",") if k}
+
+    def _profile_only():  # child of --profile: a few runs per pipeline, the operators print when destroyed
+        for name in ("gd native: flip + rotate + color_jitter + cmn", "gd.policy native (fused)"):
+            p = build(rows[name])
+            for _ in range(max(60, a.warmup + a.iters)):
+                p.run()
+            cp.cuda.runtime.deviceSynchronize()
+            print(f"-- {name}: {max(60, a.warmup + a.iters)} runs (default executor); operator lines follow", flush=True)
+            del p
+            import gc
+
+            gc.collect()
+        return 0
 
     def build(graph, **ex):
         def define():
@@ -110,6 +158,9 @@ def main(argv=None):
         p = pipeline_def(define, **kw)()
         p.build()
         return p
+
+    if a.profile_only:
+        return _profile_only()
 
     # correctness first: native == python_function on the same draws (same seed, same graph shape)
     checks = {}
@@ -130,7 +181,7 @@ def main(argv=None):
 
     res = {"dali": dali.__version__, "batch": [n, s, s, 3], "iters": a.iters, "native": st, "checks": checks,
            "ms": {}}
-    for ex_name, ex in EXECUTORS.items():
+    for ex_name, ex in executors.items():
         for name, graph in rows.items():
             if time.perf_counter() - t_start > a.budget:
                 print("time budget reached; skipping the rest", flush=True)
@@ -159,14 +210,45 @@ def main(argv=None):
         json.dump(res, f, indent=1)
     base = res["ms"].get("identity", {})
     print(f"\n# ms per batch (median of {a.iters}), {n}x{s}x{s}x3 uint8; in brackets: added over identity")
-    print(f"| pipeline | {' | '.join(EXECUTORS)} |")
-    print("|---|" + "---:|" * len(EXECUTORS))
+    print(f"| pipeline | {' | '.join(executors)} |")
+    print("|---|" + "---:|" * len(executors))
     for name, per in res["ms"].items():
         cells = []
-        for ex in EXECUTORS:
+        for ex in executors:
             v, b = per.get(ex), base.get(ex)
             cells.append("-" if v is None else f"{v:.2f}" + ("" if b is None or name == "identity" else f" (+{v - b:.2f})"))
         print(f"| {name} | {' | '.join(cells)} |")
+    # the targets of issue 14, per executor: gd.flip / gd.rotate vs fn.flip / fn.rotate; the fused
+    # policy vs 0.6x the built-in chain of four (added over identity)
+    def added(name, ex):
+        v, b = res["ms"].get(name, {}).get(ex), base.get(ex)
+        return None if v is None or b is None else v - b
+    for ex in executors:
+        pairs = (("gd.flip native", "fn.flip (coin flip)", 1.0), ("gd.rotate native", "fn.rotate (uniform angle)", 1.0),
+                 ("gd.policy native (fused)", "built-ins: flip + rotate + brightness_contrast + cmn", 0.6))
+        for mine, theirs, k in pairs:
+            x, y = added(mine, ex), added(theirs, ex)
+            if x is not None and y is not None:
+                print(f"target {ex:13s} {mine} +{x:.2f} ms vs {k:g} x {theirs} (+{y:.2f}): "
+                      f"{'MET' if x <= k * y else 'not met'}")
+    if a.profile:
+        import subprocess
+
+        env = dict(os.environ, GPUAUG_DALI_NATIVE_PROFILE="1")
+        cmd = [sys.executable, os.path.abspath(__file__), "--profile-only", "--batch", str(n), "--size", str(s),
+               "--iters", str(a.iters), "--warmup", str(a.warmup)]
+        print("\n# per-operator host / device ms per call (GPUAUG_DALI_NATIVE_PROFILE=1, default executor)",
+              flush=True)
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            lines = [ln for ln in (r.stdout + r.stderr).splitlines()
+                     if "gpuaug native profile" in ln or ln.startswith("--")]
+            print("\n".join(lines) if lines else (r.stdout + r.stderr)[-3000:])
+            res["profile"] = lines
+        except Exception as e:  # noqa: BLE001 - report and go on
+            print(f"profile run failed: {e}")
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
     print(f"\nSUMMARY: native {'active' if st['active'] else 'unavailable'}; bit-exact checks {checks}; "
           f"wrote {a.out}")
     return 0
