@@ -17,7 +17,8 @@ What each op sends the operator (graph side, built here from the registry call):
 - a parameter *program* where the row needs host maths on the image size or in double precision,
   run by the operator per sample, as gpuaug does it: ``rotation`` (OpenCV's inverse matrix from
   angle, scale and centre, the centre defaulting to each image's), ``affine`` (the 2x3 matrix
-  inverted, singular ones refused naming ``matrix``), ``cmn`` (crop_mirror_normalize and
+  inverted, singular ones refused naming ``matrix``), ``perspective`` (the 3x3 homography,
+  likewise), ``cmn`` (crop_mirror_normalize and
   normalize: mean/std broadcast to the channels);
 - colour ops: whether the grayscale mean is reduced first (contrast, color_jitter); warps: the
   dense kernel for contiguous batches and a constant output ``size``.
@@ -36,13 +37,22 @@ Which path runs (``gpuaug info`` shows it):
   ``backend=None`` picks as above.
 
 Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
-(per-sample output shapes or offsets read on the host), warp_perspective (the 3x3 inversion is
-not a program yet), the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
+(per-sample output shapes or offsets read on the host), the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
 launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
 the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
-and fuses the rest; ``gd.policy`` (the fused policy kernel) is not native yet.
+and fuses the rest.
+
+``gd.policy`` (a ``gpuaug.Compose``) runs natively as ``gpuaug__Policy`` (``fn.gpuaug.policy``), one
+operator per fused stage of the policy's plan (kernels/fused.cu, as gpuaug runs it), when every
+transform has a native form (:data:`NATIVE_TRANSFORMS`: flips, rotation, affine, resize, centre
+crop, colour jitter, grayscale, gamma, solarize, posterize, invert, and the writes Normalize /
+ToDtype / ToLayout) and the images are HWC. Its random parameters come from one
+``fn.random.uniform(range=[0, 1], shape=[K])`` per stage (DALI's seed: the pipeline serializes);
+the operator turns them into each transform's values with the transform's own rules (``u < p``,
+``lo + (hi - lo) u``) and builds the stage's parameter rows in C++ per image size
+(``gpuaug_host.h``, checked bit for bit against ``gpuaug/policy/_fused.py``'s ``build``).
 
 Example::
 
@@ -141,7 +151,7 @@ def status() -> dict:
     ok = load() if m != "off" else False
     return {"mode": m, "active": ok, "reason": None if ok else (_state["reason"] if m != "off"
                                                                    else f"{ENV}=0 (python_function forced)"),
-            "library": _state["path"], "ops": sorted(NATIVE_OPS)}
+            "library": _state["path"], "ops": sorted(NATIVE_OPS), "policy_transforms": list(NATIVE_TRANSFORMS)}
 
 
 def _warn_once(reason):
@@ -262,6 +272,18 @@ def _affine_row(a):
             float(BORDERS[a["border"]]), _fill_entry(a)]
 
 
+def _perspective_row(a):
+    from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
+
+    m = a["matrix"]
+    if not _is_node(m):
+        m = np.asarray(m, np.float64)
+        if m.shape != (3, 3):
+            raise Unsupported("matrix: a per-sample (N, 3, 3) constant; give a DataNode or one 3x3 matrix")
+    return [m, float(bool(a["inverse_map"])), float(INTERPOLATIONS[a["interpolation"]]),
+            float(BORDERS[a["border"]]), _fill_entry(a)]
+
+
 def _out_size(a):
     if a.get("size") is None:
         return None
@@ -345,6 +367,9 @@ NATIVE_OPS = {
     "channel_shuffle": _colour("channel_shuffle", lambda a: [a["permutation"]]),
     "warp_affine": NativeOp("warp_affine.cu", "gpuaug_warp_affine", _affine_row, program="affine",
                             extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),
+    "warp_perspective": NativeOp("warp_perspective.cu", "gpuaug_warp_perspective", _perspective_row,
+                                 program="perspective", extra=_rotate_extra, dense="gpuaug_warp_perspective_dense",
+                                 out_size=_out_size),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
     "normalize": NativeOp("normalize.cu", "gpuaug_normalize", _normalize_row, signature="cmn", program="cmn",

@@ -100,6 +100,9 @@ int rotation_row(const float *r, long long h, long long w, int C, int ti, float 
 int affine_row(const float *r, int C, int ti, float *out, double *det) {
   return gpuaug_host::affine_row(r, C, ti, out, det);
 }
+int perspective_row(const float *r, int C, int ti, float *out, double *det) {
+  return gpuaug_host::perspective_row(r, C, ti, out, det);
+}
 int packed_layout(const long long *st, const long long *dt, int n, int ci, int co, int es, long long *items) {
   return gpuaug_host::packed_layout((const int64_t *)st, (const int64_t *)dt, n, ci, co, es, items);
 }
@@ -152,6 +155,7 @@ def host(tmp_path_factory):
     f32, f64, i64 = (np.ctypeslib.ndpointer(t, flags="C") for t in (np.float32, np.float64, np.int64))
     lib.rotation_row.argtypes = [f32, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, f32]
     lib.affine_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
+    lib.perspective_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
     lib.packed_layout.argtypes = [i64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                   ctypes.POINTER(ctypes.c_longlong)]
     V, I, D, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_longlong
@@ -201,6 +205,30 @@ def test_host_affine_program_matches_invert_affine(host):
     assert host.affine_row(singular, 3, 0, out, d) == 1
     given = np.array([1, 2, 3, 2, 4, 6, 1, 1, 0, 5, 6, 7], np.float32)  # inverse_map: taken as it is
     assert host.affine_row(given, 3, 2, out, d) == 0 and out[2:8].tolist() == [1, 2, 3, 2, 4, 6] and out[8] == 7
+
+
+def test_host_perspective_program_matches_invert_perspective(host):
+    from gpuaug.ops import _warp
+
+    rng = np.random.default_rng(8)
+    m = rng.uniform(-2, 2, (300, 3, 3)).astype(np.float32)
+    inv, det = _warp.invert_perspective(m.astype(np.float64), np)
+    for i in range(len(m)):
+        row = np.concatenate([m[i].reshape(-1), [0, 1, 0, 0, 0, 0]]).astype(np.float32)
+        out, d = np.zeros(14, np.float32), np.zeros(1)
+        assert host.perspective_row(row, 3, 0, out, d) == 0
+        np.testing.assert_array_equal(out[2:11], inv[i].astype(np.float32), err_msg=f"matrix {m[i].tolist()}")
+        assert out[:2].tolist() == [1, 0]
+    singular = np.array([1, 2, 3, 2, 4, 6, 0, 0, 1, 0, 1, 0, 0, 0, 0], np.float32)
+    out, d = np.zeros(14, np.float32), np.zeros(1)
+    assert host.perspective_row(singular, 3, 0, out, d) == 1
+    with pytest.raises(ValueError, match="singular"):
+        _warp.check_invertible(singular[:9].reshape(1, 3, 3).astype(np.float64),
+                               *_warp.invert_perspective(singular[:9].reshape(1, 3, 3).astype(np.float64), np),
+                               "matrix", 3)
+    given = np.array([1, 2, 3, 2, 4, 6, 0, 0, 1, 1, 1, 0, 5, 6, 7], np.float32)  # inverse_map: as it is
+    assert host.perspective_row(given, 3, 2, out, d) == 0 and out[2:11].tolist() == [1, 2, 3, 2, 4, 6, 0, 0, 1]
+    assert out[11] == 7
 
 
 def test_host_packed_layout_and_mean_parts_match_the_colour_plan(host):
@@ -476,6 +504,11 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             got, det = np.zeros((N, 8 + c), np.float32), np.zeros(1)
             for i in range(N):
                 assert host.affine_row(np.ascontiguousarray(rows[i]), c, 0, got[i], det) == 0
+            rows = got
+        elif program == "perspective":
+            got, det = np.zeros((N, 11 + c), np.float32), np.zeros(1)
+            for i in range(N):
+                assert host.perspective_row(np.ascontiguousarray(rows[i]), c, 0, got[i], det) == 0
             rows = got
         elif program == "cmn":  # [pos (2), mirror, mean (k), std (k)] -> [pos, mirror, h, w, mean (C), std (C)]
             k = (rows.shape[1] - 3) // 2

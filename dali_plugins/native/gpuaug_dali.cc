@@ -477,9 +477,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  std::to_string(dtype_cols_.size()) + ")");
     DALI_ENFORCE(signature_ == "generic" || signature_ == "colour" || signature_ == "cmn",
                  op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
-    DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" || program_ == "cmn",
-                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine' "
-                 "or 'cmn'");
+    DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
+                     program_ == "perspective" || program_ == "cmn",
+                 op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
+                 "'perspective' or 'cmn'");
     DALI_ENFORCE(out_size_.empty() || signature_ != "colour",
                  op_ + ": argument 'out_size': not for signature 'colour'");
     DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
@@ -586,6 +587,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     if (program_ == "rotation") rotation(in, &rows, C, ti);
     if (program_ == "affine") affine(&rows, C, ti);
+    if (program_ == "perspective") perspective(&rows, C, ti);
     if (program_ == "cmn") cmn(&rows, C);
     const size_t P = rows[0].size();
     for (int i = 1; i < n; ++i)
@@ -752,6 +754,20 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       std::vector<float> o(8 + C);
       double det = 0;
       DALI_ENFORCE(gpuaug_host::affine_row(r.data(), C, ti, o.data(), &det) == 0,
+                   op_ + ": argument 'matrix': sample " + std::to_string(i) + " is singular or numerically so "
+                   "(determinant " + std::to_string(det) + "); expected an invertible matrix");
+      r.swap(o);
+    }
+  }
+
+  void perspective(std::vector<std::vector<float>> *rows, int C, int ti) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 15, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                       std::to_string(r.size()) + " values; the perspective program expects 15");
+      std::vector<float> o(11 + C);
+      double det = 0;
+      DALI_ENFORCE(gpuaug_host::perspective_row(r.data(), C, ti, o.data(), &det) == 0,
                    op_ + ": argument 'matrix': sample " + std::to_string(i) + " is singular or numerically so "
                    "(determinant " + std::to_string(det) + "); expected an invertible matrix");
       r.swap(o);
@@ -1211,7 +1227,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("channels", "Accepted channel counts.", std::vector<int>{1, 3, 4})
     .AddOptionalArg("signature", "'generic' (src, dst, params, P, n) or 'colour' (+ partials, nparts).",
                     std::string("generic"))
-    .AddOptionalArg("program", "'identity' or 'rotation': how a sample's params become its kernel row.",
+    .AddOptionalArg("program", "'identity', 'rotation', 'affine', 'perspective' or 'cmn': how a sample's "
+                    "params become its kernel row.",
                     std::string("identity"))
     .AddOptionalArg("dtype_cols", "Parameter columns set from the images' dtype (see dtype_values).",
                     std::vector<int>{})

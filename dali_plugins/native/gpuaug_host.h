@@ -83,6 +83,40 @@ inline int affine_row(const float *r, int C, int ti, float *out, double *det) {
   return 0;
 }
 
+// The "perspective" program, _warp.invert_perspective + check_invertible + params_matrix:
+// r = [m (3 x 3, source -> destination), inverse_map, interp, border, fill as uint8 / float16 /
+// float32] -> out = [interp, border, destination -> source (9), fill * C]. Returns 1 for a
+// singular (or numerically singular) matrix; *det receives its determinant.
+inline int perspective_row(const float *r, int C, int ti, float *out, double *det) {
+  double m[9], inv[9];
+  for (int k = 0; k < 9; ++k) m[k] = r[k];
+  *det = 0;
+  if (r[9] != 0.f) {
+    for (int k = 0; k < 9; ++k) inv[k] = m[k];
+  } else {
+    const double a = m[0], b = m[1], c = m[2], d = m[3], e = m[4], f = m[5], g = m[6], h = m[7], i = m[8];
+    inv[0] = e * i - f * h, inv[3] = f * g - d * i, inv[6] = d * h - e * g;
+    *det = a * inv[0] + b * inv[3] + c * inv[6];
+    inv[1] = c * h - b * i, inv[4] = a * i - c * g, inv[7] = b * g - a * h;
+    inv[2] = b * f - c * e, inv[5] = c * d - a * f, inv[8] = a * e - b * d;
+    const double q = 1.0 / *det;
+    bool finite = true;
+    for (double &v : inv) {
+      v *= q;
+      finite = finite && std::isfinite(v);
+    }
+    double norms = 1.0;
+    for (int row = 0; row < 3; ++row)
+      norms *= std::sqrt(m[3 * row] * m[3 * row] + m[3 * row + 1] * m[3 * row + 1] + m[3 * row + 2] * m[3 * row + 2]);
+    if (!(std::fabs(*det) > 1e-12 * norms) || !finite) return 1;  // _warp.SINGULAR_RATIO
+  }
+  out[0] = r[10];
+  out[1] = r[11];
+  for (int k = 0; k < 9; ++k) out[2 + k] = float(inv[k]);
+  for (int ch = 0; ch < C; ++ch) out[11 + ch] = r[12 + ti];
+  return 0;
+}
+
 // gpuaug/ops/_colour.py's packed_layout: every sample packed HWC (tables of 6 int64 per sample:
 // address, h, w, stride_y, stride_x, stride_c in elements) and 16-byte aligned at a common pixel
 // k < 16 in src and dst (dst may be null). *items: the largest per-sample work-item count.
