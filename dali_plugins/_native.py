@@ -36,8 +36,12 @@ Which path runs (``gpuaug info`` shows it):
   its alias ``"python"``) forces ``python_function`` (both run the CUDA C kernels); the default
   ``backend=None`` picks as above.
 
-Not native (they keep ``python_function``): crop, pad, resize, resized_crop, rot90, transpose
-(per-sample output shapes or offsets read on the host), the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
+Programs ``rot90`` (k checked and reduced to 0..3; the output's height and width swap where k
+is odd), ``crop`` (the window checked inside each image) and ``center_crop`` (torchvision's
+offsets from each image's size) serve the copy ops; transpose swaps every output.
+
+Not native (they keep ``python_function``): pad, resize, resized_crop (per-sample output
+shapes or resampling plans read on the host), crop with per-sample window sizes, the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
 launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -222,6 +226,7 @@ class NativeOp:
     dense: str = ""  # warp ops: the kernel the op runs on C-contiguous uniform batches
     out_size: object = None  # warp ops: args -> (h, w) of every output, or None (the input's)
     out: object = None  # signature "cmn": args -> dict(out_dtype=..., out_layout=..., pad_output=...)
+    out_shape: str = "same"  # "swap" (transpose), "rot90" (swapped where k is odd)
 
 
 @dataclass(frozen=True)
@@ -330,6 +335,20 @@ def _crop_size(a):
     return None if a.get("crop") is None else _out_size({"size": a["crop"]})
 
 
+def _window(a):
+    """crop's (height, width): host ints, one window size for the batch."""
+    hw = []
+    for name in ("height", "width"):
+        v = a[name]
+        if v is None or _is_node(v):
+            raise Unsupported(f"{name}: host ints (the output size is set when the pipeline is defined)")
+        u = np.unique(np.asarray(v, np.int64).reshape(-1))
+        if u.size != 1:
+            raise Unsupported(f"{name}: per-sample window sizes (give one size, or backend='cuda')")
+        hw.append(int(u[0]))
+    return tuple(hw)
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -370,6 +389,11 @@ NATIVE_OPS = {
     "warp_perspective": NativeOp("warp_perspective.cu", "gpuaug_warp_perspective", _perspective_row,
                                  program="perspective", extra=_rotate_extra, dense="gpuaug_warp_perspective_dense",
                                  out_size=_out_size),
+    "transpose": NativeOp("transpose.cu", "gpuaug_transpose", lambda a: [0.0], out_shape="swap"),
+    "rot90": NativeOp("rot90.cu", "gpuaug_rot90", lambda a: [a["k"]], program="rot90", out_shape="rot90"),
+    "crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [a["top"], a["left"]], program="crop", out_size=_window),
+    "center_crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [], program="center_crop",
+                            out_size=lambda a: _out_size({"size": a["size"]})),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
     "normalize": NativeOp("normalize.cu", "gpuaug_normalize", _normalize_row, signature="cmn", program="cmn",
@@ -405,10 +429,20 @@ def _check_constants(step, args):
                 return
             kw[k] = ex[k]
     c = 3 if 3 in spec.channels else spec.channels[0]
-    side = 8  # large enough for any constant window (crop) the op checks against the image
+    # large enough for any constant window (crop: offset + size) the op checks against the image
+    size, offset = 8, 0
     for p in spec.params:
-        if p.kind == "size" and kw.get(p.name) is not None:
-            side = max(side, int(np.max(np.asarray(kw[p.name], np.float64))))
+        v = kw.get(p.name)
+        if v is None or isinstance(v, (str, bool)):
+            continue
+        if p.kind == "size":
+            size = max(size, int(np.max(np.asarray(v, np.float64))))
+        elif p.kind == "int":
+            try:
+                offset = max(offset, int(np.max(np.abs(np.asarray(v, np.float64)))))
+            except (TypeError, ValueError):
+                pass
+    side = size + offset
 
     def stop(*a):
         raise _Stop
@@ -540,6 +574,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw["out_size"] = list(size)
     if nat.out:
         kw.update(nat.out(args))
+    if nat.out_shape != "same":
+        kw["out_shape"] = nat.out_shape
     kw.update(checks)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     return fn.gpuaug.kernel(data, params=params, **kw)

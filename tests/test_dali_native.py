@@ -100,6 +100,7 @@ int rotation_row(const float *r, long long h, long long w, int C, int ti, float 
 int affine_row(const float *r, int C, int ti, float *out, double *det) {
   return gpuaug_host::affine_row(r, C, ti, out, det);
 }
+long long center_offset(long long size, long long crop) { return gpuaug_host::center_offset(size, crop); }
 int perspective_row(const float *r, int C, int ti, float *out, double *det) {
   return gpuaug_host::perspective_row(r, C, ti, out, det);
 }
@@ -156,6 +157,8 @@ def host(tmp_path_factory):
     lib.rotation_row.argtypes = [f32, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, f32]
     lib.affine_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
     lib.perspective_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
+    lib.center_offset.argtypes = [ctypes.c_longlong, ctypes.c_longlong]
+    lib.center_offset.restype = ctypes.c_longlong
     lib.packed_layout.argtypes = [i64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                   ctypes.POINTER(ctypes.c_longlong)]
     V, I, D, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_longlong
@@ -229,6 +232,14 @@ def test_host_perspective_program_matches_invert_perspective(host):
     given = np.array([1, 2, 3, 2, 4, 6, 0, 0, 1, 1, 1, 0, 5, 6, 7], np.float32)  # inverse_map: as it is
     assert host.perspective_row(given, 3, 2, out, d) == 0 and out[2:11].tolist() == [1, 2, 3, 2, 4, 6, 0, 0, 1]
     assert out[11] == 7
+
+
+def test_host_center_offset_matches_torchvision_rule(host):
+    from gpuaug.ops.crop import center_offset
+
+    for size in range(1, 40):
+        for crop in range(1, 50):
+            assert host.center_offset(size, crop) == center_offset(size, crop), (size, crop)
 
 
 def test_host_packed_layout_and_mean_parts_match_the_colour_plan(host):
@@ -505,6 +516,12 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             for i in range(N):
                 assert host.affine_row(np.ascontiguousarray(rows[i]), c, 0, got[i], det) == 0
             rows = got
+        elif program == "rot90":
+            rows = np.mod(rows, 4)
+        elif program == "center_crop":
+            size = seen["out_size"]
+            rows = np.tile(np.array([host.center_offset(40, size[0]), host.center_offset(50, size[1])], np.float32),
+                           (N, 1))
         elif program == "perspective":
             got, det = np.zeros((N, 11 + c), np.float32), np.zeros(1)
             for i in range(N):
@@ -689,6 +706,8 @@ def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample,
     host = per.pop("__host__", {})
     if op == "solarize" and dtype != "uint8":  # thresholds live in the dtype's range [0, 1]
         per["threshold"] = (per["threshold"] / 255).astype(np.float32)
+    if op == "crop" and varshape:  # the varshape images narrow by 2 px per sample: keep windows inside
+        per["left"] = np.minimum(per["left"], W - 2 * (N - 1) - host["width"]).astype(np.int32)
     flags = {p.name for p in spec.params if p.kind == "bool"}
 
     def ref_value(k, v):

@@ -457,6 +457,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     out_layout_ = spec.GetArgument<std::string>("out_layout");
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
+    out_shape_ = spec.GetArgument<std::string>("out_shape");
+    DALI_ENFORCE(out_shape_ == "same" || out_shape_ == "swap" || out_shape_ == "rot90",
+                 op_ + ": argument 'out_shape': got '" + out_shape_ + "'; expected 'same', 'swap' or 'rot90'");
     DALI_ENFORCE(out_dtype_.empty() || out_dtype_ == "float32" || out_dtype_ == "float16",
                  op_ + ": argument 'dtype': got '" + out_dtype_ + "'; expected 'float32' or 'float16'");
     DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
@@ -478,9 +481,12 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(signature_ == "generic" || signature_ == "colour" || signature_ == "cmn",
                  op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
-                     program_ == "perspective" || program_ == "cmn",
+                     program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
+                     program_ == "center_crop",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
-                 "'perspective' or 'cmn'");
+                 "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
+    DALI_ENFORCE((program_ != "crop" && program_ != "center_crop") || out_size_.size() == 2,
+                 op_ + ": programs 'crop' / 'center_crop' need 'out_size' (the window's height, width)");
     DALI_ENFORCE(out_size_.empty() || signature_ != "colour",
                  op_ + ": argument 'out_size': not for signature 'colour'");
     DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
@@ -512,9 +518,14 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     output_desc.resize(1);
     output_desc[0].shape = in.shape();
+    std::vector<int> quarter(n, 0);  // rot90: the per-sample k (odd: height and width swap)
+    if (out_shape_ == "rot90") {
+      for (int i = 0; i < n; ++i) quarter[i] = rot90_k(ws, i, n);
+    }
     for (int i = 0; i < n; ++i) {
       const auto &s = in.tensor_shape(i);
-      const int64_t h = out_size_.empty() ? s[0] : out_size_[0], w = out_size_.empty() ? s[1] : out_size_[1];
+      int64_t h = out_size_.empty() ? s[0] : out_size_[0], w = out_size_.empty() ? s[1] : out_size_[1];
+      if (out_shape_ == "swap" || (out_shape_ == "rot90" && (quarter[i] & 1))) std::swap(h, w);
       if (!out_size_.empty() && signature_ == "cmn")
         DALI_ENFORCE(h <= s[0] && w <= s[1], op_ + ": argument 'crop': got (" + std::to_string(h) + ", " +
                                                  std::to_string(w) + "); sample " + std::to_string(i) + " is " +
@@ -588,6 +599,16 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "rotation") rotation(in, &rows, C, ti);
     if (program_ == "affine") affine(&rows, C, ti);
     if (program_ == "perspective") perspective(&rows, C, ti);
+    if (program_ == "rot90")
+      for (int i = 0; i < n; ++i) rows[i].assign(1, float(rot90_k(ws, i, n)));
+    if (program_ == "crop") crop(in, &rows);
+    if (program_ == "center_crop") {
+      for (int i = 0; i < n; ++i) {
+        const auto &s = in.tensor_shape(i);
+        rows[i].assign({float(gpuaug_host::center_offset(s[0], out_size_[0])),
+                        float(gpuaug_host::center_offset(s[1], out_size_[1]))});
+      }
+    }
     if (program_ == "cmn") cmn(&rows, C);
     const size_t P = rows[0].size();
     for (int i = 1; i < n; ++i)
@@ -760,6 +781,51 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
+  // rot90's k for sample i (params column 0), checked as gpuaug.rot90 checks it, reduced to 0..3.
+  int rot90_k(const dali::Workspace &ws, int i, int n) {
+    double k;
+    if (spec_.HasTensorArgument("params")) {
+      const auto &p = ws.ArgumentInput("params");
+      DALI_ENFORCE(p.num_samples() == n && p.type() == ::DALI_FLOAT && p.tensor_shape(i).num_elements() >= 1,
+                   op_ + ": argument 'k': expected one number per sample");
+      k = p.tensor<float>(i)[0];
+    } else {
+      if (!const_read_) {
+        const_params_ = spec_.GetRepeatedArgument<float>("params");
+        const_read_ = true;
+      }
+      DALI_ENFORCE(!const_params_.empty(), op_ + ": argument 'k': missing");
+      k = const_params_[0];
+    }
+    DALI_ENFORCE(k == std::floor(k) && k >= -3 && k <= 3,
+                 op_ + ": argument 'k': got " + std::to_string(k) + " for sample " + std::to_string(i) +
+                 "; expected integers in -3..3 (quarter turns counter-clockwise, negative for clockwise)");
+    return ((static_cast<int>(k) % 4) + 4) % 4;
+  }
+
+  // crop's [top, left]: whole numbers, the window inside the image (gpuaug.crop's checks).
+  void crop(const dali::TensorList<dali::GPUBackend> &in, std::vector<std::vector<float>> *rows) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 2, op_ + ": arguments 'top' / 'left': sample " + std::to_string(i) +
+                                      " gives " + std::to_string(r.size()) + " values; expected one of each");
+      const auto &s = in.tensor_shape(i);
+      const char *names[2] = {"top", "left"}, *dims[2] = {"height", "width"};
+      for (int a = 0; a < 2; ++a) {
+        const double off = r[a];
+        DALI_ENFORCE(off == std::floor(off) && off >= 0,
+                     op_ + ": argument '" + names[a] + "': got " + std::to_string(off) + " for sample " +
+                     std::to_string(i) + "; expected whole numbers >= 0");
+        DALI_ENFORCE(off + out_size_[a] <= s[a],
+                     op_ + ": arguments '" + names[a] + "', '" + dims[a] + "': sample " + std::to_string(i) +
+                     " has " + names[a] + "=" + std::to_string(int64_t(off)) + " and " + dims[a] + "=" +
+                     std::to_string(out_size_[a]) + ", which ends at " + std::to_string(int64_t(off) + out_size_[a]) +
+                     ", outside its " + dims[a] + " of " + std::to_string(s[a]) + "; expected a window inside "
+                     "the image");
+      }
+    }
+  }
+
   void perspective(std::vector<std::vector<float>> *rows, int C, int ti) {
     for (size_t i = 0; i < rows->size(); ++i) {
       auto &r = (*rows)[i];
@@ -860,7 +926,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     return s;
   }
 
-  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_;
+  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_;
   bool pad_output_ = false, cmn_co_ = true;
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
@@ -1241,6 +1307,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("cmn_co", "signature 'cmn': the kernels take the output channel count as their 4th "
                     "template argument (crop_mirror_normalize; normalize's do not).", true)
     .AddOptionalArg("pad_output", "signature 'cmn': a 4th channel of zeros for 3-channel images.", false)
+    .AddOptionalArg("out_shape", "'same' (the input's or out_size), 'swap' (width x height: transpose) or "
+                    "'rot90' (swapped where the sample's k, params column 0, is odd).", std::string("same"))
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
                     "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "

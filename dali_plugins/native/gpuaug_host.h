@@ -117,6 +117,13 @@ inline int perspective_row(const float *r, int C, int ti, float *out, double *de
   return 0;
 }
 
+// gpuaug.ops.crop's center_offset: torchvision's centre-crop offset along one axis (negative:
+// zero padding before the image).
+inline int64_t center_offset(int64_t size, int64_t crop) {
+  if (crop > size) return -((crop - size) / 2);
+  return static_cast<int64_t>(std::nearbyint(double(size - crop) / 2.0));  // Python's round: half to even
+}
+
 // gpuaug/ops/_colour.py's packed_layout: every sample packed HWC (tables of 6 int64 per sample:
 // address, h, w, stride_y, stride_x, stride_c in elements) and 16-byte aligned at a common pixel
 // k < 16 in src and dst (dst may be null). *items: the largest per-sample work-item count.
