@@ -40,9 +40,11 @@ Programs ``rot90`` (k checked and reduced to 0..3; the output's height and width
 is odd), ``crop`` (the window checked inside each image) and ``center_crop`` (torchvision's
 offsets from each image's size) serve the copy ops; transpose swaps every output.
 
+Grayscale takes its output channel count (``num_output_channels``) as a template argument.
+
 Not native (they keep ``python_function``): pad, resize, resized_crop (per-sample output
-shapes or resampling plans read on the host), crop with per-sample window sizes, the blurs, sharpen, noise, erase, grid_mask, equalize, grayscale (other
-launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
+shapes or resampling plans read on the host), crop with per-sample window sizes, the blurs,
+sharpen, noise, erase, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
 the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
@@ -383,6 +385,9 @@ NATIVE_OPS = {
     "color_jitter": _colour("color_jitter", lambda a: [a["brightness"], a["contrast"], a["saturation"], a["hue"],
                                                       DTYPE(MAXV)], mean=_mean_flag(True, "contrast")),
     "color_twist": _colour("color_twist", lambda a: [a["matrix"], DTYPE(MAXV)], channels=(3, 4)),
+    "grayscale": NativeOp("grayscale.cu", "gpuaug_grayscale", lambda a: [DTYPE(MAXV)], signature="colour",
+                          extra=lambda a: (int(a["num_output_channels"]),),
+                          out=lambda a: dict(out_channels=int(a["num_output_channels"]))),
     "channel_shuffle": _colour("channel_shuffle", lambda a: [a["permutation"]]),
     "warp_affine": NativeOp("warp_affine.cu", "gpuaug_warp_affine", _affine_row, program="affine",
                             extra=_rotate_extra, dense="gpuaug_warp_affine_dense", out_size=_out_size),

@@ -458,6 +458,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
     out_shape_ = spec.GetArgument<std::string>("out_shape");
+    out_channels_ = spec.GetArgument<int>("out_channels");
+    DALI_ENFORCE(out_channels_ == -1 || ((out_channels_ == 1 || out_channels_ == 3) && signature_ == "colour"),
+                 op_ + ": argument 'num_output_channels': got " + std::to_string(out_channels_) +
+                 "; expected 1 or 3 (colour kernels that choose their output channels)");
     DALI_ENFORCE(out_shape_ == "same" || out_shape_ == "swap" || out_shape_ == "rot90",
                  op_ + ": argument 'out_shape': got '" + out_shape_ + "'; expected 'same', 'swap' or 'rot90'");
     DALI_ENFORCE(out_dtype_.empty() || out_dtype_ == "float32" || out_dtype_ == "float16",
@@ -655,7 +659,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     bool sum_packed = false;
     int nparts = 0;
     if (colour) {
-      packed = gpuaug_host::packed_layout(st, dt, n, C, C, es, &items);
+      packed = gpuaug_host::packed_layout(st, dt, n, C, out_channels(C), es, &items);
       if (mean_ >= 0) {
         sum_packed = gpuaug_host::packed_layout(st, nullptr, n, C, C, es, &sum_items);
         if (!sum_packed) {
@@ -855,7 +859,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
-  int out_channels(int c) const { return pad_output_ && c == 3 ? 4 : c; }
+  int out_channels(int c) const { return out_channels_ > 0 ? out_channels_ : pad_output_ && c == 3 ? 4 : c; }
 
   static std::string shape_str(const int *d, int nd) {
     std::string s = "(";
@@ -931,7 +935,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
   std::vector<float> dtype_values_;
-  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0;
+  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0, out_channels_ = -1;
   Staging staging_;
   std::unique_ptr<Profile> profile_;
   std::chrono::steady_clock::time_point run_t0_;
@@ -1307,6 +1311,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("cmn_co", "signature 'cmn': the kernels take the output channel count as their 4th "
                     "template argument (crop_mirror_normalize; normalize's do not).", true)
     .AddOptionalArg("pad_output", "signature 'cmn': a 4th channel of zeros for 3-channel images.", false)
+    .AddOptionalArg("out_channels", "Colour kernels taking the output channel count as a template argument "
+                    "(grayscale): 1 or 3; -1: the input's.", -1)
     .AddOptionalArg("out_shape", "'same' (the input's or out_size), 'swap' (width x height: transpose) or "
                     "'rot90' (swapped where the sample's k, params column 0, is odd).", std::string("same"))
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
