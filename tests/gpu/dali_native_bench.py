@@ -17,7 +17,9 @@ gd.crop_mirror_normalize native (float32 CHW out); the chain of four built-ins (
 brightness_contrast, crop_mirror_normalize) vs gd.policy native (the fused Compose: ONE
 fn.gpuaug.policy, draws from one fn.random.uniform) vs gd.policy python_function
 (backend="cuda") vs the same four as native gd ops, and that chain's prefixes (where a chain's
-cost goes). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
+cost goes), and both chains with constant parameters (the native one then has no DALI CPU
+operators: the difference to the per-sample chain is what the graph-side parameter plumbing --
+random draws, reshape/cast/cat, fn.shapes checks -- costs). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
 (bit-exact). Then (--profile, default on) the native chain and the native policy run once more
 in a subprocess with GPUAUG_DALI_NATIVE_PROFILE=1: each native operator prints its host ms per
 call (RunImpl) and device ms per call (CUDA events around its launches). Writes
@@ -126,6 +128,16 @@ def main(argv=None):
                                                                              backend="native"),
         "gd.policy native (fused)": lambda x: policy_node(x, backend="native"),
         "gd.policy python_function (fused)": policy_py,
+        # where a chain's cost goes: the same four native ops with constant parameters (no DALI CPU
+        # operators at all: no random draws, reshape/cast/cat of the parameter rows, fn.shapes checks)
+        "gd native chain, constants (no CPU ops)": lambda x: gd.crop_mirror_normalize(
+            gd.color_jitter(gd.rotate(gd.flip(x, horizontal=True, vertical=False, backend="native"), angle=10.0,
+                                      backend="native"), brightness=1.2, contrast=0.8, backend="native"),
+            mean=MEAN, std=STD, backend="native"),
+        "built-ins chain, constants": lambda x: fn.crop_mirror_normalize(
+            fn.brightness_contrast(fn.rotate(fn.flip(x, horizontal=1), angle=10.0, keep_size=True, fill_value=0),
+                                   brightness=1.2, contrast=0.8),
+            mean=MEAN, std=STD, dtype=types.FLOAT, output_layout="CHW"),
         "gd native: flip + rotate": native_chain(2),
         "gd native: flip + rotate + color_jitter": native_chain(3),
         "gd native: flip + rotate + color_jitter + cmn": native_chain(4),
