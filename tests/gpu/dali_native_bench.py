@@ -228,7 +228,7 @@ def main(argv=None):
         cells = []
         for ex in executors:
             v, b = per.get(ex), base.get(ex)
-            cells.append("-" if v is None else f"{v:.2f}" + ("" if b is None or name == "identity" else f" (+{v - b:.2f})"))
+            cells.append("-" if v is None else f"{v:.2f}" + ("" if b is None or name == "identity" else f" ({v - b:+.2f})"))
         print(f"| {name} | {' | '.join(cells)} |")
     # the targets of issue 14, per executor: gd.flip / gd.rotate vs fn.flip / fn.rotate; the fused
     # policy vs 0.6x the built-in chain of four (added over identity)
@@ -241,7 +241,7 @@ def main(argv=None):
         for mine, theirs, k in pairs:
             x, y = added(mine, ex), added(theirs, ex)
             if x is not None and y is not None:
-                print(f"target {ex:13s} {mine} +{x:.2f} ms vs {k:g} x {theirs} (+{y:.2f}): "
+                print(f"target {ex:13s} {mine} {x:+.2f} ms vs {k:g} x {theirs} ({y:+.2f}): "
                       f"{'MET' if x <= k * y else 'not met'}")
     if a.profile:
         import subprocess
