@@ -583,7 +583,9 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw["out_shape"] = nat.out_shape
     kw.update(checks)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
-    return fn.gpuaug.kernel(data, params=params, **kw)
+    if not (isinstance(params, list) and not params):  # center_crop: no parameters (DALI cannot type [])
+        kw["params"] = params
+    return fn.gpuaug.kernel(data, **kw)
 
 
 def _shape_checks(nodes, args, shapes):
