@@ -161,7 +161,12 @@ def numba_function(kernels: Kernels, target: str):
 
     mod = importlib.import_module(f"gpuaug.kernels.numba.{kernels.numba[0]}")
     fn = getattr(mod, kernels.numba[1])
-    return (copy_kernel if kernels.kind == "copy" else value_kernel)(fn, target)
+    kern = (copy_kernel if kernels.kind == "copy" else value_kernel)(fn, target)
+    if target == "cpu":  # the op's fast CPU kernel first, where there is one (kernels/numba/cpu_fast)
+        from gpuaug.kernels.numba.cpu_fast import with_fast_path
+
+        kern = with_fast_path(tuple(kernels.numba), kern)
+    return kern
 
 
 def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):

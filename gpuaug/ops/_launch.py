@@ -90,7 +90,12 @@ def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
 
 @functools.lru_cache(maxsize=None)
 def numba_kernel(module: str, target: str):
-    return importlib.import_module(f"gpuaug.kernels.numba.{module}").kernel(target)
+    kern = importlib.import_module(f"gpuaug.kernels.numba.{module}").kernel(target)
+    if target == "cpu":  # the op's fast CPU kernel first, where there is one (kernels/numba/cpu_fast)
+        from gpuaug.kernels.numba.cpu_fast import with_fast_path
+
+        kern = with_fast_path(module, kern)
+    return kern
 
 
 def _run_numba(src: Batch, dst: Batch, params, module, extra, target):

@@ -1,0 +1,108 @@
+"""Fast CPU (``numba.njit``) paths for the Numba twins' most used ops (``backend="cpu"``).
+
+The generic CPU twin runs one per-pixel function per output element (see ``_driver.py``).
+These kernels compute the same maths with CPU-shaped loops: separable filters through
+row buffers, resize and warps from per-row / per-column coordinates and weights
+computed once, colour ops as contiguous passes (uint8 point maps through a 256-entry
+table built with the twin's own formula), copies as row copies.
+
+:data:`FAST` maps an op's twin (``Kernels.numba`` for :func:`gpuaug._run.run` ops, the
+module name for :func:`gpuaug.ops._launch.run_custom` ops) to ``"module:function"`` here.
+The function takes the generic kernel's arguments (``src, dst, params, fills`` for copy
+kernels, ``src, dst, params, lo, hi, rnd`` for value kernels, NHWC 4-D arrays) and
+returns True when it has written ``dst``, False when the inputs are outside what it was
+written for (a dtype, layout, border or mode it does not specialise); the generic kernel
+then runs, so every parameter combination keeps its results, only the speed differs.
+
+Results: copies and uint8 point maps are bit-identical to the generic twin; filters,
+resize and warps compute in float32 (uint8 outputs within 1 of the generic twin, only at
+rounding ties; float outputs within 1e-5 relative), as the test tolerances allow.
+
+Threads: the kernels ``prange`` over images (or image planes) when
+``GPUAUG_CPU_PARALLEL`` is on (see ``_dual.cpu_parallel``). ``GPUAUG_CPU_FAST=0``
+turns these paths off (the generic twins run; for benchmarks and tests).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+#: twin -> "module:function" in this package
+FAST = {
+    ("flip", "flip_map"): "_copy:flip",
+    ("crop", "crop_map"): "_copy:crop",
+    ("pad", "pad_map"): "_copy:pad",
+    ("resize", "resample_value"): "_resample:resize",
+    ("warp_affine", "warp_affine_value"): "_resample:warp_affine",
+    ("rotate", "rotate_value"): "_resample:warp_affine",
+    ("brightness", "brightness_value"): "_colour:brightness",
+    ("contrast", "contrast_value"): "_colour:contrast",
+    ("color_jitter", "color_jitter_value"): "_colour:color_jitter",
+    ("normalize", "normalize_value"): "_colour:normalize",
+    ("crop_mirror_normalize", "cmn_value"): "_colour:normalize",
+    "gaussian_blur": "_separable:separable",
+    "box_blur": "_separable:separable",
+    "median_blur": "_median:median",
+}
+
+
+def enabled() -> bool:
+    """Whether the fast paths run: on unless ``GPUAUG_CPU_FAST=0``."""
+    return os.environ.get("GPUAUG_CPU_FAST", "1") not in ("", "0")
+
+
+def fast_function(key):
+    """The fast function for twin ``key`` (see :data:`FAST`), or None."""
+    spec = FAST.get(key)
+    if spec is None:
+        return None
+    mod, name = spec.split(":")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+
+
+def with_fast_path(key, kern):
+    """``kern`` (a generic CPU kernel) behind the fast path of ``key``, if there is one:
+    a callable with ``kern``'s arguments that runs the fast function and falls back to
+    ``kern`` when that declines. ``.generic`` is ``kern``."""
+    if key not in FAST:
+        return kern
+
+    def call(*args):
+        if enabled() and fast_function(key)(*args):
+            return
+        kern(*args)
+
+    call.generic = kern
+    call.key = key
+    return call
+
+
+def planes(src, dst):
+    """Dense views for channel-blind kernels: ``(s, d, c, per)`` where ``s``/``d`` are
+    C-contiguous (P, H, W, c) arrays sharing memory with the NHWC views ``src``/``dst``:
+    NHWC batches as they are (P = N, ``per`` = 1), NCHW batches (NHWC views of C-contiguous
+    NCHW arrays) as N*C one-channel planes (``per`` = C: plane i is sample i // C).
+    None when the two are not both one of these."""
+    if src.flags.c_contiguous and dst.flags.c_contiguous:
+        return src, dst, src.shape[3], 1
+    st, dt = src.transpose(0, 3, 1, 2), dst.transpose(0, 3, 1, 2)
+    if st.flags.c_contiguous and dt.flags.c_contiguous and src.shape[3] == dst.shape[3]:
+        n, c = src.shape[0], src.shape[3]
+        return (st.reshape(n * c, st.shape[2], st.shape[3], 1), dt.reshape(n * c, dt.shape[2], dt.shape[3], 1),
+                1, c)
+    return None
+
+
+def per_plane(a, per):
+    """Rows of the per-sample array ``a`` repeated for each of a sample's ``per`` planes."""
+    return a if per == 1 else np.repeat(a, per, axis=0)
+
+
+def kernel(fn):
+    """``fn`` compiled as a CPU kernel (``prange`` threads per GPUAUG_CPU_PARALLEL, nogil,
+    disk cache), lazily, memoised."""
+    from .._dual import specialize
+
+    return specialize(fn, "cpu", "kernel")
