@@ -561,13 +561,21 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     if probe:
         return True
     _check_constants(step, args)
+    node_entries = [e for e in entries if _is_node(e)]
+    direct = args_mode() == "direct" and 0 < len(node_entries) <= MAX_NODES
     try:
-        params, num, dcols, dvals = _params_node(entries, width)
+        if direct:
+            params, segments, pnodes, num, dcols, dvals = _params_direct(entries, width)
+        else:
+            params, num, dcols, dvals = _params_node(entries, width)
     except Unsupported as e:
         return no(str(e))
     from nvidia.dali import fn
 
-    checks = _shape_checks([e for e in entries if _is_node(e)], args, shapes)
+    checks = _shape_checks(node_entries, args, shapes, with_shapes=not direct)
+    if direct:
+        checks["segments"] = segments
+        checks.update({f"p{k}": node for k, node in enumerate(pnodes)})
     kw = dict(op=step.op, source=kernel_source(nat.file), kernel=nat.kernel,
               template_extra=list(nat.extra(args)) if nat.extra else [], channels=list(nat.channels),
               signature=nat.signature, program=nat.program, dtype_cols=dcols, dtype_values=dvals,
@@ -588,10 +596,11 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     return fn.gpuaug.kernel(data, **kw)
 
 
-def _shape_checks(nodes, args, shapes):
+def _shape_checks(nodes, args, shapes, with_shapes=True):
     """Arguments that let the operator check each DataNode parameter's per-sample shape and name
-    it in the error: ``node_shapes`` (per sample, for every node: ndim, dims; from fn.shapes),
-    ``node_names`` and ``node_expect`` (ndim, dims; -1 where the registry says "C")."""
+    it in the error: ``node_names`` and ``node_expect`` (ndim, dims; -1 where the registry says
+    "C"), and with ``with_shapes`` (the "cat" path, where the row arrives flattened)
+    ``node_shapes`` (per sample, for every node: ndim, dims; from fn.shapes)."""
     if not nodes:
         return {}
     from nvidia.dali import fn, types
@@ -602,9 +611,69 @@ def _shape_checks(nodes, args, shapes):
         shape = shapes[name]
         names.append(name)
         expect += [len(shape)] + [d if isinstance(d, int) else -1 for d in shape]
-        dims = node.shape(dtype=types.INT32)
-        parts += [dims.shape(dtype=types.INT32), dims]
-    return dict(node_shapes=fn.cat(*parts, axis=0), node_names=names, node_expect=expect)
+        if with_shapes:
+            dims = node.shape(dtype=types.INT32)
+            parts += [dims.shape(dtype=types.INT32), dims]
+    out = dict(node_names=names, node_expect=expect)
+    if with_shapes:
+        out["node_shapes"] = fn.cat(*parts, axis=0)
+    return out
+
+
+#: "direct" (default): each DataNode parameter is its own argument input (p0..p7) and the
+#: operator puts the row together; "cat": the graph concatenates it (reshape, cast, constant,
+#: cat, and fn.shapes for the checks: about 8 DALI CPU operators for a gd op with one random
+#: parameter, 30 for flip + rotate + color_jitter + crop_mirror_normalize, where DALI's
+#: built-ins need 4).
+ARGS_ENV = "GPUAUG_DALI_NATIVE_ARGS"
+MAX_NODES = 8
+
+
+def args_mode() -> str:
+    raw = os.environ.get(ARGS_ENV, "").strip().lower() or "direct"
+    if raw not in ("direct", "cat"):
+        raise ValueError(f"{ARGS_ENV}: got {raw!r}; expected 'direct' (default) or 'cat'")
+    return raw
+
+
+def _params_direct(entries, width):
+    """entries -> (constants, segments, DataNodes, num_params, dtype_cols, dtype_values) for the
+    operator's "segments" form: k > 0 takes the next k constants, -k the values of node k - 1
+    (argument input p(k-1), any numeric type, converted to float32 by the operator)."""
+    consts, segments, nodes, dcols, dvals, col = [], [], [], [], [], 0
+
+    def take(k):
+        if k:
+            if segments and segments[-1] > 0:
+                segments[-1] += k
+            else:
+                segments.append(k)
+
+    for e in entries:
+        if isinstance(e, DTYPE):
+            if col is None:
+                raise Unsupported("internal: a dtype column after a parameter of per-image width")
+            dcols.append(col)
+            dvals += [float(v) for v in e.values]
+            consts.append(0.0)
+            take(1)
+            col += 1
+        elif _is_node(e):
+            if e.device != "cpu":
+                raise Unsupported("a GPU DataNode parameter (DALI's argument inputs are CPU nodes; "
+                                  "give a CPU node, e.g. from fn.random.*)")
+            nodes.append(e)
+            segments.append(-len(nodes))
+            w = width(e)
+            if w is None and dcols:
+                raise Unsupported("internal: a dtype column before a parameter of per-image width")
+            col = None if (w is None or col is None) else col + w
+        else:
+            vals = [float(x) for x in np.asarray(e, np.float64).reshape(-1)]
+            consts += vals
+            take(len(vals))
+            col = None if col is None else col + len(vals)
+    return consts, segments, nodes, -1 if col is None else col, dcols, dvals
 
 
 # ---- gd.policy: a gpuaug.Compose as gpuaug__Policy operators ---------------------------------

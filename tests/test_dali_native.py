@@ -404,9 +404,10 @@ def _const(value):
     return lambda: value
 
 
-def test_node_shapes_reach_the_operator_for_its_checks(plugin):
-    """Per sample, for each DataNode parameter: ndim then dims (what the operator checks, naming
-    the parameter, against node_expect)."""
+def test_node_shapes_reach_the_operator_for_its_checks(plugin, monkeypatch):
+    """The "cat" form (GPUAUG_DALI_NATIVE_ARGS=cat): per sample, for each DataNode parameter: ndim
+    then dims (what the operator checks, naming the parameter, against node_expect)."""
+    monkeypatch.setenv("GPUAUG_DALI_NATIVE_ARGS", "cat")
     from gpuaug.dali import _native
     from nvidia.dali import fn, pipeline_def
 
@@ -445,8 +446,20 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
 
     seen = {}
 
-    def kernel(data, params=None, **kw):  # stands in for fn.gpuaug.kernel: outputs what it would get
+    def kernel(data, params=None, segments=None, **kw):  # stands in for fn.gpuaug.kernel: outputs its row
+        from nvidia.dali import types
+
         params = [] if params is None else params  # no params argument: an empty row (center_crop)
+        if segments:  # the "direct" form: the operator's assemble_rows, in DALI ops
+            parts, c = [], 0
+            for g in segments:
+                if g > 0:
+                    parts.append(fn.constant(fdata=list(params[c:c + g]), shape=[g], dtype=types.FLOAT))
+                    c += g
+                else:
+                    parts.append(fn.cast(fn.reshape(kw[f"p{-g - 1}"], shape=[-1]), dtype=types.FLOAT))
+            assert c == len(params)
+            params = parts[0] if len(parts) == 1 else fn.cat(*parts, axis=0)
         seen.update(kw, params=params)
         return params if not isinstance(params, list) else data
 
@@ -534,6 +547,45 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             std = np.broadcast_to(rows[:, 3 + k:], (N, c))
             rows = np.concatenate([rows[:, :3], m[:, 3:5], mean, std], axis=1)  # sizes: read by the Numba twins only
         np.testing.assert_array_equal(rows, m[:, :rows.shape[1]], err_msg=f"{op} ({'nodes' if per_sample else 'constants'})")
+
+
+def test_direct_form_passes_each_parameter_as_its_own_argument_input(plugin, monkeypatch):
+    """The default "direct" form: a gd op with DataNode parameters adds no DALI CPU operator of
+    its own (the random ops are the user's); segments interleave constants and p0, p1, ...; the
+    shape checks travel as node_names / node_expect."""
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    from gpuaug.dali import _native
+
+    assert _native.args_mode() == "direct"
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        x = gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False)
+        x = gd.rotate(x, angle=fn.random.uniform(range=(-10, 10)))
+        return gd.color_jitter(x, brightness=fn.random.uniform(range=(0.5, 1.5)), contrast=1.2,
+                               saturation=fn.random.uniform(range=(0.5, 1.5)))
+
+    p = pipe()
+    names = _schema_names(p)
+    assert names == ["ExternalSource", "random__CoinFlip", "gpuaug__Kernel", "random__Uniform", "gpuaug__Kernel",
+                     "random__Uniform", "random__Uniform", "gpuaug__Kernel"], names
+    text = str(p._ops[-1].spec).splitlines()
+    inputs = text[text.index("  Inputs:") + 1:text.index("  Outputs:")]
+    assert len(inputs) == 3 and sum("Uniform" in ln for ln in inputs) == 2, inputs  # data, p0, p1
+    monkeypatch.setattr(_native, "_is_node", lambda v: isinstance(v, _Node))
+    consts, segments, nodes, num, dcols, dvals = _native._params_direct(
+        [1.0, _Node(), (2.0, 3.0), _native.DTYPE((255.0, 1.0, 1.0)), _Node()], lambda nd: 1)
+    assert consts == [1.0, 2.0, 3.0, 0.0] and segments == [1, -1, 3, -2] and len(nodes) == 2
+    assert num == 6 and dcols == [4] and dvals == [255.0, 1.0, 1.0]
+
+
+class _Node:
+    """A stand-in CPU DataNode for _params_direct."""
+
+    device = "cpu"
 
 
 def test_constant_rows_and_rotation_program_inputs(plugin):
@@ -1189,3 +1241,51 @@ def test_native_policy_serialize_and_bad_dtype(plugin, tmp_path):
 
     (got,), _ = _run(graph2)
     assert got[0].shape == (3, H, W) and got[0].dtype == np.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+def test_cat_and_direct_parameter_forms_agree(plugin, monkeypatch):
+    """GPUAUG_DALI_NATIVE_ARGS=cat (the graph concatenates the rows) and the default direct form
+    (the operator does) give the same outputs, and both name a wrong-shaped parameter."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    imgs = _images("uint8", True, 3)
+    rng = np.random.default_rng(4)
+    angle = [np.float32(a) for a in rng.uniform(-30, 30, N)]
+    center = [rng.uniform(5, 20, 2).astype(np.float32) for _ in range(N)]
+    flips = [np.int32(v) for v in rng.integers(0, 2, N)]
+    bright = [np.float64(v) for v in rng.uniform(0.5, 1.5, N)]
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        a = fn.external_source(source=lambda: angle, batch=True)
+        c = fn.external_source(source=lambda: center, batch=True)
+        f = fn.external_source(source=lambda: flips, batch=True)
+        b = fn.external_source(source=lambda: bright, batch=True)
+        x = gd.flip(x, horizontal=f, vertical=False, backend="native")
+        x = gd.rotate(x, angle=a, center=c, border="replicate", backend="native")
+        x = gd.rot90(x, k=fn.cast(f, dtype=dali.types.INT32) * 2 - 1, backend="native")
+        return gd.color_jitter(x, brightness=b, contrast=1.3, saturation=b, backend="native")
+
+    outs = {}
+    for mode in ("cat", "direct"):
+        monkeypatch.setenv("GPUAUG_DALI_NATIVE_ARGS", mode)
+        (outs[mode],), _ = _run(graph)
+    assert len(outs["cat"]) == N
+    for g, w in zip(outs["direct"], outs["cat"]):
+        np.testing.assert_array_equal(g, w)
+    bad = [rng.uniform(5, 20, 3).astype(np.float32) for _ in range(N)]
+    for mode in ("cat", "direct"):
+        monkeypatch.setenv("GPUAUG_DALI_NATIVE_ARGS", mode)
+
+        def graph_bad():
+            x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+            c = fn.external_source(source=lambda: bad, batch=True)
+            return gd.rotate(x, angle=5.0, center=c, backend="native")
+
+        with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: argument 'center': sample 0 has shape \(3,\)"):
+            _run(graph_bad)

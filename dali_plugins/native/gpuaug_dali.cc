@@ -457,6 +457,12 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     out_layout_ = spec.GetArgument<std::string>("out_layout");
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
+    segments_ = spec.GetRepeatedArgument<int>("segments");
+    for (int g : segments_) {
+      DALI_ENFORCE(g != 0 && g >= -kMaxNodes, op_ + ": argument 'segments': got " + std::to_string(g) +
+                                                  "; expected a constant count > 0 or -1..-" + std::to_string(kMaxNodes));
+      if (g < 0) num_nodes_ = std::max(num_nodes_, -g);
+    }
     out_shape_ = spec.GetArgument<std::string>("out_shape");
     out_channels_ = spec.GetArgument<int>("out_channels");
     DALI_ENFORCE(out_channels_ == -1 || ((out_channels_ == 1 || out_channels_ == 3) && signature_ == "colour"),
@@ -568,7 +574,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     // Parameters: a per-sample argument input or one constant row.
     auto &rows = rows_;
     rows.resize(n);
-    if (spec_.HasTensorArgument("params")) {
+    if (!segments_.empty()) {
+      assemble_rows(ws, n);
+    } else if (spec_.HasTensorArgument("params")) {
       const auto &p = ws.ArgumentInput("params");
       DALI_ENFORCE(p.num_samples() == n, op_ + ": argument 'params': got " + std::to_string(p.num_samples()) +
                                              " samples for a batch of " + std::to_string(n));
@@ -727,6 +735,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
 
  private:
   static constexpr int kMaxParts = 32;  // gpuaug_host::mean_parts' cap (_colour.MAX_PARTS)
+  static constexpr int kMaxNodes = 8;   // argument inputs p0..p7
 
   // Scope guard of RunImpl: records the staging slot's event after the launches and, when
   // profiling, the call's host time and the events bracketing its launches.
@@ -785,10 +794,106 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
+  // The DataNode parameters given one argument input each ("p0".. in the order of node_names,
+  // as they are: any numeric type, each with its own per-sample shape), checked against the
+  // registry's shapes, naming the parameter.
+  const dali::TensorList<dali::CPUBackend> &node_input(const dali::Workspace &ws, int k, int n) {
+    const std::string name = "p" + std::to_string(k);
+    const std::string what = size_t(k) < node_names_.size() ? node_names_[k] : name;
+    DALI_ENFORCE(spec_.HasTensorArgument(name), op_ + ": argument '" + what + "': missing (argument input " + name + ")");
+    const auto &p = ws.ArgumentInput(name);
+    DALI_ENFORCE(p.num_samples() == n, op_ + ": argument '" + what + "': got " + std::to_string(p.num_samples()) +
+                                           " samples for a batch of " + std::to_string(n));
+    const auto t = p.type();
+    DALI_ENFORCE(t == ::DALI_FLOAT || t == ::DALI_FLOAT64 || t == ::DALI_INT32 || t == ::DALI_INT64 ||
+                     t == ::DALI_UINT8 || t == ::DALI_INT8 || t == ::DALI_INT16 || t == ::DALI_UINT16 ||
+                     t == ::DALI_UINT32 || t == ::DALI_BOOL,
+                 op_ + ": argument '" + what + "': got type " + dali::to_string(t) + "; expected numbers");
+    return p;
+  }
+
+  // Sample i of a parameter input, appended to r as float32 (what fn.cast(FLOAT) would give).
+  static void append_values(const dali::TensorList<dali::CPUBackend> &p, int i, int64_t count, std::vector<float> *r) {
+    const void *raw = p.raw_tensor(i);
+    auto put = [&](auto *v) {
+      for (int64_t j = 0; j < count; ++j) r->push_back(static_cast<float>(v[j]));
+    };
+    switch (p.type()) {
+      case ::DALI_FLOAT: put(static_cast<const float *>(raw)); break;
+      case ::DALI_FLOAT64: put(static_cast<const double *>(raw)); break;
+      case ::DALI_INT32: put(static_cast<const int32_t *>(raw)); break;
+      case ::DALI_INT64: put(static_cast<const int64_t *>(raw)); break;
+      case ::DALI_UINT8: put(static_cast<const uint8_t *>(raw)); break;
+      case ::DALI_INT8: put(static_cast<const int8_t *>(raw)); break;
+      case ::DALI_INT16: put(static_cast<const int16_t *>(raw)); break;
+      case ::DALI_UINT16: put(static_cast<const uint16_t *>(raw)); break;
+      case ::DALI_UINT32: put(static_cast<const uint32_t *>(raw)); break;
+      case ::DALI_BOOL: put(static_cast<const bool *>(raw)); break;
+      default: break;
+    }
+  }
+
+  void check_node_shape(int k, int i, const dali::TensorShape<> &shape) {
+    size_t e = 0;
+    for (int j = 0; j < k && e < node_expect_.size(); ++j) e += 1 + node_expect_[e];
+    if (e >= node_expect_.size() || size_t(k) >= node_names_.size()) return;
+    const int nd = shape.sample_dim();
+    int dims[8] = {0};
+    for (int d = 0; d < nd && d < 8; ++d) dims[d] = static_cast<int>(shape[d]);
+    const int end = node_expect_[e];
+    const int *want = node_expect_.data() + e + 1;
+    bool ok;
+    if (end == 0) {  // a number: () or (1,)
+      ok = nd == 0 || (nd == 1 && dims[0] == 1);
+    } else {
+      ok = nd == end;
+      for (int d = 0; ok && d < nd; ++d) ok = want[d] < 0 || dims[d] == want[d];
+    }
+    DALI_ENFORCE(ok, op_ + ": argument '" + node_names_[k] + "': sample " + std::to_string(i) + " has shape " +
+                         shape_str(dims, std::min(nd, 8)) + "; expected " +
+                         (end == 0 ? std::string("a number") : shape_str(want, end)) + " per sample");
+  }
+
+  // The rows from 'segments': k > 0 takes the next k constants of 'params', -k the values of
+  // argument input p(k-1) -- the row gpuaug.dali used to concatenate in the graph (reshape,
+  // cast, constant, cat and fn.shapes per parameter: several DALI CPU operators per op and
+  // batch), put together here instead.
+  void assemble_rows(const dali::Workspace &ws, int n) {
+    if (!const_read_) {
+      const_params_ = spec_.GetRepeatedArgument<float>("params");
+      const_read_ = true;
+    }
+    const dali::TensorList<dali::CPUBackend> *nodes[kMaxNodes] = {nullptr};
+    for (int k = 0; k < num_nodes_; ++k) nodes[k] = &node_input(ws, k, n);
+    for (int i = 0; i < n; ++i) {
+      auto &r = rows_[i];
+      r.clear();
+      size_t c = 0;
+      for (int g : segments_) {
+        if (g > 0) {
+          DALI_ENFORCE(c + g <= const_params_.size(), op_ + ": argument 'segments': more constants than 'params' holds");
+          r.insert(r.end(), const_params_.begin() + c, const_params_.begin() + c + g);
+          c += g;
+        } else {
+          const int k = -g - 1;
+          const auto &shape = nodes[k]->tensor_shape(i);
+          check_node_shape(k, i, shape);
+          append_values(*nodes[k], i, shape.num_elements(), &r);
+        }
+      }
+    }
+  }
+
   // rot90's k for sample i (params column 0), checked as gpuaug.rot90 checks it, reduced to 0..3.
   int rot90_k(const dali::Workspace &ws, int i, int n) {
     double k;
-    if (spec_.HasTensorArgument("params")) {
+    if (!segments_.empty() && segments_[0] < 0) {
+      const auto &p = node_input(ws, -segments_[0] - 1, n);
+      DALI_ENFORCE(p.tensor_shape(i).num_elements() >= 1, op_ + ": argument 'k': expected one number per sample");
+      std::vector<float> one;
+      append_values(p, i, 1, &one);
+      k = one[0];
+    } else if (segments_.empty() && spec_.HasTensorArgument("params")) {
       const auto &p = ws.ArgumentInput("params");
       DALI_ENFORCE(p.num_samples() == n && p.type() == ::DALI_FLOAT && p.tensor_shape(i).num_elements() >= 1,
                    op_ + ": argument 'k': expected one number per sample");
@@ -935,7 +1040,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
   std::vector<float> dtype_values_;
-  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0, out_channels_ = -1;
+  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0, out_channels_ = -1, num_nodes_ = 0;
+  std::vector<int> segments_;
   Staging staging_;
   std::unique_ptr<Profile> profile_;
   std::chrono::steady_clock::time_point run_t0_;
@@ -1323,8 +1429,19 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("node_names", "The DataNode parameters, in the order of node_shapes.", std::vector<std::string>{})
     .AddOptionalArg("node_expect", "Per node: ndim, then dims (-1: the channel count).", std::vector<int>{})
     .AddOptionalArg("node_shapes", "Per sample: for each node, ndim then dims (fn.shapes).", std::vector<int>{}, true)
-    .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector).",
-                    std::vector<float>{}, true);
+    .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector; with 'segments': "
+                    "the constants).", std::vector<float>{}, true)
+    .AddOptionalArg("segments", "The row, in order: k > 0 takes the next k constants of 'params', -k the values "
+                    "of argument input p(k-1). Empty: 'params' is the row.", std::vector<int>{})
+    .AddOptionalArg("p0", "DataNode parameter 0 (any numeric type, its own per-sample shape).", std::vector<float>{},
+                    true)
+    .AddOptionalArg("p1", "DataNode parameter 1.", std::vector<float>{}, true)
+    .AddOptionalArg("p2", "DataNode parameter 2.", std::vector<float>{}, true)
+    .AddOptionalArg("p3", "DataNode parameter 3.", std::vector<float>{}, true)
+    .AddOptionalArg("p4", "DataNode parameter 4.", std::vector<float>{}, true)
+    .AddOptionalArg("p5", "DataNode parameter 5.", std::vector<float>{}, true)
+    .AddOptionalArg("p6", "DataNode parameter 6.", std::vector<float>{}, true)
+    .AddOptionalArg("p7", "DataNode parameter 7.", std::vector<float>{}, true);
 
 DALI_REGISTER_OPERATOR(gpuaug__Policy, ::gpuaug_dali::Policy, dali::GPU);
 

@@ -18,8 +18,11 @@ brightness_contrast, crop_mirror_normalize) vs gd.policy native (the fused Compo
 fn.gpuaug.policy, draws from one fn.random.uniform) vs gd.policy python_function
 (backend="cuda") vs the same four as native gd ops, and that chain's prefixes (where a chain's
 cost goes), and both chains with constant parameters (the native one then has no DALI CPU
-operators: the difference to the per-sample chain is what the graph-side parameter plumbing --
-random draws, reshape/cast/cat, fn.shapes checks -- costs). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
+operators: the difference to the per-sample chain is what the random draws cost), and gd.flip,
+gd.rotate and the chain with GPUAUG_DALI_NATIVE_ARGS=cat (the previous form: the graph
+concatenates each parameter row with reshape/cast/constant/cat and checks shapes with fn.shapes,
+~8 DALI CPU operators per op, 30 for the chain; the default passes each DataNode as its own
+argument input and the operator assembles the rows). Before timing, gd.flip/gd.rotate native and python_function outputs are compared
 (bit-exact). Then (--profile, default on) the native chain and the native policy run once more
 in a subprocess with GPUAUG_DALI_NATIVE_PROFILE=1: each native operator prints its host ms per
 call (RunImpl) and device ms per call (CUDA events around its launches). Writes
@@ -105,6 +108,19 @@ def main(argv=None):
             return x
         return g
 
+    def cat_args(g):  # the graph-side "cat" parameter form (GPUAUG_DALI_NATIVE_ARGS=cat), for comparison
+        def h(x):
+            old = os.environ.get("GPUAUG_DALI_NATIVE_ARGS")
+            os.environ["GPUAUG_DALI_NATIVE_ARGS"] = "cat"
+            try:
+                return g(x)
+            finally:
+                if old is None:
+                    del os.environ["GPUAUG_DALI_NATIVE_ARGS"]
+                else:
+                    os.environ["GPUAUG_DALI_NATIVE_ARGS"] = old
+        return h
+
     rows = {
         "identity": lambda x: x,
         "fn.flip (coin flip)": lambda x: fn.flip(x, horizontal=fn.random.coin_flip()),
@@ -141,6 +157,10 @@ def main(argv=None):
         "gd native: flip + rotate": native_chain(2),
         "gd native: flip + rotate + color_jitter": native_chain(3),
         "gd native: flip + rotate + color_jitter + cmn": native_chain(4),
+        "gd.flip native, cat args": cat_args(lambda x: gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False,
+                                                               backend="native")),
+        "gd.rotate native, cat args": cat_args(lambda x: gd.rotate(x, angle=u(-30, 30), backend="native")),
+        "gd native: flip + rotate + color_jitter + cmn, cat args": cat_args(native_chain(4)),
     }
     if a.rows:
         keep = [r.strip() for r in a.rows.split(",") if r.strip()]
