@@ -11,8 +11,12 @@ What each op sends the operator (graph side, built here from the registry call):
 - the kernel's source (``kernels/<op>.cu`` with its ``#include "*.cuh"`` inlined), template
   name and extra template ints (interpolation, border);
 - the per-sample parameter row, in the column order the standalone op builds: constants become
-  the ``params`` list argument, DataNodes (one value per sample, CPU, as DALI's own argument
-  inputs) are cast to float32 and concatenated with constants into one per-sample vector;
+  the ``params`` list argument; each DataNode parameter (CPU, as DALI's own argument inputs) is
+  its own argument input ``p0``.. ``p7``, as it is (any numeric type, its own shape, checked by
+  the operator against the registry's), and ``segments`` says how the operator interleaves them
+  with the constants (so a gd op adds no DALI operator besides the user's random draws;
+  ``GPUAUG_DALI_NATIVE_ARGS=cat`` restores the previous form, where the graph casts, reshapes
+  and concatenates the row and fn.shapes feeds the checks: ~8 CPU operators per op);
 - columns that depend on the images' dtype (the value range 255 / 1) as ``dtype_cols``;
 - a parameter *program* where the row needs host maths on the image size or in double precision,
   run by the operator per sample, as gpuaug does it: ``rotation`` (OpenCV's inverse matrix from
@@ -157,7 +161,8 @@ def status() -> dict:
     ok = load() if m != "off" else False
     return {"mode": m, "active": ok, "reason": None if ok else (_state["reason"] if m != "off"
                                                                    else f"{ENV}=0 (python_function forced)"),
-            "library": _state["path"], "ops": sorted(NATIVE_OPS), "policy_transforms": list(NATIVE_TRANSFORMS)}
+            "library": _state["path"], "ops": sorted(NATIVE_OPS), "policy_transforms": list(NATIVE_TRANSFORMS),
+            "args": args_mode()}
 
 
 def _warn_once(reason):
