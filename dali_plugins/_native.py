@@ -46,7 +46,10 @@ offsets from each image's size) serve the copy ops; transpose swaps every output
 
 Grayscale takes its output channel count (``num_output_channels``) as a template argument.
 
-Not native (they keep ``python_function``): pad, resize, resized_crop (per-sample output
+``pad``'s output grows by each sample's padding (read in Setup; program ``pad`` stores the
+value as the output's dtype does).
+
+Not native (they keep ``python_function``): resize, resized_crop (per-sample output
 shapes or resampling plans read on the host), crop with per-sample window sizes, the blurs,
 sharpen, noise, erase, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
@@ -233,7 +236,7 @@ class NativeOp:
     dense: str = ""  # warp ops: the kernel the op runs on C-contiguous uniform batches
     out_size: object = None  # warp ops: args -> (h, w) of every output, or None (the input's)
     out: object = None  # signature "cmn": args -> dict(out_dtype=..., out_layout=..., pad_output=...)
-    out_shape: str = "same"  # "swap" (transpose), "rot90" (swapped where k is odd)
+    out_shape: str = "same"  # "swap" (transpose), "rot90" (swapped where k is odd), "pad" (grown)
 
 
 @dataclass(frozen=True)
@@ -356,6 +359,28 @@ def _window(a):
     return tuple(hw)
 
 
+def _pad_row(a):
+    """[padding (top, bottom, left, right), mode, value] (the operator's "pad" program: the
+    output grows by the padding, the value is stored as the output's dtype stores it)."""
+    from gpuaug.ops._launch import as_stored
+    from gpuaug.ops.pad import MODES
+
+    pad = a["padding"]
+    if not _is_node(pad):
+        pad = np.asarray(pad, np.float64).reshape(-1)
+        if pad.size == 1:
+            pad = np.repeat(pad, 4)
+        if pad.size != 4:
+            raise Unsupported("padding: per-sample constants; give a DataNode or one (top, bottom, left, right)")
+    v = a["value"]
+    if not _is_node(v):
+        if np.size(v) != 1:
+            raise Unsupported("value: per-sample constants; give a DataNode or one number")
+        f = np.asarray([float(np.asarray(v, np.float64).reshape(-1)[0])])
+        v = DTYPE(tuple(float(as_stored(f, d)[0]) for d in (np.uint8, np.float16, np.float32)))
+    return [pad, float(MODES[a["mode"]]), v]
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -404,6 +429,7 @@ NATIVE_OPS = {
     "crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [a["top"], a["left"]], program="crop", out_size=_window),
     "center_crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [], program="center_crop",
                             out_size=lambda a: _out_size({"size": a["size"]})),
+    "pad": NativeOp("pad.cu", "gpuaug_pad", _pad_row, program="pad", out_shape="pad"),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
     "normalize": NativeOp("normalize.cu", "gpuaug_normalize", _normalize_row, signature="cmn", program="cmn",
@@ -546,7 +572,7 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         v = step.consts.get(p.name)
         want = size_of(p.shape)
         if (v is not None and p.per_sample and p.kind not in ("size", "choice") and p.name != "fill"
-                and want is not None and np.size(v) != want):
+                and want is not None and np.size(v) != want and not (step.op == "pad" and np.size(v) == 1)):
             return no(f"{p.name}: a constant array of per-sample values (give a DataNode, e.g. from "
                       "fn.external_source, or backend='cuda')")
     shapes = {p.name: p.shape for p in spec.params}

@@ -100,6 +100,7 @@ int rotation_row(const float *r, long long h, long long w, int C, int ti, float 
 int affine_row(const float *r, int C, int ti, float *out, double *det) {
   return gpuaug_host::affine_row(r, C, ti, out, det);
 }
+double round_half(double v) { return gpuaug_host::round_half(v); }
 long long center_offset(long long size, long long crop) { return gpuaug_host::center_offset(size, crop); }
 int perspective_row(const float *r, int C, int ti, float *out, double *det) {
   return gpuaug_host::perspective_row(r, C, ti, out, det);
@@ -157,6 +158,8 @@ def host(tmp_path_factory):
     lib.rotation_row.argtypes = [f32, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, f32]
     lib.affine_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
     lib.perspective_row.argtypes = [f32, ctypes.c_int, ctypes.c_int, f32, f64]
+    lib.round_half.argtypes = [ctypes.c_double]
+    lib.round_half.restype = ctypes.c_double
     lib.center_offset.argtypes = [ctypes.c_longlong, ctypes.c_longlong]
     lib.center_offset.restype = ctypes.c_longlong
     lib.packed_layout.argtypes = [i64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -232,6 +235,17 @@ def test_host_perspective_program_matches_invert_perspective(host):
     given = np.array([1, 2, 3, 2, 4, 6, 0, 0, 1, 1, 1, 0, 5, 6, 7], np.float32)  # inverse_map: as it is
     assert host.perspective_row(given, 3, 2, out, d) == 0 and out[2:11].tolist() == [1, 2, 3, 2, 4, 6, 0, 0, 1]
     assert out[11] == 7
+
+
+def test_host_round_half_matches_numpy_float16(host):
+    rng = np.random.default_rng(12)
+    vals = np.concatenate([rng.uniform(-70000, 70000, 2000), rng.uniform(-1, 1, 2000), rng.uniform(-1e-4, 1e-4, 2000),
+                           [0.0, -0.0, 65504, 65519.99, 65520, -65520, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
+                            0.1, 2049, 2051, 1 + 2.0 ** -11, np.inf, -np.inf]])
+    with np.errstate(over="ignore"):
+        want = vals.astype(np.float16).astype(np.float64)
+    got = np.array([host.round_half(float(v)) for v in vals])
+    np.testing.assert_array_equal(got, want)
 
 
 def test_host_center_offset_matches_torchvision_rule(host):
@@ -532,6 +546,8 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "pad":  # [t, b, l, r, mode, value] -> [t, l, mode, value as uint8 stores it]
+            rows = np.stack([rows[:, 0], rows[:, 2], rows[:, 4], np.clip(np.floor(rows[:, 5] + 0.5), 0, 255)], 1)
         elif program == "center_crop":
             size = seen["out_size"]
             rows = np.tile(np.array([host.center_offset(40, size[0]), host.center_offset(50, size[1])], np.float32),

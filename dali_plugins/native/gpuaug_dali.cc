@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -468,8 +469,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(out_channels_ == -1 || ((out_channels_ == 1 || out_channels_ == 3) && signature_ == "colour"),
                  op_ + ": argument 'num_output_channels': got " + std::to_string(out_channels_) +
                  "; expected 1 or 3 (colour kernels that choose their output channels)");
-    DALI_ENFORCE(out_shape_ == "same" || out_shape_ == "swap" || out_shape_ == "rot90",
-                 op_ + ": argument 'out_shape': got '" + out_shape_ + "'; expected 'same', 'swap' or 'rot90'");
+    DALI_ENFORCE(out_shape_ == "same" || out_shape_ == "swap" || out_shape_ == "rot90" || out_shape_ == "pad",
+                 op_ + ": argument 'out_shape': got '" + out_shape_ + "'; expected 'same', 'swap', 'rot90' or 'pad'");
     DALI_ENFORCE(out_dtype_.empty() || out_dtype_ == "float32" || out_dtype_ == "float16",
                  op_ + ": argument 'dtype': got '" + out_dtype_ + "'; expected 'float32' or 'float16'");
     DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
@@ -492,7 +493,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
-                     program_ == "center_crop",
+                     program_ == "center_crop" || program_ == "pad",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop") || out_size_.size() == 2,
@@ -535,6 +536,13 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     for (int i = 0; i < n; ++i) {
       const auto &s = in.tensor_shape(i);
       int64_t h = out_size_.empty() ? s[0] : out_size_[0], w = out_size_.empty() ? s[1] : out_size_[1];
+      if (out_shape_ == "pad") {
+        const auto p = pad_sides(ws, i, n);
+        h = s[0] + p[0] + p[1];
+        w = s[1] + p[2] + p[3];
+        DALI_ENFORCE(h * w * s[2] <= 2147483647LL, op_ + ": argument 'padding': sample " + std::to_string(i) +
+                                                       " would hold over 2**31 - 1 elements");
+      }
       if (out_shape_ == "swap" || (out_shape_ == "rot90" && (quarter[i] & 1))) std::swap(h, w);
       if (!out_size_.empty() && signature_ == "cmn")
         DALI_ENFORCE(h <= s[0] && w <= s[1], op_ + ": argument 'crop': got (" + std::to_string(h) + ", " +
@@ -614,6 +622,21 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "rot90")
       for (int i = 0; i < n; ++i) rows[i].assign(1, float(rot90_k(ws, i, n)));
     if (program_ == "crop") crop(in, &rows);
+    if (program_ == "pad") {
+      for (int i = 0; i < n; ++i) {
+        const auto p = pad_sides(ws, i, n);
+        const double v = rows[i][5];
+        double stored;  // gpuaug.ops._launch.as_stored: the value as the output stores it
+        if (ti == 0) {
+          stored = std::min(255.0, std::max(0.0, std::floor(v + 0.5)));
+        } else if (ti == 1) {
+          stored = gpuaug_host::round_half(v);
+        } else {
+          stored = static_cast<float>(v);
+        }
+        rows[i].assign({float(p[0]), float(p[2]), rows[i][4], float(stored)});
+      }
+    }
     if (program_ == "center_crop") {
       for (int i = 0; i < n; ++i) {
         const auto &s = in.tensor_shape(i);
@@ -884,32 +907,62 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
+  // Sample i's row as the graph gives it (before dtype columns and programs), for Setup.
+  std::vector<float> raw_row(const dali::Workspace &ws, int i, int n) {
+    std::vector<float> r;
+    if (!const_read_) {
+      const_params_ = spec_.GetRepeatedArgument<float>("params");
+      const_read_ = true;
+    }
+    if (!segments_.empty()) {
+      size_t c = 0;
+      for (int g : segments_) {
+        if (g > 0) {
+          DALI_ENFORCE(c + g <= const_params_.size(), op_ + ": argument 'segments': more constants than 'params' holds");
+          r.insert(r.end(), const_params_.begin() + c, const_params_.begin() + c + g);
+          c += g;
+        } else {
+          const auto &p = node_input(ws, -g - 1, n);
+          append_values(p, i, p.tensor_shape(i).num_elements(), &r);
+        }
+      }
+    } else if (spec_.HasTensorArgument("params")) {
+      const auto &p = ws.ArgumentInput("params");
+      DALI_ENFORCE(p.num_samples() == n && p.type() == ::DALI_FLOAT,
+                   op_ + ": argument 'params': expected float32, one row per sample");
+      const float *v = p.tensor<float>(i);
+      r.assign(v, v + p.tensor_shape(i).num_elements());
+    } else {
+      r = const_params_;
+    }
+    return r;
+  }
+
   // rot90's k for sample i (params column 0), checked as gpuaug.rot90 checks it, reduced to 0..3.
   int rot90_k(const dali::Workspace &ws, int i, int n) {
-    double k;
-    if (!segments_.empty() && segments_[0] < 0) {
-      const auto &p = node_input(ws, -segments_[0] - 1, n);
-      DALI_ENFORCE(p.tensor_shape(i).num_elements() >= 1, op_ + ": argument 'k': expected one number per sample");
-      std::vector<float> one;
-      append_values(p, i, 1, &one);
-      k = one[0];
-    } else if (segments_.empty() && spec_.HasTensorArgument("params")) {
-      const auto &p = ws.ArgumentInput("params");
-      DALI_ENFORCE(p.num_samples() == n && p.type() == ::DALI_FLOAT && p.tensor_shape(i).num_elements() >= 1,
-                   op_ + ": argument 'k': expected one number per sample");
-      k = p.tensor<float>(i)[0];
-    } else {
-      if (!const_read_) {
-        const_params_ = spec_.GetRepeatedArgument<float>("params");
-        const_read_ = true;
-      }
-      DALI_ENFORCE(!const_params_.empty(), op_ + ": argument 'k': missing");
-      k = const_params_[0];
-    }
+    const auto r = raw_row(ws, i, n);
+    DALI_ENFORCE(!r.empty(), op_ + ": argument 'k': expected one number per sample");
+    const double k = r[0];
     DALI_ENFORCE(k == std::floor(k) && k >= -3 && k <= 3,
                  op_ + ": argument 'k': got " + std::to_string(k) + " for sample " + std::to_string(i) +
                  "; expected integers in -3..3 (quarter turns counter-clockwise, negative for clockwise)");
     return ((static_cast<int>(k) % 4) + 4) % 4;
+  }
+
+  // pad's (top, bottom, left, right) for sample i, checked as gpuaug.pad checks them.
+  std::array<int64_t, 4> pad_sides(const dali::Workspace &ws, int i, int n) {
+    const auto r = raw_row(ws, i, n);
+    DALI_ENFORCE(r.size() == 6, op_ + ": argument 'padding': sample " + std::to_string(i) + " gives " +
+                                    std::to_string(r.size() >= 2 ? r.size() - 2 : 0) +
+                                    " values; expected (top, bottom, left, right)");
+    std::array<int64_t, 4> p;
+    for (int k = 0; k < 4; ++k) {
+      DALI_ENFORCE(r[k] == std::floor(r[k]) && r[k] >= 0 && r[k] < 1 << 24,
+                   op_ + ": argument 'padding': got " + std::to_string(r[k]) + " for sample " + std::to_string(i) +
+                   "; expected whole numbers >= 0");
+      p[k] = static_cast<int64_t>(r[k]);
+    }
+    return p;
   }
 
   // crop's [top, left]: whole numbers, the window inside the image (gpuaug.crop's checks).
@@ -1419,8 +1472,9 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("pad_output", "signature 'cmn': a 4th channel of zeros for 3-channel images.", false)
     .AddOptionalArg("out_channels", "Colour kernels taking the output channel count as a template argument "
                     "(grayscale): 1 or 3; -1: the input's.", -1)
-    .AddOptionalArg("out_shape", "'same' (the input's or out_size), 'swap' (width x height: transpose) or "
-                    "'rot90' (swapped where the sample's k, params column 0, is odd).", std::string("same"))
+    .AddOptionalArg("out_shape", "'same' (the input's or out_size), 'swap' (width x height: transpose), "
+                    "'rot90' (swapped where the sample's k, params column 0, is odd) or 'pad' (grown by the "
+                    "sample's (top, bottom, left, right), params columns 0-3).", std::string("same"))
     .AddOptionalArg("dense_kernel", "Warp ops: the kernel for C-contiguous uniform batches "
                     "(name<T, C, extra...>(src, dst, params, P, n, h, w, H, W)); empty: none.", std::string(""))
     .AddOptionalArg("mean", "Colour ops: -1 none, else the grayscale mean is reduced first "

@@ -117,6 +117,19 @@ inline int perspective_row(const float *r, int C, int ti, float *out, double *de
   return 0;
 }
 
+// v rounded to float16 (round to nearest even, as NumPy's astype(float16)), back as a double;
+// no compiler half type needed.
+inline double round_half(double v) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) return std::copysign(INFINITY, v);
+  int e;
+  std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+  const int lead = std::max(e - 1, -14);  // the leading bit's exponent; subnormals below 2^-14
+  const double ulp = std::ldexp(1.0, lead - 10);
+  return std::copysign(std::nearbyint(a / ulp) * ulp, v);
+}
+
 // gpuaug.ops.crop's center_offset: torchvision's centre-crop offset along one axis (negative:
 // zero padding before the image).
 inline int64_t center_offset(int64_t size, int64_t crop) {
