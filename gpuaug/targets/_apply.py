@@ -1,0 +1,292 @@
+"""Boxes and keypoints through per-sample 3x3 matrices: the NumPy twin and the CUDA launch.
+
+Every function here takes ``matrices``: ``(N, 3, 3)`` float64 host arrays mapping source
+pixel coordinates to destination ones with pixel centres at integers (the convention of
+:mod:`gpuaug.geometry` and of every gpuaug warp), the input image sizes and the output
+sizes (``(N, 2)`` (h, w)). The container's own convention (continuous box coordinates,
+normalisation) is folded into one matrix per sample here, so the kernels only map points.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._util import cupy_module
+from gpuaug.targets._types import FORMATS, Boxes, Keypoints, check_boxes_values, check_keypoints_values
+
+#: pixel-centre -> continuous (edge) coordinates: x_c = x_p + 0.5
+_TO_C = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
+_FROM_C = np.array([[1.0, 0.0, -0.5], [0.0, 1.0, -0.5], [0.0, 0.0, 1.0]])
+
+
+def _scale(sizes):
+    """(N, 3, 3) diag(w, h, 1)."""
+    s = np.zeros((len(sizes), 3, 3))
+    s[:, 0, 0], s[:, 1, 1], s[:, 2, 2] = sizes[:, 1], sizes[:, 0], 1.0
+    return s
+
+
+def _inv_scale(sizes):
+    s = np.zeros((len(sizes), 3, 3))
+    s[:, 0, 0], s[:, 1, 1], s[:, 2, 2] = 1.0 / sizes[:, 1], 1.0 / sizes[:, 0], 1.0
+    return s
+
+
+def target_matrices(matrices, in_sizes, out_sizes, continuous, normalized):
+    """The (N, 3, 3) maps in the targets' coordinates: continuous coordinates shift by half a
+    pixel around the pixel-centre map; normalised ones scale by the sizes on both sides."""
+    m = np.asarray(matrices, np.float64)
+    if continuous:
+        m = _TO_C @ m @ _FROM_C
+    if normalized:
+        m = _inv_scale(np.asarray(out_sizes, np.float64)) @ m @ _scale(np.asarray(in_sizes, np.float64))
+    return np.ascontiguousarray(m.reshape(-1, 9))
+
+
+def _check_n(name, n, want):
+    if n != want:
+        raise ValueError(f"{name}: holds {n} samples; the images are {want}; expected one entry per image")
+
+
+# ------------------------------------------------------------------------------ boxes
+def _boxes_numpy(flat, sid, mats, lims, fmt, min_vis, drop):
+    """flat (T, 4) boxes of samples sid (T,) -> (T, 4) mapped, clipped boxes and keep (T,)."""
+    b = flat.astype(np.float64)
+    x1, y1, x2, y2 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    if fmt == 1:
+        x2, y2 = x1 + x2, y1 + y2
+    elif fmt == 2:
+        hw, hh = 0.5 * x2, 0.5 * y2
+        x1, y1, x2, y2 = x1 - hw, y1 - hh, x1 + hw, y1 + hh
+    m = mats[sid]
+    xs = np.stack([x1, x2, x2, x1], axis=1)
+    ys = np.stack([y1, y1, y2, y2], axis=1)
+    X = m[:, 0:1] * xs + m[:, 1:2] * ys + m[:, 2:3]
+    Y = m[:, 3:4] * xs + m[:, 4:5] * ys + m[:, 5:6]
+    Z = m[:, 6:7] * xs + m[:, 7:8] * ys + m[:, 8:9]
+    ok = np.all(Z > 0, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        px, py = X / Z, Y / Z
+    with np.errstate(invalid="ignore"):
+        lx, hx, ly, hy = px.min(1), px.max(1), py.min(1), py.max(1)
+        area = (hx - lx) * (hy - ly)
+        W, H = lims[sid, 0], lims[sid, 1]
+        cx1, cx2 = np.clip(lx, 0, W), np.clip(hx, 0, W)
+        cy1, cy2 = np.clip(ly, 0, H), np.clip(hy, 0, H)
+        clipped = (cx2 - cx1) * (cy2 - cy1)
+    with np.errstate(invalid="ignore"):
+        keep = ok & (clipped > 0) & (clipped >= min_vis * area) if drop else ok.copy()
+    if fmt == 0:
+        out = np.stack([cx1, cy1, cx2, cy2], axis=1)
+    elif fmt == 1:
+        out = np.stack([cx1, cy1, cx2 - cx1, cy2 - cy1], axis=1)
+    else:
+        out = np.stack([0.5 * (cx1 + cx2), 0.5 * (cy1 + cy2), cx2 - cx1, cy2 - cy1], axis=1)
+    return out, keep
+
+
+def _compact(out, keep, n, m, dtype):
+    """(n*m, 4) results and keep flags of a padded batch -> packed (n, m, 4), index, counts."""
+    keep2 = keep.reshape(n, m)
+    pos = np.cumsum(keep2, axis=1) - 1
+    res = np.zeros((n, m, 4), dtype)
+    index = np.full((n, m), -1, np.int32)
+    ii, jj = np.nonzero(keep2)
+    res[ii, pos[ii, jj]] = out.reshape(n, m, 4)[ii, jj]
+    index[ii, pos[ii, jj]] = jj
+    return res, index, keep2.sum(axis=1).astype(np.int32)
+
+
+_BLOCK = 256
+
+
+def _launch_boxes(data, starts, counts, spans, mats, lims, fmt, min_vis, drop, n):
+    """The CUDA C kernel over a flat device array of boxes; returns (out, index, counts)."""
+    from gpuaug.kernels._cuda import get_function, upload
+
+    cp = cupy_module()
+    t = "float" if data.dtype == np.float32 else "double"
+    fn = get_function("targets.cu", f"gpuaug_target_boxes<{t}>")
+    out = cp.empty_like(data)
+    index = cp.empty(data.shape[:-1], cp.int32)
+    count_out = cp.empty(n, cp.int32)
+    host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims, np.float64), starts.astype(np.int64), spans]
+    if isinstance(counts, np.ndarray):
+        host.append(counts.astype(np.int32))
+    dev = upload(*host)
+    cnt = dev[4] if isinstance(counts, np.ndarray) else cp.ascontiguousarray(counts, dtype=cp.int32)
+    if n:
+        blocks = (n * 32 + _BLOCK - 1) // _BLOCK
+        fn((blocks,), (_BLOCK,), (data, out, index, count_out, dev[2], cnt, dev[3], dev[0], dev[1],
+                                   np.int32(n), np.int32(fmt), np.float64(min_vis), np.int32(drop)))
+    return out, index, count_out
+
+
+def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
+    """Map each sample's boxes by its matrix: the bounding box of the 4 mapped corners,
+    clipped to the output image, dropped by ``boxes.min_visibility``.
+
+    Args:
+        boxes: a :class:`Boxes` (or a padded (N, M, 4) xyxy pixel array).
+        matrices: (N, 3, 3) (or (3, 3)) host float64, source -> destination pixel-centre
+            coordinates (what :mod:`gpuaug.geometry` builds and the warps take).
+        in_sizes, out_sizes: (N, 2) (h, w) of the images before and after.
+        check: refuse NaN / inverted boxes (for device boxes: one synchronisation).
+        stream: CUDA stream for device boxes (None: CuPy's current stream).
+
+    Returns:
+        A :class:`Boxes` like the input: padded in, padded out (kept boxes first, in input
+        order, ``counts`` updated, ``index`` the input row of each); ragged in, ragged out
+        (a list again; on the GPU that reads the counts back, one synchronisation).
+
+    Example::
+
+        >>> import numpy as np
+        >>> from gpuaug import geometry as G
+        >>> from gpuaug.targets import Boxes, map_boxes
+        >>> b = Boxes(np.array([[[1.0, 2.0, 4.0, 6.0]]]))
+        >>> map_boxes(b, G.flip(True, size=(8, 10))[None], [[8, 10]], [[8, 10]]).data[0, 0]
+        array([6., 2., 9., 6.])
+    """
+    from gpuaug.targets._types import as_boxes
+
+    boxes = as_boxes(boxes)
+    n = boxes.n
+    mats3 = np.asarray(matrices, np.float64)
+    if mats3.ndim == 2:
+        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    _check_n("boxes", n, mats3.shape[0])
+    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
+    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    if check:
+        check_boxes_values(boxes)
+    mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
+    lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
+    fmt = FORMATS[boxes.format]
+    drop = boxes.min_visibility is not None
+    mv = boxes.min_visibility or 0.0
+    if not boxes.device:
+        return _map_boxes_host(boxes, mats, lims, fmt, mv, drop)
+    cp = cupy_module()
+    from gpuaug._stream import on_stream
+
+    with on_stream(stream):
+        if boxes.padded:
+            d = cp.ascontiguousarray(boxes.data)
+            m = d.shape[1]
+            counts = boxes.counts if boxes.counts is not None else np.full(n, m, np.int32)
+            if not isinstance(counts, np.ndarray):
+                counts = cp.asarray(counts)
+            starts = np.arange(n, dtype=np.int64) * m
+            out, index, cnt = _launch_boxes(d, starts, counts, np.full(n, m, np.int32), mats, lims, fmt, mv,
+                                            int(drop), n)
+            return boxes.like(out, counts=cnt, index=index)
+        sizes = np.array([a.shape[0] for a in boxes.data], np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        dt = np.result_type(*[a.dtype for a in boxes.data]) if boxes.data else np.float32
+        flat = (cp.concatenate([cp.asarray(a, dt) for a in boxes.data]) if sizes.sum() else cp.zeros((0, 4), dt))
+        out, index, cnt = _launch_boxes(flat, starts, sizes.astype(np.int32), sizes.astype(np.int32), mats, lims,
+                                        fmt, mv, int(drop), n)
+        kept = cnt.get()  # the list's lengths: read back
+        return boxes.like([out[s:s + k] for s, k in zip(starts, kept)],
+                          index=[index[s:s + k] for s, k in zip(starts, kept)])
+
+
+def _map_boxes_host(boxes, mats, lims, fmt, mv, drop):
+    n = boxes.n
+    if boxes.padded:
+        d = boxes.data
+        m = d.shape[1]
+        sid = np.repeat(np.arange(n), m)
+        out, keep = _boxes_numpy(d.reshape(-1, 4), sid, mats, lims, fmt, mv, drop)
+        if boxes.counts is not None:
+            keep &= (np.arange(m)[None, :] < np.asarray(boxes.counts)[:, None]).reshape(-1)
+        res, index, cnt = _compact(out, keep, n, m, d.dtype)
+        return boxes.like(res, counts=cnt, index=index)
+    res, idx = [], []
+    for i, a in enumerate(boxes.data):
+        out, keep = _boxes_numpy(a.reshape(-1, 4), np.full(a.shape[0], i), mats, lims, fmt, mv, drop)
+        res.append(out[keep].astype(a.dtype))
+        idx.append(np.nonzero(keep)[0].astype(np.int32))
+    return boxes.like(res, index=idx)
+
+
+# ------------------------------------------------------------------------------ keypoints
+def _points_numpy(pts, vis, mats, lims):
+    n, k = pts.shape[:2]
+    p = pts.astype(np.float64)
+    m = mats.reshape(n, 1, 9)
+    x, y = p[..., 0], p[..., 1]
+    X = m[..., 0] * x + m[..., 1] * y + m[..., 2]
+    Y = m[..., 3] * x + m[..., 4] * y + m[..., 5]
+    Z = m[..., 6] * x + m[..., 7] * y + m[..., 8]
+    ok = Z > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ox, oy = np.where(ok, X / Z, np.nan), np.where(ok, Y / Z, np.nan)
+    l_ = lims[:, None, :]
+    with np.errstate(invalid="ignore"):
+        inside = (ox >= l_[..., 0]) & (ox < l_[..., 1]) & (oy >= l_[..., 2]) & (oy < l_[..., 3])
+    return np.stack([ox, oy], axis=-1).astype(pts.dtype), vis & ok & inside
+
+
+def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, stream=None):
+    """Map each sample's keypoints by its matrix; points that leave the output image (or
+    are sent to infinity by a perspective) lose their visibility; coordinates are not clipped.
+
+    Args:
+        keypoints: a :class:`Keypoints` (or an (N, K, 2) pixel-coordinate array).
+        matrices, in_sizes, out_sizes, stream: as :func:`map_boxes`.
+        check: refuse NaN coordinates of visible points (device: one synchronisation).
+
+    Returns:
+        A :class:`Keypoints` on the input's side (NumPy or CuPy).
+
+    Example::
+
+        >>> import numpy as np
+        >>> from gpuaug import geometry as G
+        >>> from gpuaug.targets import map_keypoints
+        >>> k = map_keypoints(np.array([[[0.0, 0.0], [9.0, 3.0]]]), G.flip(True, size=(4, 10)), [[4, 10]], [[4, 10]])
+        >>> k.data[0].tolist(), k.visibility[0].tolist()
+        ([[9.0, 0.0], [0.0, 3.0]], [True, True])
+    """
+    from gpuaug.targets._types import as_keypoints
+
+    kp = as_keypoints(keypoints)
+    n, k = kp.data.shape[:2]
+    mats3 = np.asarray(matrices, np.float64)
+    if mats3.ndim == 2:
+        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    _check_n("keypoints", n, mats3.shape[0])
+    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
+    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    if check:
+        check_keypoints_values(kp)
+    cont = kp.coords == "continuous"
+    mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)
+    lims = np.zeros((n, 4))
+    if kp.normalized:
+        lims[:, 1] = lims[:, 3] = 1.0
+    else:
+        lo = 0.0 if cont else -0.5
+        lims[:, 0], lims[:, 2] = lo, lo
+        lims[:, 1], lims[:, 3] = out_sizes[:, 1] + lo, out_sizes[:, 0] + lo
+    if not kp.device:
+        pts, vis = _points_numpy(kp.data, kp.visibility, mats, lims)
+        return kp.like(pts, vis)
+    from gpuaug._stream import on_stream
+    from gpuaug.kernels._cuda import get_function, upload
+
+    cp = cupy_module()
+    with on_stream(stream):
+        d = cp.ascontiguousarray(kp.data)
+        vis = cp.ascontiguousarray(kp.visibility).view(cp.uint8)
+        out = cp.empty_like(d)
+        vout = cp.empty((n, k), cp.bool_)
+        dm, dl = upload(mats, lims)
+        t = "float" if d.dtype == np.float32 else "double"
+        total = n * k
+        if total:
+            fn = get_function("targets.cu", f"gpuaug_target_points<{t}>")
+            fn(((total + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
+               (d, out, vis, vout.view(cp.uint8), dm, dl, np.int32(n), np.int32(k)))
+    return kp.like(out, vout)

@@ -1,0 +1,131 @@
+// Boxes and keypoints through per-sample 3x3 maps (gpuaug.targets): one launch each per batch.
+//
+// mats: one row of 9 doubles per sample, the source -> destination map in the targets' own
+// coordinates (normalisation and the pixel-centre shift already folded in on the host), so
+// (X, Y, Z) = M (x, y, 1) and the point is (X / Z, Y / Z). Z <= 0 (a perspective that sends
+// the point to or beyond infinity) marks the point as lost. All maths in double: the work is
+// tiny and the results then agree with the NumPy twin (gpuaug/targets/_apply.py) to ~1e-12.
+
+#define GPUAUG_FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ bool gpuaug_map_point(const double* m, double x, double y, double& ox, double& oy) {
+  const double X = m[0] * x + m[1] * y + m[2];
+  const double Y = m[3] * x + m[4] * y + m[5];
+  const double Z = m[6] * x + m[7] * y + m[8];
+  if (!(Z > 0.0)) return false;
+  ox = X / Z;
+  oy = Y / Z;
+  return true;
+}
+
+// One warp per sample: lane l handles boxes l, l + 32, ...; kept boxes are packed to the front
+// of the sample's span in their input order (ballot + popc prefix), the rest of the span is
+// written with zeros and index -1, so every output element is written.
+//   src/dst: boxes, 4 values each, sample i's at rows starts[i] .. starts[i] + spans[i]
+//   counts:  valid input rows per sample (<= spans[i]);  count_out: kept rows per sample
+//   lims:    (W, H) per sample, the clip rectangle [0, W] x [0, H]
+//   fmt:     0 xyxy, 1 xywh, 2 cxcywh (input and output)
+//   drop:    0: keep every box (clip only); 1: keep a box when its clipped area is > 0 and
+//            >= min_vis x the area of its unclipped mapped box (Albumentations' rule)
+template <typename T>
+__global__ void gpuaug_target_boxes(const T* __restrict__ src, T* __restrict__ dst, int* __restrict__ index,
+                                    int* __restrict__ count_out, const long long* __restrict__ starts,
+                                    const int* __restrict__ counts, const int* __restrict__ spans,
+                                    const double* __restrict__ mats, const double* __restrict__ lims, int n, int fmt,
+                                    double min_vis, int drop) {
+  const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+  const int lane = threadIdx.x & 31;
+  if (w >= n) return;  // whole warps: blockDim.x is a multiple of 32
+  const long long s0 = starts[w];
+  const int cnt = counts[w], span = spans[w];
+  double m[9];
+#pragma unroll
+  for (int k = 0; k < 9; ++k) m[k] = mats[9 * w + k];
+  const double W = lims[2 * w], H = lims[2 * w + 1];
+  int base = 0;
+  for (int j0 = 0; j0 < cnt; j0 += 32) {
+    const int j = j0 + lane;
+    bool keep = false;
+    double o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+    if (j < cnt) {
+      const T* b = src + (s0 + j) * 4;
+      double x1 = (double)b[0], y1 = (double)b[1], x2 = (double)b[2], y2 = (double)b[3];
+      if (fmt == 1) {
+        x2 += x1;
+        y2 += y1;
+      } else if (fmt == 2) {
+        const double hw = 0.5 * x2, hh = 0.5 * y2;
+        x2 = x1 + hw;
+        y2 = y1 + hh;
+        x1 -= hw;
+        y1 -= hh;
+      }
+      const double xs[4] = {x1, x2, x2, x1}, ys[4] = {y1, y1, y2, y2};
+      bool ok = true;
+      double lx = 0, ly = 0, hx = 0, hy = 0;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        double px, py;
+        ok &= gpuaug_map_point(m, xs[c], ys[c], px, py);
+        if (c == 0) {
+          lx = hx = px;
+          ly = hy = py;
+        } else {
+          lx = fmin(lx, px);
+          hx = fmax(hx, px);
+          ly = fmin(ly, py);
+          hy = fmax(hy, py);
+        }
+      }
+      const double area = (hx - lx) * (hy - ly);
+      const double cx1 = fmin(fmax(lx, 0.0), W), cx2 = fmin(fmax(hx, 0.0), W);
+      const double cy1 = fmin(fmax(ly, 0.0), H), cy2 = fmin(fmax(hy, 0.0), H);
+      const double clipped = (cx2 - cx1) * (cy2 - cy1);
+      keep = ok && (!drop || (clipped > 0.0 && clipped >= min_vis * area));
+      if (fmt == 0) {
+        o0 = cx1; o1 = cy1; o2 = cx2; o3 = cy2;
+      } else if (fmt == 1) {
+        o0 = cx1; o1 = cy1; o2 = cx2 - cx1; o3 = cy2 - cy1;
+      } else {
+        o0 = 0.5 * (cx1 + cx2); o1 = 0.5 * (cy1 + cy2); o2 = cx2 - cx1; o3 = cy2 - cy1;
+      }
+    }
+    const unsigned ballot = __ballot_sync(GPUAUG_FULL_MASK, keep);
+    if (keep) {
+      const int pos = base + __popc(ballot & ((1u << lane) - 1u));
+      T* d = dst + (s0 + pos) * 4;
+      d[0] = (T)o0;
+      d[1] = (T)o1;
+      d[2] = (T)o2;
+      d[3] = (T)o3;
+      index[s0 + pos] = j;
+    }
+    base += __popc(ballot);
+  }
+  for (int j = base + lane; j < span; j += 32) {
+    T* d = dst + (s0 + j) * 4;
+    d[0] = d[1] = d[2] = d[3] = (T)0;
+    index[s0 + j] = -1;
+  }
+  if (lane == 0) count_out[w] = base;
+}
+
+// One thread per keypoint (n samples x k points). lims: (x_lo, x_hi, y_lo, y_hi) per sample;
+// a point stays visible when it was visible, its map is finite and lo <= coordinate < hi.
+// Lost points (Z <= 0) come out as NaN, not visible.
+template <typename T>
+__global__ void gpuaug_target_points(const T* __restrict__ src, T* __restrict__ dst,
+                                     const unsigned char* __restrict__ vis_in, unsigned char* __restrict__ vis_out,
+                                     const double* __restrict__ mats, const double* __restrict__ lims, int n, int k) {
+  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (t >= (long long)n * k) return;
+  const int i = (int)(t / k);
+  const double* m = mats + 9 * i;
+  const double* l = lims + 4 * i;
+  double x, y;
+  const bool ok = gpuaug_map_point(m, (double)src[2 * t], (double)src[2 * t + 1], x, y);
+  if (!ok) x = y = __longlong_as_double(0x7ff8000000000000ll);
+  dst[2 * t] = (T)x;
+  dst[2 * t + 1] = (T)y;
+  vis_out[t] = (unsigned char)(vis_in[t] && ok && x >= l[0] && x < l[1] && y >= l[2] && y < l[3]);
+}
