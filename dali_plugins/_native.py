@@ -49,8 +49,10 @@ Grayscale takes its output channel count (``num_output_channels``) as a template
 ``pad``'s output grows by each sample's padding (read in Setup; program ``pad`` stores the
 value as the output's dtype does).
 
-Not native (they keep ``python_function``): resize, resized_crop (per-sample output
-shapes or resampling plans read on the host), crop with per-sample window sizes, the blurs,
+``resize`` / ``resized_crop`` (program ``resize`` / ``resized_crop``: resample_params per image
+size or box, the output size a constant).
+
+Not native (they keep ``python_function``): crop with per-sample window sizes, the blurs,
 sharpen, noise, erase, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -381,6 +383,21 @@ def _pad_row(a):
     return [pad, float(MODES[a["mode"]]), v]
 
 
+def _resample_mode(a):
+    from gpuaug.ops.resize import INTERPOLATIONS
+
+    return INTERPOLATIONS[a["interpolation"]]
+
+
+def _resized_crop_row(a):
+    bx = a["boxes"]
+    if not _is_node(bx):
+        bx = np.asarray(bx, np.float64).reshape(-1)
+        if bx.size != 4:
+            raise Unsupported("boxes: per-sample (N, 4) constants; give a DataNode or one (top, left, height, width)")
+    return [bx, float(_resample_mode(a))]
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -429,6 +446,10 @@ NATIVE_OPS = {
     "crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [a["top"], a["left"]], program="crop", out_size=_window),
     "center_crop": NativeOp("crop.cu", "gpuaug_crop", lambda a: [], program="center_crop",
                             out_size=lambda a: _out_size({"size": a["size"]})),
+    "resize": NativeOp("resize.cu", "gpuaug_resize", lambda a: [float(_resample_mode(a))], program="resize",
+                       extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
+    "resized_crop": NativeOp("resized_crop.cu", "gpuaug_resized_crop", _resized_crop_row, program="resized_crop",
+                             extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
     "pad": NativeOp("pad.cu", "gpuaug_pad", _pad_row, program="pad", out_shape="pad"),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),

@@ -546,6 +546,12 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program in ("resize", "resized_crop"):  # gpuaug.ops.resize.resample_params
+            from gpuaug.ops.resize import resample_params
+
+            oh, ow = seen["out_size"]
+            bx = rows[:, :4].astype(np.float64) if program == "resized_crop" else np.tile([0.0, 0.0, 40.0, 50.0], (N, 1))
+            rows = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], (oh, ow), rows[0, -1], N).astype(np.float32)
         elif program == "pad":  # [t, b, l, r, mode, value] -> [t, l, mode, value as uint8 stores it]
             rows = np.stack([rows[:, 0], rows[:, 2], rows[:, 4], np.clip(np.floor(rows[:, 5] + 0.5), 0, 255)], 1)
         elif program == "center_crop":

@@ -493,11 +493,14 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
-                     program_ == "center_crop" || program_ == "pad",
+                     program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
+                     program_ == "resized_crop",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
-    DALI_ENFORCE((program_ != "crop" && program_ != "center_crop") || out_size_.size() == 2,
-                 op_ + ": programs 'crop' / 'center_crop' need 'out_size' (the window's height, width)");
+    DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
+                  program_ != "resized_crop") || out_size_.size() == 2,
+                 op_ + ": programs 'crop' / 'center_crop' / 'resize' / 'resized_crop' need 'out_size' (the output's "
+                 "height, width)");
     DALI_ENFORCE(out_size_.empty() || signature_ != "colour",
                  op_ + ": argument 'out_size': not for signature 'colour'");
     DALI_ENFORCE(!source_.empty(), op_ + ": argument 'source': empty; expected the kernel's CUDA C source");
@@ -622,6 +625,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "rot90")
       for (int i = 0; i < n; ++i) rows[i].assign(1, float(rot90_k(ws, i, n)));
     if (program_ == "crop") crop(in, &rows);
+    if (program_ == "resize" || program_ == "resized_crop") resample(in, &rows);
     if (program_ == "pad") {
       for (int i = 0; i < n; ++i) {
         const auto p = pad_sides(ws, i, n);
@@ -985,6 +989,32 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                      ", outside its " + dims[a] + " of " + std::to_string(s[a]) + "; expected a window inside "
                      "the image");
       }
+    }
+  }
+
+  // gpuaug.ops.resize's resample_params: [top, left, h / out_h, w / out_w, h, w, out_h, out_w,
+  // mode, 0, 0, 0] from resize's [mode] (the box: the whole image) or resized_crop's [box (4),
+  // mode] (height and width > 0, as gpuaug.resized_crop checks).
+  void resample(const dali::TensorList<dali::GPUBackend> &in, std::vector<std::vector<float>> *rows) {
+    const bool crop = program_ == "resized_crop";
+    const double oh = out_size_[0], ow = out_size_[1];
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == (crop ? 5u : 1u), op_ + ": argument 'boxes': sample " + std::to_string(i) + " gives " +
+                                                     std::to_string(r.size() - 1) + " values; expected (top, left, "
+                                                     "height, width)");
+      const auto &s = in.tensor_shape(i);
+      double top = 0, left = 0, h = double(s[0]), w = double(s[1]);
+      if (crop) {
+        top = r[0], left = r[1], h = r[2], w = r[3];
+        DALI_ENFORCE(std::isfinite(top) && std::isfinite(left) && std::isfinite(h) && std::isfinite(w) && h > 0 && w > 0,
+                     op_ + ": argument 'boxes': sample " + std::to_string(i) + " is (" + std::to_string(top) + ", " +
+                     std::to_string(left) + ", " + std::to_string(h) + ", " + std::to_string(w) +
+                     "); expected finite (top, left, height, width) with height > 0 and width > 0");
+      }
+      const float mode = r.back();
+      r.assign({float(top), float(left), float(h / oh), float(w / ow), float(h), float(w), float(oh), float(ow), mode,
+                0.f, 0.f, 0.f});
     }
   }
 
