@@ -195,6 +195,9 @@ class Compose:
         out: array (or list) for the final output; layout: the input's layout; stream: CUDA
             stream (None: CuPy's current one); backend: "cuda" (default for CUDA input),
             "numba" (the Numba CUDA twin) or "cpu" (default for NumPy input).
+        boxes, keypoints, masks: targets that follow each sample's drawn geometry
+            (:mod:`gpuaug.targets`: Boxes, Keypoints, Masks or plain arrays); when any is
+            given the call returns ``(images, <the given targets, in that order>)``.
 
     After a call, ``policy.last_params`` holds what it drew. ``policy.plan()`` lists the stages.
 
@@ -338,7 +341,8 @@ class Compose:
         return tuple(out)
 
     # -- running --------------------------------------------------------------------------
-    def __call__(self, x, seed=None, *, params=None, out=None, layout="NHWC", stream=None, backend=None):
+    def __call__(self, x, seed=None, *, params=None, out=None, layout="NHWC", stream=None, backend=None,
+                 boxes=None, keypoints=None, masks=None):
         b = as_batch(x, layout)
         be = choose_backend(b, backend)
         check_stream(stream)
@@ -347,7 +351,13 @@ class Compose:
             if seed is not None:
                 raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
             _check_params(params, b, sizes, len(self.transforms))
-        else:
+        targets = None
+        if boxes is not None or keypoints is not None or masks is not None:
+            # gpuaug.targets: checked here, before any pixel is written
+            from gpuaug.targets._policy import PolicyTargets
+
+            targets = PolicyTargets(b, sizes, boxes, keypoints, masks)
+        if params is None:
             params = self._sample(b.n, sizes, seed)
         if b.device:
             from gpuaug._stream import on_stream
@@ -355,8 +365,12 @@ class Compose:
             cp = cupy_module()
             with cp.cuda.Device(b.device_id()), on_stream(stream):
                 y = self._run(x, b, params, out, be)
+                if targets is not None:
+                    y = (y,) + targets.run(self, params, b.dtype.name, None, be)
         else:
             y = self._run(x, b, params, out, be)
+            if targets is not None:
+                y = (y,) + targets.run(self, params, b.dtype.name, None, be)
         self.last_params = params
         return y
 
