@@ -52,8 +52,11 @@ value as the output's dtype does).
 ``resize`` / ``resized_crop`` (program ``resize`` / ``resized_crop``: resample_params per image
 size or box, the output size a constant).
 
+``erase`` (program ``erase``: the boxes checked, the value stored as the output's dtype does).
+
 Not native (they keep ``python_function``): crop with per-sample window sizes, the blurs,
-sharpen, noise, erase, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with CHW layouts, GPU DataNode parameters,
+sharpen, noise, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
+CHW layouts, GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
 the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
@@ -398,6 +401,26 @@ def _resized_crop_row(a):
     return [bx, float(_resample_mode(a))]
 
 
+def _erase_row(a):
+    """[boxes (K x 4), value] (the operator's "erase" program)."""
+    from gpuaug.ops._launch import as_stored
+
+    bx = a["boxes"]
+    if bx is None:
+        raise Unsupported("boxes: required")
+    if not _is_node(bx):
+        bx = np.asarray(bx, np.float64)
+        if bx.ndim != 2 or bx.shape[1] != 4:
+            raise Unsupported("boxes: per-sample (N, K, 4) constants; give a DataNode or one (K, 4) set")
+    v = a["value"]
+    if not _is_node(v):
+        if np.size(v) != 1:
+            raise Unsupported("value: per-channel or per-sample constants; give a DataNode or one number")
+        f = np.asarray([float(np.asarray(v, np.float64).reshape(-1)[0])])
+        v = DTYPE(tuple(float(as_stored(f, d)[0]) for d in (np.uint8, np.float16, np.float32)))
+    return [bx, v]
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -450,6 +473,7 @@ NATIVE_OPS = {
                        extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
     "resized_crop": NativeOp("resized_crop.cu", "gpuaug_resized_crop", _resized_crop_row, program="resized_crop",
                              extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
+    "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase"),
     "pad": NativeOp("pad.cu", "gpuaug_pad", _pad_row, program="pad", out_shape="pad"),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),

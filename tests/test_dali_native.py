@@ -546,6 +546,11 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "erase":  # [boxes (4K), value] -> [fill (4: value x C, uint8 store), K, boxes]
+            k = (rows.shape[1] - 1) // 4
+            fill = np.zeros((N, 4), np.float32)
+            fill[:, :c] = np.clip(np.floor(rows[:, -1:] + 0.5), 0, 255)
+            rows = np.concatenate([fill, np.full((N, 1), k, np.float32), rows[:, :4 * k]], axis=1)
         elif program in ("resize", "resized_crop"):  # gpuaug.ops.resize.resample_params
             from gpuaug.ops.resize import resample_params
 

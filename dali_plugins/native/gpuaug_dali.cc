@@ -494,7 +494,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
-                     program_ == "resized_crop",
+                     program_ == "resized_crop" || program_ == "erase",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -626,6 +626,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       for (int i = 0; i < n; ++i) rows[i].assign(1, float(rot90_k(ws, i, n)));
     if (program_ == "crop") crop(in, &rows);
     if (program_ == "resize" || program_ == "resized_crop") resample(in, &rows);
+    if (program_ == "erase") erase(&rows, C, ti);
     if (program_ == "pad") {
       for (int i = 0; i < n; ++i) {
         const auto p = pad_sides(ws, i, n);
@@ -1015,6 +1016,32 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       const float mode = r.back();
       r.assign({float(top), float(left), float(h / oh), float(w / ow), float(h), float(w), float(oh), float(ow), mode,
                 0.f, 0.f, 0.f});
+    }
+  }
+
+  // gpuaug.erase's row: [boxes (K x (top, left, height, width)), value] -> [fill (4: the value as
+  // the output stores it, C channels), K, boxes], the boxes whole numbers with sizes >= 0.
+  void erase(std::vector<std::vector<float>> *rows, int C, int ti) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() >= 1 && (r.size() - 1) % 4 == 0,
+                   op_ + ": argument 'boxes': sample " + std::to_string(i) + " gives " +
+                   std::to_string(r.size() >= 1 ? r.size() - 1 : 0) + " numbers; expected K x (top, left, height, width)");
+      const size_t k = (r.size() - 1) / 4;
+      for (size_t j = 0; j < 4 * k; ++j) {
+        const double v = r[j];
+        DALI_ENFORCE(v == std::floor(v) && std::fabs(v) < 16777216.0 && (j % 4 < 2 || v >= 0),
+                     op_ + ": argument 'boxes': sample " + std::to_string(i) + " has " + std::to_string(v) +
+                     "; expected whole pixel coordinates (|v| < 2**24) and sizes >= 0");
+      }
+      const double v = r.back();
+      const double stored = ti == 0 ? std::min(255.0, std::max(0.0, std::floor(v + 0.5)))
+                                    : ti == 1 ? gpuaug_host::round_half(v) : double(float(v));
+      std::vector<float> o(5 + 4 * k, 0.f);
+      for (int c = 0; c < C && c < 4; ++c) o[c] = float(stored);
+      o[4] = float(k);
+      std::copy(r.begin(), r.begin() + 4 * k, o.begin() + 5);
+      r.swap(o);
     }
   }
 
