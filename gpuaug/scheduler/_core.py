@@ -31,6 +31,7 @@ this is tested on the CPU with a FakeDevice.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -348,6 +349,13 @@ class _Run:
         # threads that wait for it (idle workers, the preparer waiting for a pinned slot,
         # the copier, the compute thread, the consumer) instead of all of them.
         self.lock = threading.Lock()
+        # GPU decoding: nvImageCodec's batched decode hands the GIL back and forth once or twice
+        # per image, and each time another thread runs Python it waits out the interpreter's
+        # switch interval (5 ms): 256 JPEGs took 17 ms alone, 44 ms in the Scheduler beside its
+        # own worker and compute threads, and 3 s beside one spinning thread (H100,
+        # tests/gpu/decode_contention.py). So the scheduler's own threads stand aside while it
+        # runs: file reads, the decode and the decoded batches' finish + augment take turns.
+        self.decode_gate = threading.Lock()
         self.cv_work, self.cv_slot, self.cv_copy, self.cv_comp, self.cv_cons = (
             threading.Condition(self.lock) for _ in range(5))
         self.stopping = self.closed = False
@@ -595,7 +603,8 @@ class _Run:
         t0 = time.perf_counter()
         bad = None
         if rec.kind == "decode":
-            datas, bad = self.s.source.read_encoded(rec.idx[a:b])
+            with self.decode_gate:
+                datas, bad = self.s.source.read_encoded(rec.idx[a:b])
             rec.encoded[a:b] = datas
         elif rec.idx is not None:
             bad = self.s.source.read(rec.idx[a:b], rec.host[a:b])
@@ -685,7 +694,8 @@ class _Run:
                         rec.x = None
                     elif rec.kind == "decode":
                         dev.record(ev["copy0"], copy_s)
-                        self._decode(rec, copy_s)
+                        with self.decode_gate:
+                            self._decode(rec, copy_s)
                     else:
                         free_ev = None
                         if prev is not None:
@@ -720,6 +730,24 @@ class _Run:
             self._fail(k, e, "copy thread")
 
     # ---- compute: augment on the compute stream -----------------------------------------
+    def _augment(self, k, rec, x, pre, aug, outs, comp_s):
+        """The compute thread's launch of batch ``k``'s augment (after ``pre``, the decoded
+        batch's finish); returns its output."""
+        dev, s = self.dev, self.s
+        if rec.n == 0:  # every sample of the batch was skipped: delivered empty
+            y = x
+        elif outs:
+            target = outs[k % len(outs)]
+            if s.augment is not None and s._augment_takes_out:
+                y = dev.launch(comp_s, lambda v: aug(v, out=target), x)
+            else:
+                y = dev.launch(comp_s, lambda v: _copy_into(
+                    target, aug(v) if s.augment or pre else v), x)
+            rec.export = s.out[k % len(outs)]
+        else:
+            y = _check_result(dev.launch(comp_s, aug, x))
+        return y
+
     def _computer(self):
         dev, s = self.dev, self.s
         dev.activate()
@@ -754,18 +782,9 @@ class _Run:
                     pre = rec.finish
                     aug = fn if pre is None else (lambda v, _f=fn, **kw: _f(pre(v), **kw))
                     t_l0 = time.perf_counter()
-                    if rec.n == 0:  # every sample of the batch was skipped: delivered empty
-                        y = x
-                    elif outs:
-                        target = outs[k % len(outs)]
-                        if s.augment is not None and s._augment_takes_out:
-                            y = dev.launch(comp_s, lambda v: aug(v, out=target), x)
-                        else:
-                            y = dev.launch(comp_s, lambda v: _copy_into(
-                                target, aug(v) if s.augment or pre else v), x)
-                        rec.export = s.out[k % len(outs)]
-                    else:
-                        y = _check_result(dev.launch(comp_s, aug, x))
+                    gate = self.decode_gate if pre is not None else contextlib.nullcontext()
+                    with gate:
+                        y = self._augment(k, rec, x, pre, aug, outs, comp_s)
                     rec.launch = (t_l0 - self.host0, time.perf_counter() - self.host0)
                     dev.record(ev["comp1"], comp_s)
                     rec.output = y
