@@ -54,9 +54,13 @@ size or box, the output size a constant).
 
 ``erase`` (program ``erase``: the boxes checked, the value stored as the output's dtype does).
 
+CHW samples (``layout="CHW"``) run natively too: the descriptor tables carry the strides, so
+the kernels read and write them as the standalone op does on an NCHW batch (the packed colour
+and dense warp fast paths are HWC only, in both).
+
 Not native (they keep ``python_function``): crop with per-sample window sizes, the blurs,
 sharpen, noise, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
-CHW layouts, GPU DataNode parameters,
+GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
 the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
@@ -602,8 +606,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     nat = NATIVE_OPS.get(step.op)
     if nat is None:
         return no(f"op {step.op!r} has no native form yet (native ops: {', '.join(sorted(NATIVE_OPS))})")
-    if step.layout != "NHWC":
-        return no("only HWC samples run natively (layout='CHW': backend='cuda')")
+    if step.layout not in ("NHWC", "NCHW"):
+        return no(f"layout {step.layout!r}: the native operator takes HWC or CHW samples")
     if not load():
         return no(_state["reason"], warn=True)
     spec = step.spec
@@ -665,6 +669,9 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw.update(nat.out(args))
     if nat.out_shape != "same":
         kw["out_shape"] = nat.out_shape
+    if step.layout == "NCHW":  # descriptor tables: the kernels read CHW samples as they are
+        kw["in_layout"] = "CHW"
+        kw["out_layout"] = "CHW" if step.out_layout == "NCHW" else "HWC"  # the op's own rule (_steps)
     kw.update(checks)
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     if not (isinstance(params, list) and not params):  # center_crop: no parameters (DALI cannot type [])

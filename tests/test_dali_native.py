@@ -345,7 +345,8 @@ def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
 
 
 def test_calls_the_native_operator_cannot_take_fall_back(plugin):
-    """Per-sample constant arrays, per-channel fill, GPU DataNodes, CHW: python_function."""
+    """Per-sample constant arrays, per-channel fill, GPU DataNodes: python_function; CHW runs
+    natively (in_layout / out_layout CHW)."""
     import gpuaug.dali as gd
     from nvidia.dali import fn, pipeline_def
 
@@ -356,8 +357,11 @@ def test_calls_the_native_operator_cannot_take_fall_back(plugin):
                 gd.rotate(x, angle=10, fill=[1, 2, 3]), gd.flip(x, horizontal=fn.random.coin_flip().gpu()),
                 gd.invert(fn.transpose(x, perm=[2, 0, 1]), layout="CHW"))
 
-    names = [n for n in _schema_names(pipe()) if n == "gpuaug__Kernel" or "PythonFunction" in n]
-    assert names.count("gpuaug__Kernel") == 1 and len(names) == 5, names
+    p = pipe()
+    names = [n for n in _schema_names(p) if n == "gpuaug__Kernel" or "PythonFunction" in n]
+    assert names.count("gpuaug__Kernel") == 2 and len(names) == 5, names
+    chw = [str(op.spec) for op in p._ops if "gpuaug__Kernel" in str(op.spec) and "gpuaug_invert" in str(op.spec)]
+    assert len(chw) == 1 and "in_layout: CHW" in chw[0] and "out_layout: CHW" in chw[0]
 
     @pipeline_def(batch_size=2, num_threads=1, device_id=0)
     def forced():
@@ -1316,3 +1320,38 @@ def test_cat_and_direct_parameter_forms_agree(plugin, monkeypatch):
 
         with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.rotate: argument 'center': sample 0 has shape \(3,\)"):
             _run(graph_bad)
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+@pytest.mark.parametrize("op", _native_ops())
+def test_native_op_chw_bit_exact_against_standalone_nchw(op, plugin):
+    """layout="CHW" runs natively (descriptor tables with CHW strides) and equals the standalone
+    op on the NCHW batch, with per-sample DataNode parameters."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import cupy as cp
+    import gpuaug.dali as gd
+    from nvidia.dali import fn
+
+    spec = gpuaug.registry[op]
+    c = 3 if 3 in spec.channels else spec.channels[-1]
+    imgs = [np.ascontiguousarray(a.transpose(2, 0, 1)) for a in _images("uint8", False, c)]
+    per = _per_sample(op)
+    host = per.pop("__host__", {})
+    flags = {p.name for p in spec.params if p.kind == "bool"}
+    ref_kw = {k: (v.astype(bool) if k in flags else v.astype(np.int64 if v.dtype == np.int32 else np.float64))
+              for k, v in per.items()}
+    ref_kw.update(host)
+
+    def graph():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="CHW")
+        nodes = {k: fn.external_source(source=_const([v[i] for i in range(N)]), batch=True) for k, v in per.items()}
+        return getattr(gd, op)(x, **host, **nodes, layout="CHW", backend="native")
+
+    (got,), _ = _run(graph)
+    ref = getattr(gpuaug, op)(cp.asarray(np.stack(imgs)), **ref_kw, layout="NCHW")
+    ref = [cp.asnumpy(a) for a in ref] if isinstance(ref, list) else list(cp.asnumpy(ref))
+    for i, (g, r) in enumerate(zip(got, ref)):
+        assert g.shape == r.shape and g.dtype == r.dtype, f"{op} sample {i}: {g.shape} {g.dtype} vs {r.shape} {r.dtype}"
+        np.testing.assert_array_equal(g, r, err_msg=f"{op} CHW sample {i}")

@@ -456,6 +456,10 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     out_size_ = spec.GetRepeatedArgument<int>("out_size");
     out_dtype_ = spec.GetArgument<std::string>("out_dtype");
     out_layout_ = spec.GetArgument<std::string>("out_layout");
+    in_layout_ = spec.GetArgument<std::string>("in_layout");
+    DALI_ENFORCE(in_layout_ == "HWC" || in_layout_ == "CHW",
+                 op_ + ": argument 'layout': got '" + in_layout_ + "'; expected 'HWC' or 'CHW'");
+    in_chw_ = in_layout_ == "CHW";
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
     segments_ = spec.GetRepeatedArgument<int>("segments");
@@ -475,8 +479,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  op_ + ": argument 'dtype': got '" + out_dtype_ + "'; expected 'float32' or 'float16'");
     DALI_ENFORCE(out_layout_ == "HWC" || out_layout_ == "CHW",
                  op_ + ": argument 'output_layout': got '" + out_layout_ + "'; expected 'HWC' or 'CHW'");
-    DALI_ENFORCE((out_dtype_.empty() && out_layout_ == "HWC" && !pad_output_) || signature_ == "cmn",
-                 op_ + ": arguments 'out_dtype' / 'out_layout' / 'pad_output' are for signature 'cmn'");
+    DALI_ENFORCE((out_dtype_.empty() && out_layout_ == in_layout_ && !pad_output_) || signature_ == "cmn",
+                 op_ + ": arguments 'out_dtype' / 'out_layout' / 'pad_output' are for signature 'cmn' (other ops "
+                 "write the input's layout)");
     DALI_ENFORCE(out_size_.empty() || (out_size_.size() == 2 && out_size_[0] > 0 && out_size_[1] > 0),
                  op_ + ": argument 'size': got " + std::to_string(out_size_.size()) +
                  " values; expected (height, width), both > 0");
@@ -516,12 +521,12 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(in.sample_dim() == 3, op_ + ": x: got " + std::to_string(in.sample_dim()) +
                                            "-D samples; expected HWC images (3-D)");
     const auto &layout = in.GetLayout();
-    DALI_ENFORCE(layout.empty() || layout == "HWC",
-                 op_ + ": input 'data': got layout '" + layout.str() + "'; the native operator takes HWC "
-                 "(use backend='cuda' for CHW)");
+    DALI_ENFORCE(layout.empty() || layout == in_layout_,
+                 op_ + ": input 'data': got layout '" + layout.str() + "'; the operator was defined for " +
+                 in_layout_ + " (the gd op's layout argument)");
     const int n = in.num_samples();
     for (int i = 0; i < n; ++i) {
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       bool okc = false;
       for (int c : channels_) okc |= s[2] == c;
       DALI_ENFORCE(okc, op_ + ": x: got " + std::to_string(s[2]) + " channels (sample " + std::to_string(i) +
@@ -537,7 +542,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       for (int i = 0; i < n; ++i) quarter[i] = rot90_k(ws, i, n);
     }
     for (int i = 0; i < n; ++i) {
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       int64_t h = out_size_.empty() ? s[0] : out_size_[0], w = out_size_.empty() ? s[1] : out_size_[1];
       if (out_shape_ == "pad") {
         const auto p = pad_sides(ws, i, n);
@@ -570,7 +575,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const int n = in.num_samples();
     if (n == 0) return;
     const DALIDataType t = in.type();
-    const int C = static_cast<int>(in.tensor_shape(0)[2]);
+    const int C = static_cast<int>(dims(in.tensor_shape(0))[2]);
     CUstream stream = reinterpret_cast<CUstream>(ws.stream());
 
     CUcontext ctx = nullptr;
@@ -644,7 +649,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
     if (program_ == "center_crop") {
       for (int i = 0; i < n; ++i) {
-        const auto &s = in.tensor_shape(i);
+        const auto s = dims(in.tensor_shape(i));
         rows[i].assign({float(gpuaug_host::center_offset(s[0], out_size_[0])),
                         float(gpuaug_host::center_offset(s[1], out_size_[1]))});
       }
@@ -670,11 +675,12 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const int es = type_size(t);
     int hmax = 0, wmax = 0;
     for (int i = 0; i < n; ++i) {
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       const int64_t h = s[0], w = s[1], c = s[2];
       DALI_ENFORCE(c == C, op_ + ": x: got " + std::to_string(c) + " channels in sample " + std::to_string(i) +
                                " and " + std::to_string(C) + " in sample 0; expected one channel count for the batch");
-      int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * c, c, 1};
+      int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, in_chw_ ? w : w * c,
+                        in_chw_ ? 1 : c, in_chw_ ? h * w : 1};
       const auto &os = out.tensor_shape(i);
       const bool chw = out_layout_ == "CHW";
       const int64_t oh = chw ? os[1] : os[0], ow = chw ? os[2] : os[1], oc = chw ? os[0] : os[2];
@@ -740,7 +746,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
         GA_CU(op_, A.cuLaunchKernel(function(kernel_ + cargs + ">"), (wmax + 31) / 32, (hmax + 7) / 8, gz, 32, 8, 1, 0,
                                     stream, args, nullptr));
       }
-    } else if (!dense_kernel_.empty() && gpuaug_host::dense_batch(st, dt, n, C, es)) {
+    } else if (!dense_kernel_.empty() && !in_chw_ && gpuaug_host::dense_batch(st, dt, n, C, es)) {
       // gpuaug/ops/_warp.py's dense_fast: C-contiguous uniform batches take <name>_dense (no
       // tables, 32-bit offsets), the kernel the standalone op runs on such a batch.
       std::string dname = dense_kernel_ + targs;
@@ -976,7 +982,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       auto &r = (*rows)[i];
       DALI_ENFORCE(r.size() == 2, op_ + ": arguments 'top' / 'left': sample " + std::to_string(i) +
                                       " gives " + std::to_string(r.size()) + " values; expected one of each");
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       const char *names[2] = {"top", "left"}, *dims[2] = {"height", "width"};
       for (int a = 0; a < 2; ++a) {
         const double off = r[a];
@@ -1004,7 +1010,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       DALI_ENFORCE(r.size() == (crop ? 5u : 1u), op_ + ": argument 'boxes': sample " + std::to_string(i) + " gives " +
                                                      std::to_string(r.size() - 1) + " values; expected (top, left, "
                                                      "height, width)");
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       double top = 0, left = 0, h = double(s[0]), w = double(s[1]);
       if (crop) {
         top = r[0], left = r[1], h = r[2], w = r[3];
@@ -1065,13 +1071,18 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       auto &r = (*rows)[i];
       DALI_ENFORCE(r.size() == 9, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
                                       std::to_string(r.size()) + " values; the rotation program expects 9");
-      const auto &s = in.tensor_shape(i);
+      const auto s = dims(in.tensor_shape(i));
       std::vector<float> o(8 + C);
       DALI_ENFORCE(gpuaug_host::rotation_row(r.data(), s[0], s[1], C, ti, o.data()) == 0,
                    op_ + ": argument 'scale': got 0 for sample " + std::to_string(i) +
                    "; expected non-zero numbers (0 collapses the image to a point)");
       r.swap(o);
     }
+  }
+
+  // (height, width, channels) of an input sample, in either layout.
+  std::array<int64_t, 3> dims(const dali::TensorShape<> &s) const {
+    return in_chw_ ? std::array<int64_t, 3>{s[1], s[2], s[0]} : std::array<int64_t, 3>{s[0], s[1], s[2]};
   }
 
   int out_channels(int c) const { return out_channels_ > 0 ? out_channels_ : pad_output_ && c == 3 ? 4 : c; }
@@ -1145,7 +1156,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     return s;
   }
 
-  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_;
+  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_,
+      in_layout_;
+  bool in_chw_ = false;
   bool pad_output_ = false, cmn_co_ = true;
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
@@ -1499,11 +1512,13 @@ class Policy : public dali::Operator<dali::GPUBackend> {
 DALI_REGISTER_OPERATOR(gpuaug__Kernel, ::gpuaug_dali::Kernel, dali::GPU);
 
 DALI_SCHEMA(gpuaug__Kernel)
-    .DocStr(R"(Runs one gpuaug CUDA C kernel over a batch of HWC images, once per batch, on DALI's
+    .DocStr(R"(Runs one gpuaug CUDA C kernel over a batch of HWC (or CHW) images, once per batch, on DALI's
 stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gpuaug_dali.cc).)")
     .NumInput(1)
     .NumOutput(1)
-    .InputLayout(0, {"HWC"})
+    .InputLayout(0, {"HWC", "CHW"})
+    .AddOptionalArg("in_layout", "The images' layout: 'HWC' or 'CHW' (descriptor tables: the kernels read "
+                    "either).", std::string("HWC"))
     .AddArg("op", "The gpuaug op's name (for error messages).", ::DALI_STRING)
     .AddArg("source", "The kernel's CUDA C source, headers inlined (compiled with NVRTC at run time).",
             ::DALI_STRING)
