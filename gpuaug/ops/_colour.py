@@ -205,6 +205,10 @@ def _numba_means(b: Batch, params, gray, target):
 
     mod = importlib.import_module(f"gpuaug.kernels.numba.{gray[0]}")
     kern = mean_kernel(getattr(mod, gray[1]), target)
+    if target == "cpu":  # the fast CPU kernel first, where there is one (kernels/numba/cpu_fast)
+        from gpuaug.kernels.numba.cpu_fast import with_fast_path
+
+        kern = with_fast_path(tuple(gray), kern)
     xp = b.xp
     n = b.n
     sums = xp.zeros(n, np.float64)

@@ -7,7 +7,8 @@ computed once, colour ops as contiguous passes (uint8 point maps through a 256-e
 table built with the twin's own formula), copies as row copies.
 
 :data:`FAST` maps an op's twin (``Kernels.numba`` for :func:`gpuaug._run.run` ops, the
-module name for :func:`gpuaug.ops._launch.run_custom` ops) to ``"module:function"`` here.
+module name for :func:`gpuaug.ops._launch.run_custom` ops, the grayscale function for the
+per-image means of contrast and color_jitter) to ``"module:function"`` here.
 The function takes the generic kernel's arguments (``src, dst, params, fills`` for copy
 kernels, ``src, dst, params, lo, hi, rnd`` for value kernels, NHWC 4-D arrays) and
 returns True when it has written ``dst``, False when the inputs are outside what it was
@@ -39,7 +40,9 @@ FAST = {
     ("rotate", "rotate_value"): "_resample:warp_affine",
     ("brightness", "brightness_value"): "_colour:brightness",
     ("contrast", "contrast_value"): "_colour:contrast",
+    ("contrast", "contrast_gray"): "_colour:contrast_gray",
     ("color_jitter", "color_jitter_value"): "_colour:color_jitter",
+    ("color_jitter", "jitter_gray"): "_colour:jitter_gray",
     ("normalize", "normalize_value"): "_colour:normalize",
     ("crop_mirror_normalize", "cmn_value"): "_colour:normalize",
     "gaussian_blur": "_separable:separable",
