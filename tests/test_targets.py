@@ -486,3 +486,20 @@ def test_counts_beyond_the_padded_length_and_other_container_errors():
     # invalid rows past the count are not checked
     b = np.array([[[0.0, 0.0, 1.0, 1.0], [5.0, 0.0, 1.0, 1.0]]])
     T.flip(np.array([[8, 8]]), boxes=Boxes(b, counts=[1]))
+
+
+# ------------------------------------------------------------------------------ the Numba twin
+def test_masks_through_the_numba_twin_equal_the_cpu_twin():
+    """backend="numba": the ops' Numba CUDA kernels (the simulator without a GPU)."""
+    lab, img = _label_image(2, 5, 6)
+    kw = dict(angle=[20.0, -70.0])
+    cpu = T.rotate(img, **kw, masks=lab, backend="cpu").masks.data
+    nb = T.rotate(img, **kw, masks=lab, backend="numba").masks.data
+    np.testing.assert_array_equal(np.asarray(nb), cpu)
+
+
+def _pixel_from_continuous(mc):
+    """A continuous-coordinate map (2, 3) as gpuaug's pixel-centre (2, 3) matrix."""
+    m = np.vstack([mc, [0, 0, 1]])
+    to_c = np.array([[1, 0, 0.5], [0, 1, 0.5], [0, 0, 1.0]])
+    return (np.linalg.inv(to_c) @ m @ to_c)[:2]
