@@ -19,10 +19,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     # Ops are looked up in the registry on first use, so importing gpuaug stays cheap.
-    if name == "geometry":
+    if name in ("geometry", "targets"):
         import importlib
 
-        return importlib.import_module("gpuaug.geometry")
+        return importlib.import_module(f"gpuaug.{name}")
     if name == "Scheduler":  # imported on first use: it pulls in threads, not CUDA
         from gpuaug.scheduler import Scheduler
 
@@ -41,7 +41,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(registry) | {"geometry", "Scheduler", "random", "Compose"})
+    return sorted(set(globals()) | set(registry) | {"geometry", "targets", "Scheduler", "random", "Compose"})
 
 
 __all__ = ["registry", "__version__"]

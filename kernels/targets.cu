@@ -37,7 +37,8 @@ __global__ void gpuaug_target_boxes(const T* __restrict__ src, T* __restrict__ d
   const int lane = threadIdx.x & 31;
   if (w >= n) return;  // whole warps: blockDim.x is a multiple of 32
   const long long s0 = starts[w];
-  const int cnt = counts[w], span = spans[w];
+  const int span = spans[w];
+  const int cnt = min(max(counts[w], 0), span);  // device counts are not checked on the host
   double m[9];
 #pragma unroll
   for (int k = 0; k < 9; ++k) m[k] = mats[9 * w + k];

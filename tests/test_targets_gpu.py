@@ -1,0 +1,160 @@
+"""gpuaug.targets on the GPU: the CUDA kernels of kernels/targets.cu against the NumPy twin
+(padded and ragged boxes, every format, counts on host and device, more than one warp's worth
+of boxes per sample, empty lists), keypoints, masks through the CUDA ops (== the CPU twin),
+Compose on the GPU (masks == the fused nearest image, boxes == the CPU run), a side stream,
+determinism, bad device input. Compile checks of targets.cu run without a GPU."""
+import numpy as np
+import pytest
+
+import gpuaug
+from gpuaug import targets as T
+from gpuaug.targets import Boxes, Keypoints, Masks
+
+gpu = pytest.mark.gpu
+RNG = np.random.default_rng(5)
+
+
+def test_targets_cu_compiles():
+    from gpuaug.kernels._cuda import check_compile
+
+    check_compile("targets.cu", ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>",
+                                 "gpuaug_target_points<float>", "gpuaug_target_points<double>"])
+
+
+def _boxes(n, m, h, w, dtype=np.float32):
+    x1 = RNG.uniform(-0.3 * w, w, (n, m))
+    y1 = RNG.uniform(-0.3 * h, h, (n, m))
+    return np.stack([x1, y1, x1 + RNG.uniform(0, 0.7 * w, (n, m)), y1 + RNG.uniform(0, 0.7 * h, (n, m))],
+                    -1).astype(dtype)
+
+
+def _cp():
+    import cupy
+
+    return cupy
+
+
+def _close(dev, host, atol):
+    np.testing.assert_allclose(_cp().asnumpy(dev), host, atol=atol)
+
+
+@gpu
+@pytest.mark.parametrize("fmt", ["xyxy", "xywh", "cxcywh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mv", [None, 0.0, 0.4])
+def test_boxes_kernel_equals_numpy_twin(fmt, dtype, mv):
+    cp = _cp()
+    n, m, h, w = 7, 70, 31, 45  # 70 boxes: three passes of a warp's ballot
+    b = _boxes(n, m, h, w, dtype)
+    if fmt != "xyxy":
+        w_, h_ = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
+        b = np.stack([b[..., 0], b[..., 1], w_, h_], -1) if fmt == "xywh" else \
+            np.stack([b[..., 0] + w_ / 2, b[..., 1] + h_ / 2, w_, h_], -1)
+    counts = RNG.integers(0, m + 1, n)
+    ang = RNG.uniform(-40, 40, n)
+    host = T.rotate(np.array([[h, w]] * n), ang, boxes=Boxes(b, fmt, counts=counts, min_visibility=mv)).boxes
+    for c in (counts, cp.asarray(counts)):
+        dev = T.rotate(np.array([[h, w]] * n), ang, boxes=Boxes(cp.asarray(b), fmt, counts=c, min_visibility=mv)).boxes
+        assert isinstance(dev.data, cp.ndarray) and dev.data.dtype == dtype
+        np.testing.assert_array_equal(dev.counts.get(), host.counts)
+        np.testing.assert_array_equal(dev.index.get(), host.index)
+        _close(dev.data, host.data, 1e-4 if dtype == np.float32 else 1e-9)
+
+
+@gpu
+def test_ragged_and_empty_boxes_on_the_gpu():
+    cp = _cp()
+    h, w = 20, 30
+    lst = [_boxes(1, k, h, w)[0] for k in (0, 5, 40, 1)]
+    sz = np.array([[h, w]] * 4)
+    host = T.warp_perspective(sz, np.array([[1, 0.1, 2], [0.05, 1, -1], [0.001, 0.002, 1]]), boxes=Boxes(lst)).boxes
+    dev = T.warp_perspective(sz, np.array([[1, 0.1, 2], [0.05, 1, -1], [0.001, 0.002, 1]]),
+                             boxes=Boxes([cp.asarray(a) for a in lst])).boxes
+    assert [len(a) for a in dev.data] == [len(a) for a in host.data]
+    for d, hst, di, hi in zip(dev.data, host.data, dev.index, host.index):
+        _close(d, hst, 1e-4)
+        np.testing.assert_array_equal(di.get(), hi)
+    e = T.flip(sz, boxes=cp.zeros((4, 0, 4), cp.float32)).boxes
+    assert e.data.shape == (4, 0, 4) and e.counts.get().tolist() == [0, 0, 0, 0]
+
+
+@gpu
+def test_keypoints_kernel_equals_numpy_twin():
+    cp = _cp()
+    n, k, h, w = 6, 17, 25, 40
+    pts = np.stack([RNG.uniform(-3, w + 3, (n, k)), RNG.uniform(-3, h + 3, (n, k))], -1).astype(np.float32)
+    vis = RNG.random((n, k)) < 0.8
+    mat = np.array([[1.0, 0.2, 3], [0.1, 0.9, -2], [0.004, -0.003, 1]])
+    for coords in ("pixel", "continuous"):
+        host = T.warp_perspective(np.array([[h, w]] * n), mat, keypoints=Keypoints(pts, vis, coords)).keypoints
+        dev = T.warp_perspective(np.array([[h, w]] * n), mat,
+                                 keypoints=Keypoints(cp.asarray(pts), cp.asarray(vis), coords)).keypoints
+        _close(dev.data, host.data, 1e-4)
+        np.testing.assert_array_equal(dev.visibility.get(), host.visibility)
+
+
+@gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba"])
+def test_masks_on_the_gpu_equal_the_cpu_twin(backend):
+    cp = _cp()
+    n, h, w = 3, 21, 26
+    lab = RNG.integers(0, 200, (n, h, w)).astype(np.uint8)
+    img = np.zeros((n, h, w, 3), np.uint8)
+    calls = [("rotate", dict(angle=[10.0, 95.0, -30.0])), ("resized_crop", dict(boxes_=(2.5, 3, 12, 15), size=(9, 9))),
+             ("pad", dict(padding=(1, 2, 3, 4))), ("rot90", dict(k=[1, 3, 1])), ("flip", dict(horizontal=[1, 0, 1]))]
+    for name, kw in calls:
+        for m in (Masks(lab), Masks(lab.astype(np.int32) * 65537, fill=-1),
+                  Masks(np.stack([lab == c for c in range(3)], 1))):
+            host = getattr(T, name)(img, **kw, masks=m).masks.data
+            dm = Masks(cp.asarray(m.data), onehot=m.onehot, fill=m.fill)
+            dev = getattr(T, name)(cp.asarray(img), **kw, masks=dm, backend=backend).masks.data
+            np.testing.assert_array_equal(cp.asnumpy(dev), host, err_msg=f"{name} {m}")
+
+
+@gpu
+def test_compose_on_the_gpu():
+    cp = _cp()
+    n, h, w = 16, 40, 48
+    lab = RNG.integers(0, 200, (n, h, w)).astype(np.uint8)
+    img = np.ascontiguousarray(lab[..., None])
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
+                          gpuaug.RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2), interpolation="nearest",
+                                              fill=255),
+                          gpuaug.RandomResizedCrop((24, 32), interpolation="nearest")])
+    b = _boxes(n, 50, h, w)
+    pts = np.stack([RNG.uniform(0, w - 1, (n, 17)), RNG.uniform(0, h - 1, (n, 17))], -1)
+    y, bb, kk, mm = pol(cp.asarray(img), seed=4, boxes=cp.asarray(b), keypoints=cp.asarray(pts),
+                        masks=cp.asarray(lab))
+    cp.testing.assert_array_equal(mm.data, y[..., 0])  # masks == the fused image's nearest warp
+    yh, bh, kh, mh = pol(img, seed=4, boxes=b, keypoints=pts, masks=lab)
+    np.testing.assert_array_equal(bb.counts.get(), bh.counts)
+    _close(bb.data, bh.data, 1e-4)
+    _close(kk.data, kh.data, 1e-6)
+    np.testing.assert_array_equal(mm.data.get(), mh.data)
+    # replay and determinism
+    y2, bb2, kk2, mm2 = pol(cp.asarray(img), params=pol.last_params, boxes=cp.asarray(b), keypoints=cp.asarray(pts),
+                            masks=cp.asarray(lab))
+    cp.testing.assert_array_equal(bb2.data, bb.data)
+    cp.testing.assert_array_equal(mm2.data, mm.data)
+
+
+@gpu
+def test_side_stream_and_bad_device_input():
+    cp = _cp()
+    n, h, w = 4, 16, 16
+    b = _boxes(n, 8, h, w)
+    s = cp.cuda.Stream(non_blocking=True)
+    r = T.flip(cp.zeros((n, h, w, 3), cp.uint8), boxes=cp.asarray(b), masks=cp.zeros((n, h, w), cp.uint8), stream=s)
+    s.synchronize()
+    host = T.flip(np.zeros((n, h, w, 3), np.uint8), boxes=b).boxes
+    _close(r.boxes.data, host.data, 1e-5)
+    bad = b.copy()
+    bad[2, 3, 0] = np.nan
+    with pytest.raises(ValueError, match="boxes: sample 2 box 3"):
+        T.flip(cp.zeros((n, h, w, 3), cp.uint8), boxes=cp.asarray(bad))
+    bad = b.copy()
+    bad[1, 0, 2] = bad[1, 0, 0] - 1
+    with pytest.raises(ValueError, match="boxes: sample 1 box 0"):
+        T.flip(cp.zeros((n, h, w, 3), cp.uint8), boxes=cp.asarray(bad))
+    with pytest.raises(ValueError, match="masks: sample 0 is 16x15"):
+        T.flip(cp.zeros((n, h, w, 3), cp.uint8), masks=cp.zeros((n, h, w - 1), cp.uint8))
