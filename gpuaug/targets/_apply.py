@@ -157,7 +157,7 @@ def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
     _check_n("boxes", n, mats3.shape[0])
     in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
     out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
-    if check:
+    if check and boxes.check:
         check_boxes_values(boxes)
     mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
     lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
@@ -259,7 +259,7 @@ def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, strea
     _check_n("keypoints", n, mats3.shape[0])
     in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
     out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
-    if check:
+    if check and kp.check:
         check_keypoints_values(kp)
     cont = kp.coords == "continuous"
     mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)

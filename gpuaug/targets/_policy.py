@@ -38,9 +38,9 @@ class PolicyTargets:
         for name, t in (("boxes", self.boxes), ("keypoints", self.keypoints)):
             if t is not None and t.n != n:
                 raise ValueError(f"{name}: holds {t.n} samples; the batch has {n}; expected one entry per image")
-        if self.boxes is not None:
+        if self.boxes is not None and self.boxes.check:
             check_boxes_values(self.boxes)
-        if self.keypoints is not None:
+        if self.keypoints is not None and self.keypoints.check:
             check_keypoints_values(self.keypoints)
         if self.masks is not None:
             _check_masks(self.masks, np.asarray(sizes))

@@ -60,6 +60,9 @@ class Boxes:
             never drop (boxes are only clipped, as torchvision's transforms do).
         index: set by the transforms: for each output row, the row of the input it came
             from (padded: ``(N, M)`` int32, -1 in the padding; ragged: a list of arrays).
+        check: refuse NaN / inf coordinates and inverted boxes before anything is computed
+            (for boxes on the GPU that is one reduction and one synchronisation); False
+            skips it (e.g. in a training loop, for boxes already checked once).
 
     Coordinates are continuous, in pixels: the image spans ``[0, W] x [0, H]`` and pixel
     ``(i, j)`` covers ``[j, j + 1) x [i, i + 1)`` (torchvision's convention for boxes), so
@@ -74,7 +77,8 @@ class Boxes:
         (True, 2)
     """
 
-    def __init__(self, data, format="xyxy", normalized=False, counts=None, min_visibility=0.0, index=None):
+    def __init__(self, data, format="xyxy", normalized=False, counts=None, min_visibility=0.0, index=None,
+                 check=True):
         if format not in FORMATS:
             raise ValueError(f"format: got {format!r}; expected one of {', '.join(map(repr, FORMATS))}")
         if not isinstance(normalized, (bool, np.bool_)):
@@ -115,6 +119,7 @@ class Boxes:
                 counts = c
         self.data, self.format, self.normalized = data, format, bool(normalized)
         self.counts, self.min_visibility, self.index = counts, min_visibility, index
+        self.check = bool(check)
 
     @property
     def padded(self):
@@ -134,6 +139,7 @@ class Boxes:
         out = Boxes.__new__(Boxes)
         out.data, out.format, out.normalized = data, self.format, self.normalized
         out.counts, out.min_visibility, out.index = counts, self.min_visibility, index
+        out.check = self.check
         return out
 
     def __repr__(self):
@@ -153,6 +159,7 @@ class Keypoints:
             the pixel it marks; ``"continuous"``: the image spans ``[0, W]``, as boxes
             (torchvision's resize and affine of KeyPoints use this one).
         normalized: coordinates are fractions of the width and height.
+        check: refuse NaN / inf coordinates of visible points (GPU: one synchronisation).
 
     Example::
 
@@ -162,7 +169,7 @@ class Keypoints:
         (4, 17)
     """
 
-    def __init__(self, data, visibility=None, coords="pixel", normalized=False):
+    def __init__(self, data, visibility=None, coords="pixel", normalized=False, check=True):
         if coords not in COORDS:
             raise ValueError(f"coords: got {coords!r}; expected one of {', '.join(map(repr, COORDS))}")
         data = _float(_as_array(data, "keypoints"))
@@ -181,6 +188,7 @@ class Keypoints:
                 raise TypeError("visibility: is on the other side of keypoints (NumPy vs CUDA); put both on one side")
             visibility = visibility != 0
         self.data, self.visibility, self.coords, self.normalized = data, visibility, coords, bool(normalized)
+        self.check = bool(check)
 
     @property
     def n(self):
@@ -193,6 +201,7 @@ class Keypoints:
     def like(self, data, visibility):
         out = Keypoints.__new__(Keypoints)
         out.data, out.visibility, out.coords, out.normalized = data, visibility, self.coords, self.normalized
+        out.check = self.check
         return out
 
     def __repr__(self):

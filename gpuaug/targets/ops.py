@@ -162,9 +162,9 @@ def _finish(sizes, out_sizes, m, boxes, keypoints, masks, mask_run, stream, back
     if check:  # every target is checked before anything is computed
         from gpuaug.targets._types import check_boxes_values, check_keypoints_values
 
-        if bx is not None:
+        if bx is not None and bx.check:
             check_boxes_values(bx)
-        if kp is not None:
+        if kp is not None and kp.check:
             check_keypoints_values(kp)
     rb = map_boxes(bx, m, sizes, out_sizes, check=False, stream=stream) if bx is not None else None
     rk = map_keypoints(kp, m, sizes, out_sizes, check=False, stream=stream) if kp is not None else None
