@@ -503,3 +503,29 @@ def _pixel_from_continuous(mc):
     m = np.vstack([mc, [0, 0, 1]])
     to_c = np.array([[1, 0, 0.5], [0, 1, 0.5], [0, 0, 1.0]])
     return (np.linalg.inv(to_c) @ m @ to_c)[:2]
+
+
+def test_normalized_keypoints_and_bool_masks():
+    k = Keypoints(np.array([[[0.25, 0.5], [0.99, 0.1]]]), coords="continuous", normalized=True)
+    r = T.flip(np.array([[4, 10]]), keypoints=k).keypoints
+    np.testing.assert_allclose(r.data[0], [[0.75, 0.5], [0.01, 0.1]])
+    r = T.crop(np.array([[4, 10]]), 0, 0, 4, 5, keypoints=k).keypoints  # x in [0, 1) of the 5-wide crop
+    np.testing.assert_allclose(r.data[0], [[0.5, 0.5], [1.98, 0.1]])
+    assert r.visibility[0].tolist() == [True, False]
+    m = Masks(np.ones((1, 4, 4), bool))
+    assert m.fill == 0
+    out = T.pad(np.array([[4, 4]]), 1, masks=m).masks.data
+    assert out.dtype == np.bool_ and out[0, 1:-1, 1:-1].all() and not out[0, 0].any()
+    with pytest.raises(ValueError, match="fill"):
+        Masks(np.ones((1, 4, 4), bool), fill=2)
+
+
+def test_compose_varshape_int32_masks():
+    shapes = [(9, 12), (14, 7)]
+    imgs = [RNG.integers(0, 200, (h, w, 1)).astype(np.uint8) for h, w in shapes]
+    labs = [np.ascontiguousarray(i[..., 0]).astype(np.int32) * 65537 for i in imgs]
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(p=1.0),
+                          gpuaug.RandomRotation(30, interpolation="nearest", fill=7)])
+    y, m = pol(imgs, seed=0, masks=Masks(labs, fill=7 * 65537))
+    for a, b in zip(y, m.data):
+        np.testing.assert_array_equal(a[..., 0].astype(np.int32) * 65537, b)

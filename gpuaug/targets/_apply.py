@@ -263,13 +263,13 @@ def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, strea
         check_keypoints_values(kp)
     cont = kp.coords == "continuous"
     mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)
-    lims = np.zeros((n, 4))
+    # inside the output image: [0, W) continuous, [-0.5, W - 0.5) at pixel centres; normalised
+    # coordinates divide both ends by W
+    lo = 0.0 if cont else -0.5
+    ow, oh = out_sizes[:, 1], out_sizes[:, 0]
+    lims = np.stack([np.full(n, lo), ow + lo, np.full(n, lo), oh + lo], axis=1)
     if kp.normalized:
-        lims[:, 1] = lims[:, 3] = 1.0
-    else:
-        lo = 0.0 if cont else -0.5
-        lims[:, 0], lims[:, 2] = lo, lo
-        lims[:, 1], lims[:, 3] = out_sizes[:, 1] + lo, out_sizes[:, 0] + lo
+        lims /= np.stack([ow, ow, oh, oh], axis=1)
     if not kp.device:
         pts, vis = _points_numpy(kp.data, kp.visibility, mats, lims)
         return kp.like(pts, vis)

@@ -158,7 +158,9 @@ class Keypoints:
             images' warps (OpenCV's; torchvision's flips of KeyPoints), so a point stays on
             the pixel it marks; ``"continuous"``: the image spans ``[0, W]``, as boxes
             (torchvision's resize and affine of KeyPoints use this one).
-        normalized: coordinates are fractions of the width and height.
+        normalized: coordinates are fractions of the width and height (``x / W`` in the
+            chosen convention; normalised annotations usually mean ``coords="continuous"``,
+            where a horizontal flip maps ``x`` to ``1 - x``).
         check: refuse NaN / inf coordinates of visible points (GPU: one synchronisation).
 
     Example::
@@ -217,7 +219,7 @@ class Masks:
             int32 or bool; NumPy or CUDA arrays, C-contiguous.
         onehot: None: 4-D arrays are one-hot, the rest label maps; or True/False.
         fill: the value of pixels that come from outside the image (constant borders,
-            padding): default 255 for label maps (an "ignore" index), 0 for one-hot.
+            padding): default 255 for label maps (an "ignore" index), 0 for one-hot and bool.
 
     Example::
 
@@ -248,10 +250,12 @@ class Masks:
         self.data, self.onehot = data, bool(onehot)
         dt = (data[0] if isinstance(data, list) else data).dtype
         if fill is None:
-            fill = 0 if onehot else 255
-        info = np.iinfo(np.uint8 if dt == np.bool_ else dt)
-        if not isinstance(fill, (int, np.integer)) or isinstance(fill, bool) or not info.min <= fill <= info.max:
-            raise ValueError(f"fill: got {fill!r}; expected an int in {info.min}..{info.max} (the masks' dtype {dt})")
+            fill = 0 if onehot or dt == np.bool_ else 255
+        lo, hi = (0, 1) if dt == np.bool_ else (np.iinfo(dt).min, np.iinfo(dt).max)
+        if isinstance(fill, (bool, np.bool_)) and dt == np.bool_:
+            fill = int(fill)
+        if not isinstance(fill, (int, np.integer)) or isinstance(fill, bool) or not lo <= fill <= hi:
+            raise ValueError(f"fill: got {fill!r}; expected an int in {lo}..{hi} (the masks' dtype {dt})")
         self.fill = int(fill)
 
     @staticmethod

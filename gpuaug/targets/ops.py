@@ -623,5 +623,5 @@ def warp_masks(x, m, out, border, fill, kw, inverse_map=False):
     if _uniform(out):
         return op(x, mm, tuple(int(v) for v in out[0]), "nearest", border, fill, inverse_map, **kw)
     items = x if isinstance(x, list) else [x[i] for i in range(len(m))]
-    return [op(xi, mm[i], tuple(int(v) for v in out[i]), "nearest", border, fill[i], inverse_map, **kw)
+    return [op(xi, mm[i], tuple(int(v) for v in out[i]), "nearest", border, fill[i:i + 1], inverse_map, **kw)
             for i, xi in enumerate(items)]
