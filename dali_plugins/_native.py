@@ -58,8 +58,11 @@ CHW samples (``layout="CHW"``) run natively too: the descriptor tables carry the
 the kernels read and write them as the standalone op does on an NCHW batch (the packed colour
 and dense warp fast paths are HWC only, in both).
 
-Not native (they keep ``python_function``): crop with per-sample window sizes, the blurs,
-sharpen, noise, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
+``sharpen`` (32 x 32 output tiles per block) and ``median_blur`` (128 x 8 tiles; program
+``median`` checks k and picks the 3x3 kernel when every sample's k is 3, as the op does).
+
+Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian and
+box blur (two passes through a temporary), noise, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -246,6 +249,9 @@ class NativeOp:
     out_size: object = None  # warp ops: args -> (h, w) of every output, or None (the input's)
     out: object = None  # signature "cmn": args -> dict(out_dtype=..., out_layout=..., pad_output=...)
     out_shape: str = "same"  # "swap" (transpose), "rot90" (swapped where k is odd), "pad" (grown)
+    tile: tuple = (32, 8)  # generic launches: output pixels (w, h) per 32 x 8 block
+    check: object = None  # args -> None (ValueError naming the argument): instead of running the op's
+    #                       own checks on a tiny batch (ops whose launch has no plan hook)
 
 
 @dataclass(frozen=True)
@@ -425,6 +431,26 @@ def _erase_row(a):
     return [bx, v]
 
 
+def _check_sharpen(a):  # a: the constant arguments (a DataNode's is absent: the operator gets it)
+    if "factor" not in a:
+        return
+    f = a["factor"]
+    if f is None:
+        raise TypeError("factor: got None; expected a number >= 0 (required)")
+    if np.any(np.asarray(f, np.float64) < 0) or not np.all(np.isfinite(np.asarray(f, np.float64))):
+        raise ValueError(f"factor: got {f!r}; expected finite numbers >= 0")
+
+
+def _check_median(a):
+    if "kernel_size" not in a:
+        return
+    k = a["kernel_size"]
+    if k is None:
+        raise TypeError("kernel_size: got None; expected 3 or 5 (required)")
+    if not np.all(np.isin(np.asarray(k, np.float64), (3, 5))):
+        raise ValueError(f"kernel_size: got {k!r}; expected 3 or 5")
+
+
 def _rotate_extra(a):
     from gpuaug.ops._warp import BORDERS, INTERPOLATIONS
 
@@ -477,6 +503,10 @@ NATIVE_OPS = {
                        extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
     "resized_crop": NativeOp("resized_crop.cu", "gpuaug_resized_crop", _resized_crop_row, program="resized_crop",
                              extra=lambda a: (_resample_mode(a),), out_size=lambda a: _out_size({"size": a["size"]})),
+    "sharpen": NativeOp("sharpen.cu", "gpuaug_sharpen", lambda a: [a["factor"], DTYPE(MAXV), DTYPE((1.0, 0.0, 0.0))],
+                        tile=(32, 32), check=_check_sharpen),
+    "median_blur": NativeOp("median_blur.cu", "gpuaug_median_blur", lambda a: [a["kernel_size"]], program="median",
+                            tile=(128, 8), check=_check_median),
     "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase"),
     "pad": NativeOp("pad.cu", "gpuaug_pad", _pad_row, program="pad", out_shape="pad"),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
@@ -640,7 +670,13 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         return no(str(e))
     if probe:
         return True
-    _check_constants(step, args)
+    if nat.check is not None:
+        try:
+            nat.check({k: v for k, v in args.items() if not _is_node(v)})
+        except (ValueError, TypeError) as e:
+            raise op_error(step.op, str(e), type(e)) from None
+    else:
+        _check_constants(step, args)
     node_entries = [e for e in entries if _is_node(e)]
     direct = args_mode() == "direct" and 0 < len(node_entries) <= MAX_NODES
     try:
@@ -669,6 +705,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw.update(nat.out(args))
     if nat.out_shape != "same":
         kw["out_shape"] = nat.out_shape
+    if tuple(nat.tile) != (32, 8):
+        kw["tile"] = list(nat.tile)
     if step.layout == "NCHW":  # descriptor tables: the kernels read CHW samples as they are
         kw["in_layout"] = "CHW"
         kw["out_layout"] = "CHW" if step.out_layout == "NCHW" else "HWC"  # the op's own rule (_steps)

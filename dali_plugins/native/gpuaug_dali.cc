@@ -462,6 +462,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     in_chw_ = in_layout_ == "CHW";
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
+    tile_ = spec.GetRepeatedArgument<int>("tile");
+    DALI_ENFORCE(tile_.size() == 2 && tile_[0] > 0 && tile_[1] > 0,
+                 op_ + ": argument 'tile': expected (width, height) > 0");
     segments_ = spec.GetRepeatedArgument<int>("segments");
     for (int g : segments_) {
       DALI_ENFORCE(g != 0 && g >= -kMaxNodes, op_ + ": argument 'segments': got " + std::to_string(g) +
@@ -499,7 +502,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
-                     program_ == "resized_crop" || program_ == "erase",
+                     program_ == "resized_crop" || program_ == "erase" || program_ == "median",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -632,6 +635,17 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "crop") crop(in, &rows);
     if (program_ == "resize" || program_ == "resized_crop") resample(in, &rows);
     if (program_ == "erase") erase(&rows, C, ti);
+    std::string variant;  // a kernel name suffix chosen per batch
+    if (program_ == "median") {  // gpuaug.median_blur: k in {3, 5}; the _3 kernel when every k is 3
+      bool all3 = true;
+      for (int i = 0; i < n; ++i) {
+        DALI_ENFORCE(rows[i].size() == 1 && (rows[i][0] == 3.f || rows[i][0] == 5.f),
+                     op_ + ": argument 'kernel_size': got " + (rows[i].empty() ? std::string("nothing") :
+                     std::to_string(rows[i][0])) + " for sample " + std::to_string(i) + "; expected 3 or 5");
+        all3 = all3 && rows[i][0] == 3.f;
+      }
+      if (all3) variant = "_3";
+    }
     if (program_ == "pad") {
       for (int i = 0; i < n; ++i) {
         const auto p = pad_sides(ws, i, n);
@@ -716,7 +730,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
 
     const std::string targs = std::string("<") + ctype(t) + ", " + std::to_string(C);
-    std::string name = kernel_ + (packed ? "_packed" : "") + targs;
+    std::string name = kernel_ + (packed ? "_packed" : "") + variant + targs;
     for (int e : template_extra_) name += ", " + std::to_string(e);
     name += ">";
 
@@ -762,7 +776,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       if (items > 0)
         GA_CU(op_, A.cuLaunchKernel(function(name), unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
     } else if (hmax > 0 && wmax > 0) {
-      const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8;
+      // one 32 x 8 block per tile_w x tile_h output tile (32 x 8: a thread per pixel; sharpen's
+      // 32 x 32 and median_blur's 128 x 8 tiles: several outputs per thread)
+      const unsigned gx = (wmax + tile_[0] - 1) / tile_[0], gy = (hmax + tile_[1] - 1) / tile_[1];
       GA_CU(op_, A.cuLaunchKernel(function(name), gx, gy, gz, 32, 8, 1, 0, stream, args, nullptr));
     }
   }
@@ -1164,7 +1180,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<std::string> node_names_;
   std::vector<float> dtype_values_;
   int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0, out_channels_ = -1, num_nodes_ = 0;
-  std::vector<int> segments_;
+  std::vector<int> segments_, tile_;
   Staging staging_;
   std::unique_ptr<Profile> profile_;
   std::chrono::steady_clock::time_point run_t0_;
@@ -1557,6 +1573,7 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("node_shapes", "Per sample: for each node, ndim then dims (fn.shapes).", std::vector<int>{}, true)
     .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector; with 'segments': "
                     "the constants).", std::vector<float>{}, true)
+    .AddOptionalArg("tile", "Generic launches: output pixels (width, height) per 32 x 8 block.", std::vector<int>{32, 8})
     .AddOptionalArg("segments", "The row, in order: k > 0 takes the next k constants of 'params', -k the values "
                     "of argument input p(k-1). Empty: 'params' is the row.", std::vector<int>{})
     .AddOptionalArg("p0", "DataNode parameter 0 (any numeric type, its own per-sample shape).", std::vector<float>{},
