@@ -162,7 +162,7 @@ def test_fast_matches_generic_channels(monkeypatch, spy, name, channels):
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n not in ("crop_mirror_normalize", "crop")))
 def test_fast_matches_generic_varshape(monkeypatch, spy, name, dtype):
     fn, kw, exact, _ = CASES[name]
-    kw = {k: (v + v[:1] if isinstance(v, list) and len(v) == N and k not in ("mean", "std", "fill") else v)
+    kw = {k: (v + v[:1] if isinstance(v, list) and len(v) == N and k not in ("mean", "std") else v)
           for k, v in kw.items()}  # per-sample lists for 4 images
     if name in ("center_crop",):
         kw = {"size": (2, 3)}
