@@ -9,9 +9,10 @@ is importable.
 Batch: N x size x size x 3 uint8 NHWC on the GPU, `--boxes` boxes (padded (N, M, 4) float32
 xyxy), `--kp` keypoints ((N, K, 2) float32) and one (N, size, size) uint8 label map per image.
 
-Two numbers per row (CUDA events, median of `--iters` after `--warmup`):
-- device ms: `--iters` calls queued behind a spin kernel, so the host runs ahead and the
-  events time only the GPU's work (gpuaug bench's method);
+Numbers per row (gpuaug.bench.GpuClock, the op bench's clock):
+- device ms: CUDA events around each call, calls queued behind a spin kernel so the host runs
+  ahead and the events time only the GPU's work (median of `--iters`);
+- host ms: host time per call while queueing;
 - loop ms: back-to-back calls, one sync at the end, divided by the count (what a Python
   training loop sees: the slower of host and device).
 The issue's targets: images+targets <= 1.3 x images alone (device ms), >= 10 x faster than
@@ -24,7 +25,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -35,55 +35,10 @@ import cupy as cp  # noqa: E402
 import gpuaug  # noqa: E402
 from gpuaug.targets import Boxes, Keypoints, Masks  # noqa: E402
 
-_SPIN = r"""
-extern "C" __global__ void spin(long long cycles) {
-  long long t0 = clock64();
-  while (clock64() - t0 < cycles) {}
-}
-"""
-
-
-def spin_kernel():
-    return cp.RawKernel(_SPIN, "spin")
-
-
-def device_ms(fn, iters, warmup, spin, cycles):
-    """Median per-call device time of `iters` calls queued behind a spin kernel (3 repeats)."""
-    for _ in range(warmup):
-        fn()
-    cp.cuda.Device().synchronize()
-    res = []
-    for _ in range(3):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        spin((1,), (1,), (np.int64(cycles),))
-        start.record()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        host = time.perf_counter() - t0
-        stop.record()
-        stop.synchronize()
-        res.append((cp.cuda.get_elapsed_time(start, stop) / iters, host * 1e3 / iters))
-    dev = statistics.median(r[0] for r in res)
-    host = statistics.median(r[1] for r in res)
-    return dev, host
-
-
-def loop_ms(fn, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    cp.cuda.Device().synchronize()
-    out = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        cp.cuda.Device().synchronize()
-        out.append((time.perf_counter() - t0) * 1e3 / iters)
-    return statistics.median(out)
-
 
 def torch_event_ms(fn, iters, warmup):
+    """Median ms per call between CUDA events around each call (kornia is host-bound: this
+    includes the gaps its host code leaves, as a training loop sees them)."""
     import torch
 
     for _ in range(warmup):
@@ -138,15 +93,15 @@ def main():
     assert rm.data.shape == (n, s, s) and rb.data.shape == (n, m, 4) and rk.data.shape == (n, k, 2)
     kept = int(rb.counts.sum().get())
 
-    spin = spin_kernel()
-    # ~50 ms of spin on an H100 (1.98 GHz): the host queues `iters` calls well within it
-    cycles = int(cp.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3 * 0.05 * max(1, args.iters / 50))
+    from gpuaug.bench import GpuClock
+
+    clock = GpuClock()
     rows = {}
     for name, fn in (("gpuaug images", images), ("gpuaug images+boxes+keypoints", boxes_kp_only),
                      ("gpuaug images+boxes+keypoints+masks", with_targets)):
-        dev, host_q = device_ms(fn, args.iters, args.warmup, spin, cycles)
-        lp = loop_ms(fn, args.iters, args.warmup)
-        rows[name] = {"device_ms": dev, "host_queue_ms": host_q, "loop_ms": lp}
+        t = clock.time(fn, args.iters, args.warmup)
+        rows[name] = {"device_ms": t.ms, "host_us": t.host_us, "host_bound": t.host_bound,
+                      "loop_ms": clock.loop(fn, k=args.iters)}
 
     kornia_err = None
     try:
@@ -181,8 +136,9 @@ def main():
     print(f"boxes kept after the policy: {kept} of {n * m}")
     print(f"{'path':45s} {'device ms':>10s} {'host ms':>9s} {'loop ms':>9s}")
     for name, r in rows.items():
-        print(f"{name:45s} {r['device_ms']:10.3f} {r.get('host_queue_ms', float('nan')):9.3f} "
-              f"{r.get('loop_ms', float('nan')):9.3f}")
+        host = r.get("host_us")
+        print(f"{name:45s} {r['device_ms']:10.3f} {host / 1e3 if host else float('nan'):9.3f} "
+              f"{r.get('loop_ms', float('nan')):9.3f}{'  (host-bound: device ms includes gaps)' if r.get('host_bound') else ''}")
     print(f"images+targets / images (device): {ratio:.2f}x (target <= 1.3x: {'MET' if ratio <= 1.3 else 'NOT MET'})")
     kk = rows.get("kornia images+mask+bbox_xyxy+keypoints")
     result = {"device": dev, "n": n, "size": s, "boxes": m, "keypoints": k, "rows": rows, "ratio": ratio,
