@@ -68,6 +68,7 @@ PATHS = {
     "scheduler_cpu": "gpuaug Scheduler, CPU decode in processes",
     "scheduler_cpu_threads": "gpuaug Scheduler, CPU decode on threads",
     "scheduler_gpu": "gpuaug Scheduler, GPU decode (nvImageCodec)",
+    "scheduler_gpu_procs": "gpuaug Scheduler, GPU decode in 2 processes (nvImageCodec)",
     "torchvision": "torchvision DataLoader (CPU RRC + flip, GPU normalize)",
 }
 
@@ -571,6 +572,17 @@ def path_scheduler_gpu(st):
     return _scheduler(st, src, ["decode='gpu' (varshape), then RandomResizedCrop + flip + Normalize"])
 
 
+def path_scheduler_gpu_procs(st):
+    """As ``scheduler_gpu``, decoding in two processes (``gpu_processes=2``): nvImageCodec's
+    decode away from this process's Python threads."""
+    if st.dry_run:
+        raise Unavailable("dry run (no GPU)")
+    src = _image_folder(st.root, size=(st.size, st.size), decode="gpu", crop="random", seed=st.seed,
+                        gpu_processes=2)
+    return _scheduler(st, src, ["decode='gpu', gpu_processes=2, crop='random' (read, decode and RRC in the "
+                                "decoding processes, batches over CUDA IPC), then flip + Normalize"], crop=False)
+
+
 def path_torchvision(st):
     torch = _need("torch", "PyTorch")
     tv = _need("torchvision", "torchvision")
@@ -602,7 +614,7 @@ def path_torchvision(st):
 
 PATH_FUNCS = {"dali": path_dali, "gpuaug_dali_rrc": path_gpuaug_dali_rrc, "gpuaug_dali": path_gpuaug_dali,
               "scheduler_cpu": path_scheduler_cpu, "scheduler_cpu_threads": path_scheduler_cpu_threads,
-              "scheduler_gpu": path_scheduler_gpu,
+              "scheduler_gpu": path_scheduler_gpu, "scheduler_gpu_procs": path_scheduler_gpu_procs,
               "torchvision": path_torchvision, "dali_slice": path_dali_slice}
 
 

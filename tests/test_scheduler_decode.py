@@ -526,3 +526,155 @@ def test_staging_chunks_split_large_batches_across_workers():
     got = collect(sched)
     np.testing.assert_array_equal(np.concatenate([g for g, _ in got]), x)
     assert [len(t.fill) for t in sched.timings()] == [3]  # 12 MiB // 4 MiB
+
+
+# --------------------------------------------------------------------------------------
+# decode="gpu", processes=N: the scheduler's side, with an in-process stand-in for the
+# decoding processes (the same reads, checks and crop boxes; Pillow decodes). The processes
+# themselves (nvImageCodec, CUDA IPC) run in the GPU tests.
+# --------------------------------------------------------------------------------------
+class FakeProcessDecoder:
+    def __init__(self, src):
+        self.src, self.ahead, self.jobs, self.pending_, self.drains = src, 3, [], {}, 0
+
+    def drain(self):
+        self.drains += 1
+        self.pending_.clear()
+
+    def submit(self, key, paths, seed):
+        assert key not in self.pending_
+        self.jobs.append((key, list(paths), seed))
+        self.pending_[key] = (list(paths), seed)
+
+    def fetch(self, key, stream):
+        paths, seed = self.pending_.pop(key)
+        datas, where, errs = D.read_checked(paths, self.src.max_pixels)
+        kept = []
+        for j, d in zip(where, datas):
+            try:
+                kept.append(D.decode_bytes(d, None, "RGB", max_pixels=None))
+            except D.ImageDecodeError:
+                errs[j] = D.UNDECODABLE
+        h, w = self.src.size
+        if not kept:
+            return np.zeros((0, h, w, 3), np.uint8), errs
+        boxes = D.crop_boxes([a.shape[:2] for a in kept], seed, self.src.crop, self.src.scale, self.src.ratio)
+        return np.stack(gpuaug.resized_crop(kept, boxes.astype(np.float32), (h, w))), errs
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def process_decoder(monkeypatch, no_nvimgcodec_check):
+    made = []
+
+    def make(self, device_id):
+        if self._gproc is None:
+            self._gproc = FakeProcessDecoder(self)
+            made.append(self._gproc)
+        return self._gproc
+    monkeypatch.setattr(ImageFiles, "gpu_process_decoder", make)
+    return made
+
+
+@pytest.mark.parametrize("crop", [None, "random"])
+def test_gpu_decode_in_processes_batches_in_order(folder, process_decoder, crop):
+    root, files, labels = folder
+    size = (20, 24)
+    src = ImageFolder(root, size=size, decode="gpu", crop=crop, gpu_processes=2, seed=5)
+    reads = []
+    monkeypatch_read = src.read_encoded
+    src.read_encoded = lambda idx: (reads.append(idx), monkeypatch_read(idx))[1]
+    got = collect(Scheduler(src, None, batch_size=8, workers=2, device=FakeDevice()))
+    assert not reads  # the workers read nothing: the processes read the files
+    assert [x.shape for x, _ in got] == [(8, 20, 24, 3), (8, 20, 24, 3), (5, 20, 24, 3)]
+    np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), labels)
+    (pd,) = process_decoder
+    assert [k for k, _, _ in pd.jobs] == [0, 1, 2]  # each batch submitted once, in order
+    seeds = np.random.default_rng(5)
+    for b, (x, _) in enumerate(got):
+        _, paths, seed = pd.jobs[b]
+        assert paths == files[8 * b:8 * b + 8] and seed == int(seeds.integers(2 ** 63))
+        full = [pil_decode(f) for f in paths]
+        sizes = np.asarray([a.shape[:2] for a in full])
+        boxes = (gpuaug.random.resized_crop_boxes(np.random.default_rng(seed), sizes) if crop else
+                 np.concatenate([np.zeros_like(sizes), sizes], axis=1))
+        np.testing.assert_array_equal(x, np.stack(gpuaug.resized_crop(full, boxes.astype(np.float32), size)))
+
+
+def test_gpu_decode_in_processes_skips_and_raises_bad_files(bad_folder, process_decoder):
+    root, good, rng = bad_folder
+    for name, make in BAD.items():
+        (root / "a" / name).write_bytes(make(rng))
+    src = ImageFolder(root, size=(16, 16), decode="gpu", on_error="skip", gpu_processes=1)
+    sched = Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice())
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = collect(sched)
+    msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
+    bad_paths = sorted(str(root / "a" / n) for n in BAD)
+    assert sorted(p for m in msgs for p in bad_paths if p in m) == bad_paths
+    imgs = [a for x, _ in got for a in x]
+    assert len(imgs) == 6 and sum(len(lab) for _, lab in got) == 6
+    for a, f in zip(imgs, good):  # the good files, in order
+        full = pil_decode(f)
+        np.testing.assert_array_equal(a, gpuaug.resized_crop([full], [[0, 0, *full.shape[:2]]], (16, 16))[0])
+    assert sched.stats().skipped == 6
+    bad = root / "a" / "htruncated.jpg"
+    for n in BAD:
+        (root / "a" / n).unlink()
+    bad.write_bytes(BAD["truncated.jpg"](rng))
+    src = ImageFolder(root, size=(16, 16), decode="gpu", gpu_processes=1)
+    it = iter(Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice()))
+    assert len(next(it)[0]) == 4
+    with pytest.raises(D.ImageDecodeError, match=str(bad).replace("\\", "\\\\")):
+        next(it)
+
+
+def test_gpu_decode_in_processes_second_epoch_after_an_early_exit(folder, process_decoder):
+    root, files, labels = folder
+    src = ImageFolder(root, size=(8, 8), decode="gpu", gpu_processes=1)
+    sched = Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice())
+    it = iter(sched)
+    next(it)  # leave the epoch with batches in flight
+    del it
+    got = collect(sched)
+    np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), labels)
+    assert process_decoder[0].drains >= 1
+
+
+def test_gpu_decode_processes_argument_checks(folder, no_nvimgcodec_check):
+    root, _, _ = folder
+    with pytest.raises(ValueError, match="gpu_processes: got 2 with decode='gpu', size=None"):
+        ImageFolder(root, decode="gpu", gpu_processes=2)
+    with pytest.raises(ValueError, match="gpu_processes: got 2 with decode='cpu'"):
+        ImageFolder(root, size=(8, 8), gpu_processes=2)
+    with pytest.raises(ValueError, match=r"gpu_processes: got 0; expected an int in \[1, 64\]"):
+        ImageFolder(root, size=(8, 8), decode="gpu", gpu_processes=0)
+    with pytest.raises(ValueError, match="roi: got True with gpu_processes"):
+        ImageFolder(root, size=(8, 8), decode="gpu", crop="random", roi=True, gpu_processes=2)
+
+
+@pytest.mark.gpu
+def test_gpu_decode_in_processes_equals_in_process(folder):
+    """The decoding processes (nvImageCodec + resized_crop, batches over CUDA IPC) give the same
+    bits as decoding in this process."""
+    pytest.importorskip("nvidia.nvimgcodec")
+    cp = pytest.importorskip("cupy")
+    root, files, labels = folder
+    outs = []
+    for procs in (None, 2):
+        src = ImageFolder(root, size=(20, 24), decode="gpu", gpu_processes=procs)
+        sched = Scheduler(src, None, batch_size=8, workers=2)
+        try:
+            for _ in range(2):  # a second epoch reuses the processes and their buffers
+                got = [(cp.asnumpy(x), np.asarray(lab)) for x, lab in sched]
+        finally:
+            sched.close()
+            src.close()
+        outs.append(got)
+    assert [x.shape for x, _ in outs[1]] == [(8, 20, 24, 3), (8, 20, 24, 3), (5, 20, 24, 3)]
+    for (a, la), (b, lb) in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(la, lb)

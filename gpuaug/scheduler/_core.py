@@ -562,8 +562,11 @@ class _Run:
             self.pslot_user[slot] = rec
             n = rec.n = len(idx)
             rec.encoded = [None] * n
-            per = max(1, -(-n // (2 * s.workers)))
-            rec.chunks = [(a, min(a + per, n)) for a in range(0, n, per)]
+            if getattr(s.source, "decodes_in_processes", False):
+                rec.chunks = []  # the decoding processes read the files themselves
+            else:
+                per = max(1, -(-n // (2 * s.workers)))
+                rec.chunks = [(a, min(a + per, n)) for a in range(0, n, per)]
             rec.left = len(rec.chunks)
         if kind == "pinned":
             slot = k % self.depth
@@ -806,6 +809,8 @@ class _Run:
         """GPU decoding of a batch's file bytes (copy thread, copy stream): one batched call;
         a file the decoder refuses is raised or skipped by the source's ``on_error``."""
         src = self.s.source
+        if getattr(src, "decodes_in_processes", False):
+            return self._decode_in_processes(rec, copy_s)
         enc, rec.encoded = rec.encoded, None
         datas = [d for d, _ in enc]
         rec.nbytes = sum(len(d) for d in datas)
@@ -826,6 +831,30 @@ class _Run:
             imgs, rec.encoded = rec.encoded, None
         rec.dev_in = imgs
         rec.finish = functools.partial(src.finish, boxes=boxes)
+
+    def _decode_in_processes(self, rec, copy_s):
+        """``decode="gpu", gpu_processes=N``: batches k .. k + ahead go to the decoding processes
+        (in batch order, each with its crop seed); batch k's dense result is copied out on
+        the copy stream."""
+        src, k = self.s.source, rec.k
+        pd = src.gpu_process_decoder(getattr(self.dev, "id", 0))
+        if k == 0:
+            pd.drain()  # a run left early may have left batches in flight under the same keys
+        last = self.total if self.total is not None else k + 1
+        nxt = max(getattr(self, "_next_submit", 0), k)
+        while nxt < min(k + pd.ahead, last):
+            pd.submit(nxt, [src.files[i] for i in self.batches[nxt]], src.batch_seed())
+            nxt += 1
+        self._next_submit = nxt
+        dense, errs = pd.fetch(k, copy_s)
+        for j, reason in enumerate(errs):
+            if reason is not None:
+                rec.bad.append((j, *src._skip_or_raise(ImageDecodeError(src.files[rec.idx[j]], reason))))
+        if rec.bad:
+            self._compact(rec)
+        rec.encoded = None
+        rec.dev_in = dense
+        rec.finish = None
 
     def _overlaps(self, y, dbuf):
         lo, hi = dbuf.ptr, dbuf.ptr + dbuf.nbytes

@@ -421,3 +421,184 @@ class GpuDecoder:
                                                         cuda_stream=int(cuda_stream))):
                 out[j] = im
         return out
+
+
+# --------------------------------------------------------------------------------------
+# GPU decoding in worker processes (nvImageCodec + gpuaug.resized_crop, results over CUDA IPC)
+# --------------------------------------------------------------------------------------
+# nvImageCodec's batched decode hands the GIL over once or twice per image: any other Python
+# thread of the process that runs meanwhile (the scheduler's, the training loop's) costs it a
+# switch interval (5 ms) per image. 256 JPEGs took 10-17 ms alone and 3 s beside one busy
+# thread on an H100 host (bench/results/2026-11-25-h100/decode_gil.txt). A process of its own
+# has no such neighbours: each child reads its batch's files, decodes them, makes the dense
+# (random-)resized crop with gpuaug on its own stream, synchronises, and hands back a CUDA IPC
+# handle of the buffer that holds the batch; the parent copies it out on its own stream.
+
+_CHILD: dict = {}
+
+#: Why the GPU decoder refused an image (the in-process path says the same).
+UNDECODABLE = "the GPU decoder (nvImageCodec) could not decode it (truncated, corrupt or unsupported)"
+
+
+def read_checked(paths, max_pixels):
+    """A decoding process's reads: (bytes of the readable images, their positions, per-path
+    error reason or None); headers checked (recognisable image, ``max_pixels``) first."""
+    datas, where, errs = [], [], [None] * len(paths)
+    for j, p in enumerate(paths):
+        try:
+            d = read_file(p)
+            check_pixels(header_size(d, p), max_pixels, p)
+            datas.append(d)
+            where.append(j)
+        except ImageDecodeError as e:
+            errs[j] = e.reason
+    return datas, where, errs
+
+
+def crop_boxes(sizes, seed, crop, scale, ratio):
+    """(n, 4) boxes (top, left, height, width) of a batch's decoded ``sizes``: random resized
+    crops drawn from ``seed`` (``crop="random"``), else the whole images."""
+    from gpuaug import random as R
+
+    sizes = np.asarray(sizes, np.int64).reshape(-1, 2)
+    if crop == "random":
+        return R.resized_crop_boxes(np.random.default_rng(seed), sizes, scale, ratio)
+    return np.concatenate([np.zeros_like(sizes), sizes], axis=1)
+
+
+def _gpu_child_init(device_id, mode, size, nbuf):
+    """Spawned child: its CUDA context, nvImageCodec decoder, stream and ``nbuf`` batch buffers."""
+    import cupy as cp
+
+    cp.cuda.Device(device_id).use()
+    _CHILD.update(dec=GpuDecoder(device_id, mode), stream=cp.cuda.Stream(non_blocking=True), size=size,
+                  mode=mode, bufs=[], handles=[], next=0, nbuf=nbuf, cp=cp)
+
+
+def _child_buffer(nbytes):
+    st, cp = _CHILD, _CHILD["cp"]
+    b = st["next"]
+    st["next"] = (b + 1) % st["nbuf"]
+    while len(st["bufs"]) <= b:
+        st["bufs"].append(None)
+        st["handles"].append(None)
+    if st["bufs"][b] is None or st["bufs"][b].size < nbytes:
+        st["bufs"][b] = cp.cuda.Memory(max(int(nbytes), 1))  # cudaMalloc: an IPC-exportable base pointer
+        st["handles"][b] = cp.cuda.runtime.ipcGetMemHandle(st["bufs"][b].ptr)
+    return b, st["bufs"][b], st["handles"][b]
+
+
+def _gpu_child_job(paths, seed, crop, scale, ratio, max_pixels):
+    """Read, check, decode and crop one batch; returns (buffer index, IPC handle, buffer
+    size, images kept, per-path error reason or None). The kept images fill the buffer's
+    first rows in order."""
+    import gpuaug
+
+    st = _CHILD
+    cp, stream = st["cp"], st["stream"]
+    datas, where, errs = read_checked(paths, max_pixels)
+    imgs = st["dec"].decode(datas, stream.ptr) if datas else []
+    kept = []
+    with stream:
+        for j, im in zip(where, imgs):
+            if im is None:
+                errs[j] = UNDECODABLE
+                continue
+            a = cp.asarray(im)
+            kept.append(a[..., None] if a.ndim == 2 else a)
+        h, w = st["size"]
+        c = 1 if st["mode"] == "L" else 3
+        nbytes = max(len(kept), 1) * h * w * c
+        b, mem, handle = _child_buffer(nbytes)
+        if kept:
+            boxes = crop_boxes([a.shape[:2] for a in kept], seed, crop, scale, ratio)
+            dense = cp.ndarray((len(kept), h, w, c), np.uint8, memptr=cp.cuda.MemoryPointer(mem, 0))
+            gpuaug.resized_crop(kept, boxes.astype(np.float32), (h, w), out=dense)
+    stream.synchronize()
+    return b, handle, mem.size, len(kept), errs
+
+
+class GpuProcessDecoder:
+    """``decode="gpu", gpu_processes=N``: batches decoded in N spawned processes (see above).
+
+    :meth:`submit` queues a batch (its file paths) by key; :meth:`fetch` waits for it and
+    returns ``(dense device batch of the images kept, per-path error reasons)``, the batch
+    copied out of the child's buffer on ``stream`` (synchronised: the child reuses the buffer
+    ``nbuf`` jobs later). ``ahead``: batches in flight per child."""
+
+    def __init__(self, device_id, processes, mode, size, crop, scale, ratio, max_pixels, ahead=2):
+        self.device_id, self.n = int(device_id), int(processes)
+        self.mode, self.size, self.crop, self.scale, self.ratio = mode, size, crop, scale, ratio
+        self.max_pixels = max_pixels
+        self.ahead = max(1, int(ahead)) * self.n
+        self._pool = None
+        self._pending = {}
+        self._opened = {}
+        self._lock = threading.Lock()
+
+    def start(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor
+
+                # spawn: a forked child would inherit this process's CUDA context, which CUDA forbids
+                self._pool = ProcessPoolExecutor(self.n, mp_context=mp.get_context("spawn"),
+                                                 initializer=_gpu_child_init,
+                                                 initargs=(self.device_id, self.mode, self.size, self.ahead + 2))
+        return self._pool
+
+    def drain(self):
+        """Wait for every batch in flight and drop its result (a run that ended early)."""
+        for fut in self._pending.values():
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - a dropped batch's failure is not this run's
+                pass
+        self._pending.clear()
+
+    def submit(self, key, paths, seed):
+        pool = self.start()
+        self._pending[key] = pool.submit(_gpu_child_job, list(paths), int(seed), self.crop, self.scale,
+                                         self.ratio, self.max_pixels)
+
+    def fetch(self, key, stream):
+        import cupy as cp
+        from concurrent.futures.process import BrokenProcessPool
+
+        fut = self._pending.pop(key)
+        try:
+            b, handle, size, n, errs = fut.result()
+        except BrokenProcessPool as e:
+            self.close()
+            raise RuntimeError(f"a GPU decoding process died ({type(e).__name__}: {e})") from None
+        h, w = self.size
+        c = 1 if self.mode == "L" else 3
+        with stream:  # allocated in the copy stream's order (CuPy's pool reuses memory per stream)
+            dense = cp.empty((n, h, w, c), np.uint8)
+        if n:
+            ptr = self._opened.get(handle)
+            if ptr is None:
+                ptr = self._opened[handle] = cp.cuda.runtime.ipcOpenMemHandle(handle)
+            cp.cuda.runtime.memcpyAsync(dense.data.ptr, ptr, dense.nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
+                                        stream.ptr)
+            stream.synchronize()
+        return dense, errs
+
+    def close(self):
+        with self._lock:
+            pool, self._pool = self._pool, None
+            for fut in self._pending.values():
+                fut.cancel()
+            self._pending.clear()
+            if self._opened:
+                import cupy as cp
+
+                for ptr in self._opened.values():
+                    try:
+                        cp.cuda.runtime.ipcCloseMemHandle(ptr)
+                    except Exception:  # noqa: BLE001 - the child (and its memory) may be gone
+                        pass
+                self._opened.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

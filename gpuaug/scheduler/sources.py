@@ -271,6 +271,14 @@ class ImageFiles(Source):
             pixels just outside it (at most half a pixel away). Ignored, with a warning, by an
             nvImageCodec without regions.
         seed: seed of the crop boxes (None: fresh entropy).
+        gpu_processes: with ``decode="gpu"`` and a ``size``: decode in that many GPU worker
+            processes instead of this one (each reads its batches' files, decodes them with its
+            own nvImageCodec decoder, makes the crop and hands the dense batch over by CUDA
+            IPC; the crop boxes come from a per-batch seed drawn from ``seed``). nvImageCodec's
+            decode hands the GIL over per image, so in this process every other Python thread
+            running beside it (the training loop's too) slows it down, by up to 100x; in a
+            process of its own nothing does. Each process holds a CUDA context (a few hundred
+            MB of GPU memory) and ~6 batch buffers. None (default): decode in this process.
 
     Example::
 
@@ -283,7 +291,7 @@ class ImageFiles(Source):
 
     def __init__(self, files, labels=None, size=None, mode="RGB", *, decode="cpu", on_error="raise",
                  max_pixels=DEFAULT_MAX_PIXELS, processes=None, crop=None, scale=(0.08, 1.0),
-                 ratio=(3 / 4, 4 / 3), roi=False, seed=None):
+                 ratio=(3 / 4, 4 / 3), roi=False, seed=None, gpu_processes=None):
         if isinstance(files, (str, bytes, os.PathLike)):
             raise TypeError(f"files: got a single path {files!r}; expected a list of image files "
                             "(or ImageFolder(root) for a directory)")
@@ -303,6 +311,16 @@ class ImageFiles(Source):
         if processes is not None and (isinstance(processes, bool) or not isinstance(
                 processes, (int, np.integer)) or not 1 <= processes <= 1024):
             raise ValueError(f"processes: got {processes!r}; expected an int in [1, 1024] or None")
+        if gpu_processes is not None:
+            if isinstance(gpu_processes, bool) or not isinstance(gpu_processes, (int, np.integer)) or not (
+                    1 <= gpu_processes <= 64):
+                raise ValueError(f"gpu_processes: got {gpu_processes!r}; expected an int in [1, 64] or None")
+            if decode != "gpu" or self.size is None:
+                raise ValueError(f"gpu_processes: got {gpu_processes} with decode={decode!r}, size={self.size}; "
+                                 "decoding processes need decode='gpu' and a size (they hand over dense batches)")
+            if roi:
+                raise ValueError("roi: got True with gpu_processes; the decoding processes decode whole images "
+                                 "(leave gpu_processes=None to decode regions in this process)")
         if decode == "gpu" and mode == "RGBA":
             raise ValueError("mode: got 'RGBA' with decode='gpu'; nvImageCodec decodes JPEGs (no alpha) to "
                              "'RGB' or 'L' only; use decode='cpu' or 'process' for RGBA")
@@ -318,10 +336,11 @@ class ImageFiles(Source):
             raise ValueError(f"roi: got True with crop={crop!r}; region-of-interest decoding needs crop='random'")
         self.roi = bool(roi)
         self.decode, self.on_error, self.max_pixels = decode, on_error, max_pixels
-        self.processes, self.crop = processes, crop
+        self.processes, self.crop, self.gpu_processes = processes, crop, gpu_processes
         self.scale, self.ratio = tuple(float(v) for v in scale), tuple(float(v) for v in ratio)
         self._rng = np.random.default_rng(seed)
         self._proc = None
+        self._gproc = None
         self._workers = None
         if labels is not None:
             if isinstance(labels, (str, bytes)):
@@ -348,6 +367,25 @@ class ImageFiles(Source):
     @property
     def device_decode(self):
         return self.decode == "gpu"
+
+    @property
+    def decodes_in_processes(self):
+        """``decode="gpu"`` with ``gpu_processes``: files are read and decoded in GPU worker
+        processes (the scheduler's workers read nothing)."""
+        return self.gpu_processes is not None
+
+    def gpu_process_decoder(self, device_id):
+        """The :class:`GpuProcessDecoder` of ``decode="gpu", gpu_processes=N`` (made at first use)."""
+        if self._gproc is None:
+            from gpuaug.scheduler._decode import GpuProcessDecoder
+
+            self._gproc = GpuProcessDecoder(device_id, self.gpu_processes, self.mode, self.size, self.crop,
+                                            self.scale, self.ratio, self.max_pixels)
+        return self._gproc
+
+    def batch_seed(self):
+        """A seed for one batch's crops in a decoding process (drawn in batch order)."""
+        return int(self._rng.integers(2 ** 63))
 
     @property
     def batch_reads(self):
@@ -479,6 +517,9 @@ class ImageFiles(Source):
         """Stop the decoding processes (``decode="process"``); they restart when needed."""
         if self._proc is not None:
             self._proc.close()
+        if self._gproc is not None:
+            self._gproc.close()
+            self._gproc = None
             self._proc = None
 
     def __getstate__(self):

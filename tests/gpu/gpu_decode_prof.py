@@ -70,6 +70,11 @@ def main():
 
     # B: the Scheduler, 3 epochs (first is warm-up)
     for workers in [int(w) for w in os.environ.get("WORKERS", "14,4").split(",")]:
+        procs = int(os.environ.get("GPU_PROCS", "0")) or None
+        if procs:
+            src.close()
+            src = ImageFolder(root, size=(224, 224), decode="gpu", crop="random", seed=0, gpu_processes=procs)
+            print(f"B gpu_processes={procs}")
         sched = gpuaug.Scheduler(src, pol, batch_size=B, workers=workers, shuffle=True, seed=0, drop_last=True)
         spy = None
         if os.environ.get("PYSPY") and workers == 14:
