@@ -1,0 +1,104 @@
+"""kernels/targets.cu compiled as host C++ (tests/cuda_emu.py) and run on the CPU against the
+NumPy twin: the box kernel's corner maths, clipping, drop rule, ballot compaction (more than one
+pass of a warp, counts below the span, empty samples) and the keypoint kernel.
+
+The emulator has no warp intrinsics; one warp per block (32 threads) makes the block's barrier
+a warp's, so ``__ballot_sync`` is emulated with it (every lane of a warp calls it equally
+often in this kernel). Production launches use 256-thread blocks (8 warps); the per-warp code
+is the same."""
+import numpy as np
+import pytest
+
+import cuda_emu
+from gpuaug.targets import Boxes, Keypoints
+from gpuaug.targets._apply import _map_boxes_host, _points_numpy, target_matrices
+
+pytestmark = pytest.mark.skipif(cuda_emu.available() is not None, reason=f"{cuda_emu.available()}")
+
+_WARP = r"""
+static int emu_votes[32];
+static inline unsigned __ballot_sync(unsigned, bool p) {
+  emu_votes[threadIdx.x & 31] = p ? 1 : 0;
+  __syncthreads();
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= (unsigned)emu_votes[i] << i;
+  __syncthreads();
+  return r;
+}
+static inline int __popc(unsigned v) { return __builtin_popcount(v); }
+static inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
+"""
+
+NAMES = ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>", "gpuaug_target_points<double>"]
+
+
+@pytest.fixture(scope="module")
+def emu():
+    saved = cuda_emu.PRELUDE
+    cuda_emu.PRELUDE = saved + _WARP
+    try:
+        yield cuda_emu.Emulator(["targets.cu"], NAMES)
+    finally:
+        cuda_emu.PRELUDE = saved
+
+
+def _mats(n, rng, h, w):
+    m = np.zeros((n, 3, 3))
+    ang = np.deg2rad(rng.uniform(-60, 60, n))
+    s = rng.uniform(0.7, 1.4, n)
+    m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = s * np.cos(ang), s * np.sin(ang), -s * np.sin(ang), s * np.cos(ang)
+    m[:, 0, 2], m[:, 1, 2] = rng.uniform(-5, 5, n) + w / 4, rng.uniform(-5, 5, n)
+    m[:, 2, :2] = rng.uniform(-0.004, 0.004, (n, 2))
+    m[:, 2, 2] = 1.0
+    return m
+
+
+@pytest.mark.parametrize("fmt", ["xyxy", "xywh", "cxcywh"])
+@pytest.mark.parametrize("mv", [None, 0.0, 0.5])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_box_kernel_equals_numpy_twin(emu, fmt, mv, dtype):
+    rng = np.random.default_rng(1)
+    n, m, h, w = 5, 45, 30, 40  # 45 boxes: two ballot passes
+    x1, y1 = rng.uniform(-10, w, (n, m)), rng.uniform(-10, h, (n, m))
+    bw, bh = rng.uniform(0, 20, (n, m)), rng.uniform(0, 15, (n, m))
+    data = {"xyxy": np.stack([x1, y1, x1 + bw, y1 + bh], -1), "xywh": np.stack([x1, y1, bw, bh], -1),
+            "cxcywh": np.stack([x1 + bw / 2, y1 + bh / 2, bw, bh], -1)}[fmt].astype(dtype)
+    counts = np.array([45, 0, 33, 32, 1], np.int32)
+    sizes = np.array([[h, w]] * n)
+    mats3 = _mats(n, rng, h, w)
+    boxes = Boxes(data, fmt, counts=counts, min_visibility=mv)
+    mats = target_matrices(mats3, sizes, sizes, True, False)
+    lims = sizes[:, ::-1].astype(np.float64).copy()
+    host = _map_boxes_host(boxes, mats, lims, {"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt], mv or 0.0, mv is not None)
+    out = np.full_like(data, np.nan)
+    index = np.full((n, m), -7, np.int32)
+    cnt = np.full(n, -7, np.int32)
+    starts = np.arange(n, dtype=np.int64) * m
+    spans = np.full(n, m, np.int32)
+    fn = emu.get_function("targets.cu", f"gpuaug_target_boxes<{'float' if dtype == np.float32 else 'double'}>")
+    fn((n,), (32,), (data, out, index, cnt, starts, counts, spans, mats, lims, np.int32(n),
+                     np.int32({"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt]), float(mv or 0.0), np.int32(mv is not None)))
+    np.testing.assert_array_equal(cnt, host.counts)
+    np.testing.assert_array_equal(index, host.index)  # every slot written: kept rows, then -1
+    np.testing.assert_allclose(out, host.data, atol=1e-4 if dtype == np.float32 else 1e-9)
+
+
+def test_point_kernel_equals_numpy_twin(emu):
+    rng = np.random.default_rng(2)
+    n, k, h, w = 4, 21, 20, 30
+    pts = np.stack([rng.uniform(-5, w + 5, (n, k)), rng.uniform(-5, h + 5, (n, k))], -1)
+    vis = rng.random((n, k)) < 0.8
+    m3 = _mats(n, rng, h, w)
+    m3[0, 2, :2] = [-0.05, 0.0]  # sends part of sample 0 beyond infinity
+    mats = target_matrices(m3, [[h, w]] * n, [[h, w]] * n, False, False)
+    lims = np.tile([-0.5, w - 0.5, -0.5, h - 0.5], (n, 1)).astype(np.float64)
+    want, wvis = _points_numpy(pts, vis, mats, lims)
+    out = np.zeros_like(pts)
+    vout = np.full((n, k), 9, np.uint8)
+    fn = emu.get_function("targets.cu", "gpuaug_target_points<double>")
+    fn((1,), (128,), (pts, out, vis.astype(np.uint8), vout, mats, lims, np.int32(n), np.int32(k)))
+    np.testing.assert_array_equal(vout.astype(bool), wvis)
+    np.testing.assert_allclose(out, want, atol=1e-9, equal_nan=True)
+    assert np.isnan(want).any()  # the lost points are covered
+    kp = Keypoints(pts, vis)
+    assert kp.visibility.shape == (n, k)
