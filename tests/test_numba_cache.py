@@ -55,6 +55,7 @@ def test_cache_entry_names_differ_by_binding_edit_and_flags(monkeypatch):
     from gpuaug.kernels.numba import _driver
 
     monkeypatch.setattr(_dual, "_cache", {})   # this test's kernels only; restored after
+    monkeypatch.setenv("GPUAUG_CPU_PARALLEL", "0")
     a = _dual.dual(_a)
     b = _dual.dual(_b)
     b2 = _dual.dual(_b_edited)
@@ -66,7 +67,7 @@ def test_cache_entry_names_differ_by_binding_edit_and_flags(monkeypatch):
     par = _driver.copy_kernel(a, "cpu").py_func.__qualname__
     assert par != names["a"] and "[cpu-par-" in par
     monkeypatch.setattr(_dual, "_cache", {})
-    monkeypatch.delenv("GPUAUG_CPU_PARALLEL")
+    monkeypatch.setenv("GPUAUG_CPU_PARALLEL", "0")
     assert _driver.copy_kernel(a, "cpu").py_func.__qualname__ == names["a"]   # stable
     # and the cached kernels compute what their own maths says:
     x = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)

@@ -11,7 +11,7 @@ in through a bound global (see :mod:`._dual`):
   ``store(v, lo, hi, rnd)``: rounded half up and clamped to [lo, hi] when ``rnd``
   (uint8), as is otherwise.
 
-CPU kernels loop over samples with ``prange`` (threads only with GPUAUG_CPU_PARALLEL=1, see
+CPU kernels loop over samples with ``prange`` (threads unless GPUAUG_CPU_PARALLEL=0, see
 ``_dual.cpu_parallel``); CUDA kernels use one thread per
 output pixel with ``cuda.grid(3)`` = (x, y, sample).
 """

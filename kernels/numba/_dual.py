@@ -24,16 +24,19 @@ def dual(fn):
 
 
 def cpu_parallel() -> bool:
-    """Whether CPU kernels use Numba's thread pool (``prange``): ``GPUAUG_CPU_PARALLEL=1``.
+    """Whether CPU kernels use Numba's thread pool (``prange``): on unless
+    ``GPUAUG_CPU_PARALLEL=0``.
 
-    Off by default: a parallel kernel costs about 3x the compile time and milliseconds per
-    call in thread-pool start-up on small machines, and the callers that need throughput
-    (DALI's CPU pipelines, the scheduler's workers) already run samples on their own
-    threads; the kernels release the GIL (``nogil``) so those threads overlap.
+    On by default: a call on a NumPy batch (the common caller) then uses every core, about
+    1.7x on 2 cores for a (64, 224, 224, 3) batch (bench/results/2026-11-25-cpu). Set 0
+    where the caller already runs one thread per core (scheduler workers, DataLoader
+    workers, many DALI CPU threads; the kernels release the GIL, so those threads
+    overlap) or in short-lived processes: a parallel kernel compiles 1.5-3x slower (once
+    per machine with the disk cache) and each call pays the thread pool's start (tens of us).
     """
     import os
 
-    return os.environ.get("GPUAUG_CPU_PARALLEL", "0") not in ("", "0")
+    return os.environ.get("GPUAUG_CPU_PARALLEL", "1") not in ("", "0")
 
 
 def disk_cache() -> bool:
