@@ -61,8 +61,11 @@ and dense warp fast paths are HWC only, in both).
 ``sharpen`` (32 x 32 output tiles per block) and ``median_blur`` (128 x 8 tiles; program
 ``median`` checks k and picks the 3x3 kernel when every sample's k is 3, as the op does).
 
+``gaussian_noise`` / ``salt_and_pepper`` (programs ``noise`` / ``salt_pepper``: batch i of the
+operator uses seed + i, as the python_function path does; the kernels' own 1-D launches).
+
 Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian and
-box blur (two passes through a temporary), noise, grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
+box blur (two passes through a temporary), grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -250,6 +253,7 @@ class NativeOp:
     out: object = None  # signature "cmn": args -> dict(out_dtype=..., out_layout=..., pad_output=...)
     out_shape: str = "same"  # "swap" (transpose), "rot90" (swapped where k is odd), "pad" (grown)
     tile: tuple = (32, 8)  # generic launches: output pixels (w, h) per 32 x 8 block
+    launch: str = "grid"  # "rows" (replace_rows kernels), "noise" (gaussian_noise's 1-D plan)
     check: object = None  # args -> None (ValueError naming the argument): instead of running the op's
     #                       own checks on a tiny batch (ops whose launch has no plan hook)
 
@@ -431,6 +435,35 @@ def _erase_row(a):
     return [bx, v]
 
 
+def _seed_chunks(a):
+    """The step's base seed (gpuaug.dali's: batch i uses seed + i; the operator adds i) as four
+    16-bit chunks, exact in float32 (gpuaug.ops._launch.seed_columns)."""
+    seed = a["__seed__"]
+    if seed is None:
+        raise Unsupported("seed: none (internal)")
+    return tuple(float((int(seed) >> s) & 0xFFFF) for s in (0, 16, 32, 48))
+
+
+def _check_noise(a):
+    if "std" in a:
+        sd = a["std"]
+        if sd is None:
+            raise TypeError("std: missing; expected a number >= 0 or a sequence of N of them")
+        if np.any(np.asarray(sd, np.float64) < 0):
+            raise ValueError(f"std: got {sd!r}; expected numbers >= 0")
+
+
+def _check_salt_pepper(a):
+    for name in ("prob", "salt_vs_pepper"):
+        if name in a:
+            v = a[name]
+            if v is None:
+                raise TypeError(f"{name}: missing; expected a number in [0, 1]")
+            v = np.asarray(v, np.float64)
+            if np.any(v < 0) or np.any(v > 1):
+                raise ValueError(f"{name}: got {a[name]!r}; expected numbers in [0, 1]")
+
+
 def _check_sharpen(a):  # a: the constant arguments (a DataNode's is absent: the operator gets it)
     if "factor" not in a:
         return
@@ -507,7 +540,13 @@ NATIVE_OPS = {
                         tile=(32, 32), check=_check_sharpen),
     "median_blur": NativeOp("median_blur.cu", "gpuaug_median_blur", lambda a: [a["kernel_size"]], program="median",
                             tile=(128, 8), check=_check_median),
-    "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase"),
+    "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase", launch="rows"),
+    "gaussian_noise": NativeOp("gaussian_noise.cu", "gpuaug_gaussian_noise",
+                               lambda a: [a["mean"], a["std"], _seed_chunks(a), 0.0], program="noise", launch="noise",
+                               check=_check_noise),
+    "salt_and_pepper": NativeOp("salt_and_pepper.cu", "gpuaug_salt_and_pepper",
+                                lambda a: [a["prob"], a["salt_vs_pepper"], _seed_chunks(a), DTYPE(MAXV), 0.0],
+                                program="salt_pepper", launch="rows", check=_check_salt_pepper),
     "pad": NativeOp("pad.cu", "gpuaug_pad", _pad_row, program="pad", out_shape="pad"),
     "crop_mirror_normalize": NativeOp("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize", _cmn_row,
                                       signature="cmn", program="cmn", out_size=_crop_size, out=_cmn_out),
@@ -535,7 +574,7 @@ def _check_constants(step, args):
     from gpuaug._run import PLAN_HOOK
 
     spec = step.spec
-    kw = {k: v for k, v in args.items() if not _is_node(v)}
+    kw = {k: v for k, v in args.items() if not _is_node(v) and not k.startswith("__")}
     nodes = [k for k, v in args.items() if _is_node(v)]
     if nodes:
         ex = spec.example(np.random.default_rng(0), 1, 8, 8) if spec.example else {}
@@ -660,6 +699,7 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         name = next(k for k, v in args.items() if v is node)
         return size_of(shapes[name])
 
+    args["__seed__"] = step.seed  # the noise ops' base seed (gpuaug.dali._steps)
     try:
         entries = nat.row(args)
         for e in entries:
@@ -707,6 +747,8 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
         kw["out_shape"] = nat.out_shape
     if tuple(nat.tile) != (32, 8):
         kw["tile"] = list(nat.tile)
+    if nat.launch != "grid":
+        kw["launch"] = nat.launch
     if step.layout == "NCHW":  # descriptor tables: the kernels read CHW samples as they are
         kw["in_layout"] = "CHW"
         kw["out_layout"] = "CHW" if step.out_layout == "NCHW" else "HWC"  # the op's own rule (_steps)

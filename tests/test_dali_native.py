@@ -538,10 +538,24 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             pass
         finally:
             PLAN_HOOK.reset(tok)
-        if "m" not in want:  # run_custom ops have no plan hook: their rows, as sharpen.py / median_blur.py build them
-            col = ref_kw["factor"] if op == "sharpen" else ref_kw["kernel_size"]
-            col = np.broadcast_to(np.asarray(col, np.float64).reshape(-1), (N,))
-            want["m"] = (np.stack([col, np.full(N, 255.0), np.ones(N)], 1) if op == "sharpen" else col[:, None])
+        if "m" not in want:  # run_custom ops have no plan hook: their rows, as their modules build them
+            from gpuaug.ops._launch import seed_columns
+
+            def col(name):
+                return np.broadcast_to(np.asarray(ref_kw[name], np.float64).reshape(-1), (N,))
+            if op == "sharpen":
+                want["m"] = np.stack([col("factor"), np.full(N, 255.0), np.ones(N)], 1)
+            elif op == "median_blur":
+                want["m"] = col("kernel_size")[:, None]
+            elif op == "gaussian_noise":
+                want["m"] = np.column_stack([col("mean").astype(np.float32), col("std").astype(np.float32),
+                                             seed_columns(ref_kw["seed"], N), np.arange(N)])
+            else:  # salt_and_pepper
+                pr, sv = col("prob"), col("salt_vs_pepper")
+                tn, ts = np.floor(pr * 2.0 ** 32), np.floor(pr * sv * 2.0 ** 32)
+                want["m"] = np.column_stack([np.mod(tn, 65536), (tn - np.mod(tn, 65536)) / 65536, np.mod(ts, 65536),
+                                             (ts - np.mod(ts, 65536)) / 65536, seed_columns(ref_kw["seed"], N),
+                                             np.full(N, 255.0), np.arange(N)])
         m = want["m"].astype(np.float32)
         program = seen.get("program", "identity")
         if program == "rotation":
@@ -556,6 +570,14 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "noise":  # the operator sets the sample index (and adds the batch to the seed: 0 here)
+            rows[:, -1] = np.arange(N)
+        elif program == "salt_pepper":
+            pr, sv = rows[:, 0].astype(np.float64), rows[:, 1].astype(np.float64)
+            tn, ts = np.floor(pr * 2.0 ** 32), np.floor(pr * sv * 2.0 ** 32)
+            rows = np.column_stack([np.mod(tn, 65536), (tn - np.mod(tn, 65536)) / 65536, np.mod(ts, 65536),
+                                    (ts - np.mod(ts, 65536)) / 65536, rows[:, 2:6], rows[:, 6], np.arange(N)]
+                                   ).astype(np.float32)
         elif program == "erase":  # [boxes (4K), value] -> [fill (4: value x C, uint8 store), K, boxes]
             k = (rows.shape[1] - 1) // 4
             fill = np.zeros((N, 4), np.float32)

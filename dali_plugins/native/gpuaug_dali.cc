@@ -462,6 +462,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     in_chw_ = in_layout_ == "CHW";
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
+    launch_ = spec.GetArgument<std::string>("launch");
+    DALI_ENFORCE(launch_ == "grid" || launch_ == "rows" || launch_ == "noise",
+                 op_ + ": argument 'launch': got '" + launch_ + "'; expected 'grid', 'rows' or 'noise'");
     tile_ = spec.GetRepeatedArgument<int>("tile");
     DALI_ENFORCE(tile_.size() == 2 && tile_[0] > 0 && tile_[1] > 0,
                  op_ + ": argument 'tile': expected (width, height) > 0");
@@ -502,7 +505,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
-                     program_ == "resized_crop" || program_ == "erase" || program_ == "median",
+                     program_ == "resized_crop" || program_ == "erase" || program_ == "median" ||
+                     program_ == "noise" || program_ == "salt_pepper",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -635,6 +639,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "crop") crop(in, &rows);
     if (program_ == "resize" || program_ == "resized_crop") resample(in, &rows);
     if (program_ == "erase") erase(&rows, C, ti);
+    if (program_ == "noise" || program_ == "salt_pepper") seeded(&rows);
     std::string variant;  // a kernel name suffix chosen per batch
     if (program_ == "median") {  // gpuaug.median_blur: k in {3, 5}; the _3 kernel when every k is 3
       bool all3 = true;
@@ -775,6 +780,20 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     } else if (packed) {
       if (items > 0)
         GA_CU(op_, A.cuLaunchKernel(function(name), unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+    } else if (launch_ != "grid") {
+      // gpuaug/ops/_launch.py's rows_grid (replace_rows kernels: erase, salt_and_pepper: 16 bytes'
+      // worth of pixels of a row per thread) or gaussian_noise's plan (16 bytes of elements)
+      const int oes = type_size(t);
+      const int64_t per = 16 / oes;
+      long long work = 0;
+      for (int i = 0; i < n; ++i) {
+        const int64_t h = dt[6 * i + 1], w = dt[6 * i + 2];
+        const int64_t units = launch_ == "rows" ? (w + per - 1) / per : (w * C + per - 1) / per;
+        work = std::max<long long>(work, h * units);
+      }
+      if (work > 0)
+        GA_CU(op_, A.cuLaunchKernel(function(name), unsigned((work + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args,
+                                    nullptr));
     } else if (hmax > 0 && wmax > 0) {
       // one 32 x 8 block per tile_w x tile_h output tile (32 x 8: a thread per pixel; sharpen's
       // 32 x 32 and median_blur's 128 x 8 tiles: several outputs per thread)
@@ -1067,6 +1086,41 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     }
   }
 
+  // The noise ops: batch b of this operator uses the seed + b (as gpuaug.dali's python_function
+  // path does), as four 16-bit chunks (exact in float32: gpuaug.ops._launch.seed_columns), and
+  // the sample's index; gaussian_noise: [mean, std >= 0, seed (4), index]; salt_and_pepper:
+  // [prob, salt_vs_pepper (both in [0, 1]), seed (4), salt, index] -> [floor(prob 2^32) and
+  // floor(prob salt_vs_pepper 2^32) as (low 16 bits, rest), seed (4), salt, index].
+  void seeded(std::vector<std::vector<float>> *rows) {
+    const bool sp = program_ == "salt_pepper";
+    const uint64_t b = batches_++;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == (sp ? 8u : 7u), op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                                   std::to_string(r.size()) + " values; expected " + (sp ? "8" : "7"));
+      uint64_t seed = 0;
+      for (int k = 0; k < 4; ++k) seed |= uint64_t(r[2 + k]) << (16 * k);
+      seed += b;
+      for (int k = 0; k < 4; ++k) r[2 + k] = float((seed >> (16 * k)) & 0xFFFF);
+      r.back() = float(i);
+      if (!sp) {
+        DALI_ENFORCE(r[1] >= 0.f && std::isfinite(r[1]), op_ + ": argument 'std': got " + std::to_string(r[1]) +
+                                                           " for sample " + std::to_string(i) + "; expected >= 0");
+        continue;
+      }
+      const double p = r[0], sv = r[1];
+      DALI_ENFORCE(p >= 0 && p <= 1, op_ + ": argument 'prob': got " + std::to_string(p) + " for sample " +
+                                         std::to_string(i) + "; expected a probability in [0, 1]");
+      DALI_ENFORCE(sv >= 0 && sv <= 1, op_ + ": argument 'salt_vs_pepper': got " + std::to_string(sv) +
+                                           " for sample " + std::to_string(i) + "; expected a fraction in [0, 1]");
+      const double tn = std::floor(p * 4294967296.0), ts = std::floor(p * sv * 4294967296.0);
+      const double ln = std::fmod(tn, 65536.0), ls = std::fmod(ts, 65536.0);
+      std::vector<float> o = {float(ln), float((tn - ln) / 65536.0), float(ls), float((ts - ls) / 65536.0),
+                              r[2], r[3], r[4], r[5], r[6], r[7]};
+      r.swap(o);
+    }
+  }
+
   void perspective(std::vector<std::vector<float>> *rows, int C, int ti) {
     for (size_t i = 0; i < rows->size(); ++i) {
       auto &r = (*rows)[i];
@@ -1173,8 +1227,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
   std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_,
-      in_layout_;
+      in_layout_, launch_;
   bool in_chw_ = false;
+  uint64_t batches_ = 0;  // batches run: the noise ops' seed advances by one per batch
   bool pad_output_ = false, cmn_co_ = true;
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
@@ -1573,6 +1628,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
     .AddOptionalArg("node_shapes", "Per sample: for each node, ndim then dims (fn.shapes).", std::vector<int>{}, true)
     .AddOptionalArg("params", "Per-sample float32 parameter vector (or one constant vector; with 'segments': "
                     "the constants).", std::vector<float>{}, true)
+    .AddOptionalArg("launch", "'grid' (2-D tiles, see tile), 'rows' (replace_rows kernels: 16 bytes of a row "
+                    "per thread) or 'noise' (gaussian_noise: 16 bytes of elements per thread).", std::string("grid"))
     .AddOptionalArg("tile", "Generic launches: output pixels (width, height) per 32 x 8 block.", std::vector<int>{32, 8})
     .AddOptionalArg("segments", "The row, in order: k > 0 takes the next k constants of 'params', -k the values "
                     "of argument input p(k-1). Empty: 'params' is the row.", std::vector<int>{})
