@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-LOADERS = ("dali", "gpuaug_dali_rrc", "gpuaug_dali", "scheduler_cpu", "scheduler_gpu", "torchvision")
+LOADERS = ("dali", "gpuaug_dali_rrc", "gpuaug_dali", "scheduler_cpu", "scheduler_gpu", "scheduler_gpu_procs",
+           "torchvision")
 
 
 def batches(loader):
