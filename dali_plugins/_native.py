@@ -61,11 +61,12 @@ and dense warp fast paths are HWC only, in both).
 ``sharpen`` (32 x 32 output tiles per block) and ``median_blur`` (128 x 8 tiles; program
 ``median`` checks k and picks the 3x3 kernel when every sample's k is 3, as the op does).
 
+``grid_mask`` (program ``grid_mask``: cos / sin of the angle and the float32 values the op uses).
 ``gaussian_noise`` / ``salt_and_pepper`` (programs ``noise`` / ``salt_pepper``: batch i of the
 operator uses seed + i, as the python_function path does; the kernels' own 1-D launches).
 
 Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian and
-box blur (two passes through a temporary), grid_mask, equalize (other launch shapes, seeds or outputs); and calls with
+box blur (two passes through a temporary), equalize (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -464,6 +465,23 @@ def _check_salt_pepper(a):
                 raise ValueError(f"{name}: got {a[name]!r}; expected numbers in [0, 1]")
 
 
+def _check_grid_mask(a):
+    if "tile" in a:
+        t = a["tile"]
+        if t is None:
+            raise TypeError("tile: missing; expected a number > 0 (required)")
+        with np.errstate(over="ignore"):
+            t32 = np.asarray(t, np.float64).astype(np.float32)
+        if np.any(t32 <= 0) or not np.all(np.isfinite(t32)):
+            raise ValueError(f"tile: got {t!r}; expected numbers > 0 that float32 holds")
+    if "ratio" in a:
+        r = a["ratio"]
+        if r is None:
+            raise TypeError("ratio: missing; expected a number in [0, 1] (required)")
+        if np.any(np.asarray(r, np.float64) < 0) or np.any(np.asarray(r, np.float64) > 1):
+            raise ValueError(f"ratio: got {r!r}; expected numbers in [0, 1]")
+
+
 def _check_sharpen(a):  # a: the constant arguments (a DataNode's is absent: the operator gets it)
     if "factor" not in a:
         return
@@ -540,6 +558,9 @@ NATIVE_OPS = {
                         tile=(32, 32), check=_check_sharpen),
     "median_blur": NativeOp("median_blur.cu", "gpuaug_median_blur", lambda a: [a["kernel_size"]], program="median",
                             tile=(128, 8), check=_check_median),
+    "grid_mask": NativeOp("grid_mask.cu", "gpuaug_grid_mask",
+                          lambda a: [a["tile"], a["ratio"], a["angle"], a["shift"]], program="grid_mask",
+                          launch="rows", check=_check_grid_mask),
     "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase", launch="rows"),
     "gaussian_noise": NativeOp("gaussian_noise.cu", "gpuaug_gaussian_noise",
                                lambda a: [a["mean"], a["std"], _seed_chunks(a), 0.0], program="noise", launch="noise",

@@ -570,6 +570,10 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "grid_mask":  # [tile, ratio, angle, shift (2)] -> [cos, sin, shift, tile, ratio tile]
+            t, r, a = rows[:, 0].astype(np.float64), rows[:, 1].astype(np.float64), rows[:, 2].astype(np.float64)
+            rad = a * (np.pi / 180.0)
+            rows = np.column_stack([np.cos(rad), np.sin(rad), rows[:, 3:5], t, r * t]).astype(np.float32)
         elif program == "noise":  # the operator sets the sample index (and adds the batch to the seed: 0 here)
             rows[:, -1] = np.arange(N)
         elif program == "salt_pepper":

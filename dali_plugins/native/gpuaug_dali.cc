@@ -506,7 +506,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
                      program_ == "resized_crop" || program_ == "erase" || program_ == "median" ||
-                     program_ == "noise" || program_ == "salt_pepper",
+                     program_ == "noise" || program_ == "salt_pepper" || program_ == "grid_mask",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -640,6 +640,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "resize" || program_ == "resized_crop") resample(in, &rows);
     if (program_ == "erase") erase(&rows, C, ti);
     if (program_ == "noise" || program_ == "salt_pepper") seeded(&rows);
+    if (program_ == "grid_mask") grid_mask(&rows);
     std::string variant;  // a kernel name suffix chosen per batch
     if (program_ == "median") {  // gpuaug.median_blur: k in {3, 5}; the _3 kernel when every k is 3
       bool all3 = true;
@@ -1118,6 +1119,24 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       std::vector<float> o = {float(ln), float((tn - ln) / 65536.0), float(ls), float((ts - ls) / 65536.0),
                               r[2], r[3], r[4], r[5], r[6], r[7]};
       r.swap(o);
+    }
+  }
+
+  // gpuaug.grid_mask's row: [tile, ratio, angle (degrees), shift (y, x)] -> [cos, sin, shift (2),
+  // tile, ratio * tile], every value as the float32 the kernels read (tile > 0 in float32,
+  // ratio in [0, 1], as the op checks).
+  void grid_mask(std::vector<std::vector<float>> *rows) {
+    for (size_t i = 0; i < rows->size(); ++i) {
+      auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 5, op_ + ": argument 'params': sample " + std::to_string(i) + " has " +
+                                      std::to_string(r.size()) + " values; expected tile, ratio, angle, shift (2)");
+      const float t = r[0];
+      DALI_ENFORCE(t > 0.f && std::isfinite(t), op_ + ": argument 'tile': got " + std::to_string(r[0]) +
+                                                    " for sample " + std::to_string(i) + "; expected a number > 0");
+      DALI_ENFORCE(r[1] >= 0.f && r[1] <= 1.f, op_ + ": argument 'ratio': got " + std::to_string(r[1]) +
+                                                   " for sample " + std::to_string(i) + "; expected a number in [0, 1]");
+      const double rad = double(r[2]) * (M_PI / 180.0);
+      r = {float(std::cos(rad)), float(std::sin(rad)), r[3], r[4], t, float(double(r[1]) * double(t))};
     }
   }
 
