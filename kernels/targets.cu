@@ -1,4 +1,5 @@
-// Boxes and keypoints through per-sample 3x3 maps (gpuaug.targets): one launch each per batch.
+// Boxes and keypoints through per-sample 3x3 maps (gpuaug.targets): one launch per batch for both
+// (gpuaug_target_both), or one each (gpuaug_target_boxes, gpuaug_target_points).
 //
 // mats: one row of 9 doubles per sample, the source -> destination map in the targets' own
 // coordinates (normalisation and the pixel-centre shift already folded in on the host), so
@@ -27,15 +28,18 @@ __device__ __forceinline__ bool gpuaug_map_point(const double* m, double x, doub
 //   fmt:     0 xyxy, 1 xywh, 2 cxcywh (input and output)
 //   drop:    0: keep every box (clip only); 1: keep a box when its clipped area is > 0 and
 //            >= min_vis x the area of its unclipped mapped box (Albumentations' rule)
+#define GPUAUG_BOX_ARGS(T)                                                                                  \
+  const T *__restrict__ src, T *__restrict__ dst, int *__restrict__ index, int *__restrict__ count_out,            \
+      const long long *__restrict__ starts, const int *__restrict__ counts, const int *__restrict__ spans,          \
+      const double *__restrict__ mats, const double *__restrict__ lims, int n, int fmt, double min_vis, int drop
+#define GPUAUG_POINT_ARGS(T)                                                                                \
+  const T *__restrict__ psrc, T *__restrict__ pdst, const unsigned char *__restrict__ vis_in,                     \
+      unsigned char *__restrict__ vis_out, const double *__restrict__ pmats, const double *__restrict__ plims,     \
+      int pn, int pk
+
+// Sample w's boxes, by the 32 lanes of one warp (w < n: the whole warp is here).
 template <typename T>
-__global__ void gpuaug_target_boxes(const T* __restrict__ src, T* __restrict__ dst, int* __restrict__ index,
-                                    int* __restrict__ count_out, const long long* __restrict__ starts,
-                                    const int* __restrict__ counts, const int* __restrict__ spans,
-                                    const double* __restrict__ mats, const double* __restrict__ lims, int n, int fmt,
-                                    double min_vis, int drop) {
-  const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
-  const int lane = threadIdx.x & 31;
-  if (w >= n) return;  // whole warps: blockDim.x is a multiple of 32
+__device__ __forceinline__ void gpuaug_boxes_of(int w, int lane, GPUAUG_BOX_ARGS(T)) {
   const long long s0 = starts[w];
   const int span = spans[w];
   const int cnt = min(max(counts[w], 0), span);  // device counts are not checked on the host
@@ -111,22 +115,48 @@ __global__ void gpuaug_target_boxes(const T* __restrict__ src, T* __restrict__ d
   if (lane == 0) count_out[w] = base;
 }
 
+template <typename T>
+__global__ void gpuaug_target_boxes(GPUAUG_BOX_ARGS(T)) {
+  const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+  if (w >= n) return;  // whole warps: blockDim.x is a multiple of 32
+  gpuaug_boxes_of<T>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, n, fmt,
+                     min_vis, drop);
+}
+
 // One thread per keypoint (n samples x k points). lims: (x_lo, x_hi, y_lo, y_hi) per sample;
 // a point stays visible when it was visible, its map is finite and lo <= coordinate < hi.
 // Lost points (Z <= 0) come out as NaN, not visible.
 template <typename T>
-__global__ void gpuaug_target_points(const T* __restrict__ src, T* __restrict__ dst,
-                                     const unsigned char* __restrict__ vis_in, unsigned char* __restrict__ vis_out,
-                                     const double* __restrict__ mats, const double* __restrict__ lims, int n, int k) {
-  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (t >= (long long)n * k) return;
-  const int i = (int)(t / k);
-  const double* m = mats + 9 * i;
-  const double* l = lims + 4 * i;
+__device__ __forceinline__ void gpuaug_point_at(long long t, GPUAUG_POINT_ARGS(T)) {
+  const int i = (int)(t / pk);
+  const double* m = pmats + 9 * i;
+  const double* l = plims + 4 * i;
   double x, y;
-  const bool ok = gpuaug_map_point(m, (double)src[2 * t], (double)src[2 * t + 1], x, y);
+  const bool ok = gpuaug_map_point(m, (double)psrc[2 * t], (double)psrc[2 * t + 1], x, y);
   if (!ok) x = y = __longlong_as_double(0x7ff8000000000000ll);
-  dst[2 * t] = (T)x;
-  dst[2 * t + 1] = (T)y;
+  pdst[2 * t] = (T)x;
+  pdst[2 * t + 1] = (T)y;
   vis_out[t] = (unsigned char)(vis_in[t] && ok && x >= l[0] && x < l[1] && y >= l[2] && y < l[3]);
+}
+
+template <typename T>
+__global__ void gpuaug_target_points(GPUAUG_POINT_ARGS(T)) {
+  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (t >= (long long)pn * pk) return;
+  gpuaug_point_at<T>(t, psrc, pdst, vis_in, vis_out, pmats, plims, pn, pk);
+}
+
+// Boxes and keypoints of one batch in ONE launch: blocks [0, box_blocks) map the boxes (a
+// warp per sample), the rest the keypoints (a thread per point).
+template <typename TB, typename TP>
+__global__ void gpuaug_target_both(GPUAUG_BOX_ARGS(TB), GPUAUG_POINT_ARGS(TP), int box_blocks) {
+  if ((int)blockIdx.x < box_blocks) {
+    const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    if (w < n)
+      gpuaug_boxes_of<TB>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, n, fmt,
+                          min_vis, drop);
+    return;
+  }
+  const long long t = (blockIdx.x - (long long)box_blocks) * blockDim.x + threadIdx.x;
+  if (t < (long long)pn * pk) gpuaug_point_at<TP>(t, psrc, pdst, vis_in, vis_out, pmats, plims, pn, pk);
 }

@@ -1,11 +1,11 @@
 """kernels/targets.cu compiled as host C++ (tests/cuda_emu.py) and run on the CPU against the
 NumPy twin: the box kernel's corner maths, clipping, drop rule, ballot compaction (more than one
-pass of a warp, counts below the span, empty samples) and the keypoint kernel.
+pass of a warp, counts below the span, empty samples), the keypoint kernel, and the device glue
+of gpuaug/targets/_apply.py (flattening, uploads, argument order, gpuaug_target_both's split of
+blocks) with NumPy standing in for CuPy and 256-thread blocks as in production.
 
-The emulator has no warp intrinsics; one warp per block (32 threads) makes the block's barrier
-a warp's, so ``__ballot_sync`` is emulated with it (every lane of a warp calls it equally
-often in this kernel). Production launches use 256-thread blocks (8 warps); the per-warp code
-is the same."""
+The emulator has no warp intrinsics: ``__ballot_sync`` is emulated with a per-warp barrier
+(every lane of a warp calls it equally often in these kernels)."""
 import numpy as np
 import pytest
 
@@ -16,20 +16,33 @@ from gpuaug.targets._apply import _map_boxes_host, _points_numpy, target_matrice
 pytestmark = pytest.mark.skipif(cuda_emu.available() is not None, reason=f"{cuda_emu.available()}")
 
 _WARP = r"""
-static int emu_votes[32];
+#include <atomic>
+static int emu_votes[1024];
+static std::atomic<int> emu_wcount[32], emu_wgen[32];
+static inline void emu_warp_barrier(int w) {
+  const int g = emu_wgen[w].load();
+  if (emu_wcount[w].fetch_add(1) == 31) {
+    emu_wcount[w].store(0);
+    emu_wgen[w].fetch_add(1);
+  } else {
+    while (emu_wgen[w].load() == g) std::this_thread::yield();
+  }
+}
 static inline unsigned __ballot_sync(unsigned, bool p) {
-  emu_votes[threadIdx.x & 31] = p ? 1 : 0;
-  __syncthreads();
+  const int t = threadIdx.x, w = t >> 5;
+  emu_votes[t] = p ? 1 : 0;
+  emu_warp_barrier(w);
   unsigned r = 0;
-  for (int i = 0; i < 32; ++i) r |= (unsigned)emu_votes[i] << i;
-  __syncthreads();
+  for (int i = 0; i < 32; ++i) r |= (unsigned)emu_votes[w * 32 + i] << i;
+  emu_warp_barrier(w);
   return r;
 }
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 """
 
-NAMES = ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>", "gpuaug_target_points<double>"]
+NAMES = ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>", "gpuaug_target_points<double>",
+         "gpuaug_target_points<float>", "gpuaug_target_both<float, float>", "gpuaug_target_both<double, double>"]
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +115,78 @@ def test_point_kernel_equals_numpy_twin(emu):
     assert np.isnan(want).any()  # the lost points are covered
     kp = Keypoints(pts, vis)
     assert kp.visibility.shape == (n, k)
+
+
+class _FakeCupy:
+    """What _apply.py's device path calls on CuPy, on NumPy arrays."""
+
+    int32, bool_, uint8 = np.int32, np.bool_, np.uint8
+    ascontiguousarray = staticmethod(np.ascontiguousarray)
+    concatenate = staticmethod(np.concatenate)
+    asarray = staticmethod(np.asarray)
+    zeros = staticmethod(np.zeros)
+    empty_like = staticmethod(lambda a: np.full_like(a, np.nan))  # poisoned: every element must be written
+    asnumpy = staticmethod(np.asarray)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.full(shape, 77, dtype) if np.dtype(dtype) != np.bool_ else np.zeros(shape, bool)
+
+
+@pytest.fixture
+def glue(emu, monkeypatch):
+    """gpuaug.targets._apply's device path on the emulator."""
+    import gpuaug.kernels._cuda as K
+    from gpuaug.targets import _apply
+
+    monkeypatch.setattr(_apply, "cupy_module", lambda: _FakeCupy)
+    monkeypatch.setattr(K, "upload", lambda *arrays: [np.ascontiguousarray(a) for a in arrays])
+    monkeypatch.setattr(K, "get_function", lambda f, name: emu.get_function(f, name))
+    return _apply
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_device_glue_boxes_and_keypoints_in_one_launch(glue, ragged):
+    rng = np.random.default_rng(4)
+    n, m, k, h, w = 11, 37, 17, 24, 32  # 11 warps of boxes: two 256-thread blocks, then points
+    x1, y1 = rng.uniform(-8, w, (n, m)), rng.uniform(-8, h, (n, m))
+    data = np.stack([x1, y1, x1 + rng.uniform(0, 15, (n, m)), y1 + rng.uniform(0, 12, (n, m))], -1).astype(np.float32)
+    counts = rng.integers(0, m + 1, n).astype(np.int32)
+    pts = np.stack([rng.uniform(-2, w + 2, (n, k)), rng.uniform(-2, h + 2, (n, k))], -1).astype(np.float32)
+    vis = rng.random((n, k)) < 0.7
+    mats = _mats(n, rng, h, w)
+    sizes = np.array([[h, w]] * n)
+    if ragged:
+        boxes = Boxes([data[i, :counts[i]] for i in range(n)], min_visibility=0.3)
+    else:
+        boxes = Boxes(data, counts=counts, min_visibility=0.3)
+    kp = Keypoints(pts, vis)
+    want_b, want_k = glue.map_targets(boxes, kp, mats, sizes, sizes)  # NumPy twin
+    launches = []
+    real = glue._launch
+
+    def spy(db, dp):
+        launches.append((db is not None, dp is not None))
+        return real(db, dp)
+
+    glue._launch = spy
+    try:
+        bs = glue._box_setup(boxes, mats, sizes, sizes, True)
+        ps = glue._point_setup(kp, mats, sizes, sizes, True)
+        db, dp = glue._DeviceBoxes(*bs), glue._DevicePoints(*ps)
+        glue._launch(db, dp)
+        got_b, got_k = db.result(), dp.result()
+    finally:
+        glue._launch = real
+    assert launches == [(True, True)]
+    if ragged:
+        assert [len(a) for a in got_b.data] == [len(a) for a in want_b.data]
+        for a, b_, ia, ib in zip(got_b.data, want_b.data, got_b.index, want_b.index):
+            np.testing.assert_allclose(a, b_, atol=1e-4)
+            np.testing.assert_array_equal(ia, ib)
+    else:
+        np.testing.assert_array_equal(got_b.counts, want_b.counts)
+        np.testing.assert_array_equal(got_b.index, want_b.index)
+        np.testing.assert_allclose(got_b.data, want_b.data, atol=1e-4)
+    np.testing.assert_allclose(got_k.data, want_k.data, atol=1e-4)
+    np.testing.assert_array_equal(got_k.visibility, want_k.visibility)

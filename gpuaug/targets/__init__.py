@@ -37,11 +37,12 @@ Conventions (see the containers): boxes in continuous pixel coordinates (the ima
 convention: a point stays on the pixel it marks), ``coords="continuous"`` as boxes; masks
 as label maps (N, H, W) or one-hot (N, K, H, W), uint8, int32 or bool.
 """
-from gpuaug.targets._apply import map_boxes, map_keypoints, target_matrices
+from gpuaug.targets._apply import map_boxes, map_keypoints, map_targets, target_matrices
 from gpuaug.targets._types import FORMATS, Boxes, Keypoints, Masks
 from gpuaug.targets.ops import (Targets, apply_matrices, center_crop, crop, flip, pad, resize, resized_crop, rot90,
                                 rotate, transpose, warp_affine, warp_perspective)
 
-__all__ = ["Boxes", "Keypoints", "Masks", "Targets", "FORMATS", "map_boxes", "map_keypoints", "target_matrices",
+__all__ = ["Boxes", "Keypoints", "Masks", "Targets", "FORMATS", "map_boxes", "map_keypoints", "map_targets",
+           "target_matrices",
            "apply_matrices", "flip", "crop", "center_crop", "pad", "resize", "resized_crop", "rot90", "transpose",
            "rotate", "warp_affine", "warp_perspective"]

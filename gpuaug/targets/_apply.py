@@ -99,26 +99,72 @@ def _compact(out, keep, n, m, dtype):
 _BLOCK = 256
 
 
-def _launch_boxes(data, starts, counts, spans, mats, lims, fmt, min_vis, drop, n):
-    """The CUDA C kernel over a flat device array of boxes; returns (out, index, counts)."""
-    from gpuaug.kernels._cuda import get_function, upload
+def _box_setup(boxes, matrices, in_sizes, out_sizes, check):
+    """(boxes, mats (N, 9), lims (N, 2), fmt code, min_vis, drop) after the checks."""
+    from gpuaug.targets._types import as_boxes
 
-    cp = cupy_module()
-    t = "float" if data.dtype == np.float32 else "double"
-    fn = get_function("targets.cu", f"gpuaug_target_boxes<{t}>")
-    out = cp.empty_like(data)
-    index = cp.empty(data.shape[:-1], cp.int32)
-    count_out = cp.empty(n, cp.int32)
-    host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims, np.float64), starts.astype(np.int64), spans]
-    if isinstance(counts, np.ndarray):
-        host.append(counts.astype(np.int32))
-    dev = upload(*host)
-    cnt = dev[4] if isinstance(counts, np.ndarray) else cp.ascontiguousarray(counts, dtype=cp.int32)
-    if n:
-        blocks = (n * 32 + _BLOCK - 1) // _BLOCK
-        fn((blocks,), (_BLOCK,), (data, out, index, count_out, dev[2], cnt, dev[3], dev[0], dev[1],
-                                   np.int32(n), np.int32(fmt), np.float64(min_vis), np.int32(drop)))
-    return out, index, count_out
+    boxes = as_boxes(boxes)
+    n = boxes.n
+    mats3 = np.asarray(matrices, np.float64)
+    if mats3.ndim == 2:
+        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    _check_n("boxes", n, mats3.shape[0])
+    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
+    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    if check and boxes.check:
+        check_boxes_values(boxes)
+    mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
+    lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
+    return boxes, mats, lims, FORMATS[boxes.format], boxes.min_visibility or 0.0, boxes.min_visibility is not None
+
+
+class _DeviceBoxes:
+    """The device side of one map_boxes call: inputs flattened (padded: as is; ragged: one
+    concatenation), outputs allocated, the host rows to upload and the kernel arguments."""
+
+    def __init__(self, boxes, mats, lims, fmt, mv, drop):
+        cp = cupy_module()
+        n = boxes.n
+        self.boxes, self.n = boxes, n
+        if boxes.padded:
+            data = cp.ascontiguousarray(boxes.data)
+            m = data.shape[1]
+            counts = boxes.counts if boxes.counts is not None else np.full(n, m, np.int32)
+            self.starts = np.arange(n, dtype=np.int64) * m
+            spans = np.full(n, m, np.int32)
+        else:
+            sizes = np.array([a.shape[0] for a in boxes.data], np.int64)
+            self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            dt = np.result_type(*[a.dtype for a in boxes.data])
+            data = (cp.concatenate([cp.asarray(a, dt) for a in boxes.data]) if sizes.sum()
+                    else cp.zeros((0, 4), dt))
+            counts = spans = sizes.astype(np.int32)
+        self.data = data
+        self.out = cp.empty_like(data)
+        self.index = cp.empty(data.shape[:-1], cp.int32)
+        self.count_out = cp.empty(n, cp.int32)
+        self.host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims, np.float64), self.starts, spans]
+        self.dev_counts = None
+        if isinstance(counts, np.ndarray):
+            self.host.append(counts.astype(np.int32))
+        else:
+            self.dev_counts = cp.ascontiguousarray(counts, dtype=cp.int32)
+        self.scalars = (np.int32(n), np.int32(fmt), np.float64(mv), np.int32(drop))
+        self.ctype = "float" if data.dtype == np.float32 else "double"
+        self.blocks = (n * 32 + _BLOCK - 1) // _BLOCK
+
+    def args(self, dev):
+        """Kernel arguments, with ``dev`` the uploaded ``host`` rows."""
+        cnt = self.dev_counts if self.dev_counts is not None else dev[4]
+        return (self.data, self.out, self.index, self.count_out, dev[2], cnt, dev[3], dev[0], dev[1]) + self.scalars
+
+    def result(self):
+        b = self.boxes
+        if b.padded:
+            return b.like(self.out, counts=self.count_out, index=self.index)
+        kept = cupy_module().asnumpy(self.count_out)  # the list's lengths: read back
+        return b.like([self.out[s:s + k] for s, k in zip(self.starts, kept)],
+                      index=[self.index[s:s + k] for s, k in zip(self.starts, kept)])
 
 
 def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
@@ -130,7 +176,8 @@ def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
         matrices: (N, 3, 3) (or (3, 3)) host float64, source -> destination pixel-centre
             coordinates (what :mod:`gpuaug.geometry` builds and the warps take).
         in_sizes, out_sizes: (N, 2) (h, w) of the images before and after.
-        check: refuse NaN / inverted boxes (for device boxes: one synchronisation).
+        check: refuse NaN / inverted boxes (for device boxes: one synchronisation; also
+            skipped when ``boxes.check`` is False).
         stream: CUDA stream for device boxes (None: CuPy's current stream).
 
     Returns:
@@ -147,48 +194,7 @@ def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
         >>> map_boxes(b, G.flip(True, size=(8, 10))[None], [[8, 10]], [[8, 10]]).data[0, 0]
         array([6., 2., 9., 6.])
     """
-    from gpuaug.targets._types import as_boxes
-
-    boxes = as_boxes(boxes)
-    n = boxes.n
-    mats3 = np.asarray(matrices, np.float64)
-    if mats3.ndim == 2:
-        mats3 = np.broadcast_to(mats3, (n, 3, 3))
-    _check_n("boxes", n, mats3.shape[0])
-    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
-    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
-    if check and boxes.check:
-        check_boxes_values(boxes)
-    mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
-    lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
-    fmt = FORMATS[boxes.format]
-    drop = boxes.min_visibility is not None
-    mv = boxes.min_visibility or 0.0
-    if not boxes.device:
-        return _map_boxes_host(boxes, mats, lims, fmt, mv, drop)
-    cp = cupy_module()
-    from gpuaug._stream import on_stream
-
-    with on_stream(stream):
-        if boxes.padded:
-            d = cp.ascontiguousarray(boxes.data)
-            m = d.shape[1]
-            counts = boxes.counts if boxes.counts is not None else np.full(n, m, np.int32)
-            if not isinstance(counts, np.ndarray):
-                counts = cp.asarray(counts)
-            starts = np.arange(n, dtype=np.int64) * m
-            out, index, cnt = _launch_boxes(d, starts, counts, np.full(n, m, np.int32), mats, lims, fmt, mv,
-                                            int(drop), n)
-            return boxes.like(out, counts=cnt, index=index)
-        sizes = np.array([a.shape[0] for a in boxes.data], np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        dt = np.result_type(*[a.dtype for a in boxes.data]) if boxes.data else np.float32
-        flat = (cp.concatenate([cp.asarray(a, dt) for a in boxes.data]) if sizes.sum() else cp.zeros((0, 4), dt))
-        out, index, cnt = _launch_boxes(flat, starts, sizes.astype(np.int32), sizes.astype(np.int32), mats, lims,
-                                        fmt, mv, int(drop), n)
-        kept = cnt.get()  # the list's lengths: read back
-        return boxes.like([out[s:s + k] for s, k in zip(starts, kept)],
-                          index=[index[s:s + k] for s, k in zip(starts, kept)])
+    return map_targets(boxes, None, matrices, in_sizes, out_sizes, check=check, stream=stream)[0]
 
 
 def _map_boxes_host(boxes, mats, lims, fmt, mv, drop):
@@ -228,6 +234,55 @@ def _points_numpy(pts, vis, mats, lims):
     return np.stack([ox, oy], axis=-1).astype(pts.dtype), vis & ok & inside
 
 
+def _point_setup(keypoints, matrices, in_sizes, out_sizes, check):
+    """(keypoints, mats (N, 9), lims (N, 4)) after the checks."""
+    from gpuaug.targets._types import as_keypoints
+
+    kp = as_keypoints(keypoints)
+    n = kp.n
+    mats3 = np.asarray(matrices, np.float64)
+    if mats3.ndim == 2:
+        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    _check_n("keypoints", n, mats3.shape[0])
+    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
+    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    if check and kp.check:
+        check_keypoints_values(kp)
+    cont = kp.coords == "continuous"
+    mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)
+    # inside the output image: [0, W) continuous, [-0.5, W - 0.5) at pixel centres; normalised
+    # coordinates divide both ends by W
+    lo = 0.0 if cont else -0.5
+    ow, oh = out_sizes[:, 1], out_sizes[:, 0]
+    lims = np.stack([np.full(n, lo), ow + lo, np.full(n, lo), oh + lo], axis=1)
+    if kp.normalized:
+        lims /= np.stack([ow, ow, oh, oh], axis=1)
+    return kp, mats, lims
+
+
+class _DevicePoints:
+    def __init__(self, kp, mats, lims):
+        cp = cupy_module()
+        self.kp = kp
+        n, k = kp.data.shape[:2]
+        self.data = cp.ascontiguousarray(kp.data)
+        self.vis = cp.ascontiguousarray(kp.visibility).view(cp.uint8)
+        self.out = cp.empty_like(self.data)
+        self.vout = cp.empty((n, k), cp.bool_)
+        self.host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims)]
+        self.n, self.k = n, k
+        self.ctype = "float" if self.data.dtype == np.float32 else "double"
+        self.blocks = (n * k + _BLOCK - 1) // _BLOCK
+
+    def args(self, dev):
+        cp = cupy_module()
+        return (self.data, self.out, self.vis, self.vout.view(cp.uint8), dev[0], dev[1], np.int32(self.n),
+                np.int32(self.k))
+
+    def result(self):
+        return self.kp.like(self.out, self.vout)
+
+
 def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, stream=None):
     """Map each sample's keypoints by its matrix; points that leave the output image (or
     are sent to infinity by a perspective) lose their visibility; coordinates are not clipped.
@@ -249,44 +304,62 @@ def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, strea
         >>> k.data[0].tolist(), k.visibility[0].tolist()
         ([[9.0, 0.0], [0.0, 3.0]], [True, True])
     """
-    from gpuaug.targets._types import as_keypoints
+    return map_targets(None, keypoints, matrices, in_sizes, out_sizes, check=check, stream=stream)[1]
 
-    kp = as_keypoints(keypoints)
-    n, k = kp.data.shape[:2]
-    mats3 = np.asarray(matrices, np.float64)
-    if mats3.ndim == 2:
-        mats3 = np.broadcast_to(mats3, (n, 3, 3))
-    _check_n("keypoints", n, mats3.shape[0])
-    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
-    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
-    if check and kp.check:
-        check_keypoints_values(kp)
-    cont = kp.coords == "continuous"
-    mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)
-    # inside the output image: [0, W) continuous, [-0.5, W - 0.5) at pixel centres; normalised
-    # coordinates divide both ends by W
-    lo = 0.0 if cont else -0.5
-    ow, oh = out_sizes[:, 1], out_sizes[:, 0]
-    lims = np.stack([np.full(n, lo), ow + lo, np.full(n, lo), oh + lo], axis=1)
-    if kp.normalized:
-        lims /= np.stack([ow, ow, oh, oh], axis=1)
-    if not kp.device:
-        pts, vis = _points_numpy(kp.data, kp.visibility, mats, lims)
-        return kp.like(pts, vis)
+
+def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, stream=None):
+    """:func:`map_boxes` and :func:`map_keypoints` together (either may be None); on the GPU,
+    boxes and keypoints of the batch go in ONE upload and ONE launch (gpuaug_target_both).
+    Returns ``(boxes, keypoints)``.
+
+    Example::
+
+        >>> import numpy as np
+        >>> from gpuaug import geometry as G
+        >>> from gpuaug.targets import map_targets
+        >>> b, k = map_targets(np.array([[[0.0, 0.0, 2.0, 2.0]]]), np.array([[[1.0, 1.0]]]),
+        ...                    G.translation(1, 1), [[4, 4]], [[4, 4]])
+        >>> b.data[0, 0].tolist(), k.data[0, 0].tolist()
+        ([1.0, 1.0, 3.0, 3.0], [2.0, 2.0])
+    """
+    bs = _box_setup(boxes, matrices, in_sizes, out_sizes, check) if boxes is not None else None
+    ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, check) if keypoints is not None else None
+    rb = rk = None
+    if bs is not None and not bs[0].device:
+        rb = _map_boxes_host(*bs)
+        bs = None
+    if ps is not None and not ps[0].device:
+        rk = ps[0].like(*_points_numpy(ps[0].data, ps[0].visibility, ps[1], ps[2]))
+        ps = None
+    if bs is None and ps is None:
+        return rb, rk
     from gpuaug._stream import on_stream
+
+    with on_stream(stream):
+        db = _DeviceBoxes(*bs) if bs is not None else None
+        dp = _DevicePoints(*ps) if ps is not None else None
+        _launch(db, dp)
+        if db is not None:
+            rb = db.result()
+        if dp is not None:
+            rk = dp.result()
+    return rb, rk
+
+
+def _launch(db, dp):
+    """Upload the rows and launch: gpuaug_target_both when there are boxes and keypoints."""
     from gpuaug.kernels._cuda import get_function, upload
 
-    cp = cupy_module()
-    with on_stream(stream):
-        d = cp.ascontiguousarray(kp.data)
-        vis = cp.ascontiguousarray(kp.visibility).view(cp.uint8)
-        out = cp.empty_like(d)
-        vout = cp.empty((n, k), cp.bool_)
-        dm, dl = upload(mats, lims)
-        t = "float" if d.dtype == np.float32 else "double"
-        total = n * k
-        if total:
-            fn = get_function("targets.cu", f"gpuaug_target_points<{t}>")
-            fn(((total + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-               (d, out, vis, vout.view(cp.uint8), dm, dl, np.int32(n), np.int32(k)))
-    return kp.like(out, vout)
+    if db is not None and dp is not None:
+        dev = upload(*(db.host + dp.host))
+        nb = len(db.host)
+        fn = get_function("targets.cu", f"gpuaug_target_both<{db.ctype}, {dp.ctype}>")
+        blocks = db.blocks + dp.blocks
+        if blocks:
+            fn((blocks,), (_BLOCK,), db.args(dev[:nb]) + dp.args(dev[nb:]) + (np.int32(db.blocks),))
+    else:
+        one = db if db is not None else dp
+        dev = upload(*one.host)
+        name = "gpuaug_target_boxes" if db is not None else "gpuaug_target_points"
+        if one.blocks:
+            get_function("targets.cu", f"{name}<{one.ctype}>")((one.blocks,), (_BLOCK,), one.args(dev))

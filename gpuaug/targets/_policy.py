@@ -7,7 +7,8 @@ resampling by the composition of its transforms' per-sample matrices (see
 - per fused stage with geometry, the same composed matrix and output size that
   :func:`gpuaug.policy._fused.build` computes (from the same drawn parameters, in
   ``last_params``): boxes and keypoints are mapped once per stage (boxes clipped and filtered
-  at the end of the stage, where the image's pixels are cut), masks are warped once per stage
+  at the end of the stage, where the image's pixels are cut; on the GPU both in one launch),
+  masks are warped once per stage
   with nearest sampling from the exact destination -> source map the fused kernel uses, the
   stage's border rule (constant with the masks' fill where the stage's geometry reads
   outside the image, replicate otherwise): one extra launch per stage for the masks;
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug.targets._apply import map_boxes, map_keypoints
+from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import as_boxes, as_keypoints, as_masks, check_boxes_values, check_keypoints_values
 from gpuaug.targets.ops import _check_masks, _planes, warp_masks
 
@@ -64,10 +65,8 @@ class PolicyTargets:
                 out = np.asarray(t.out_sizes(out), np.int64)
                 if t.needs_fill() and fill is None:
                     fill = t.fill
-            if bx is not None:
-                bx = map_boxes(bx, m, sizes, out, check=False, stream=stream)
-            if kp is not None:
-                kp = map_keypoints(kp, m, sizes, out, check=False, stream=stream)
+            if bx is not None or kp is not None:
+                bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream)
             if ms is not None:
                 ms = _stage_masks(ms, m, out, fill is not None, stream, backend)
             sizes = out

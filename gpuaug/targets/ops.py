@@ -7,8 +7,8 @@ the same arguments, with the same defaults and the same rounding the op applies 
 box of ``resized_crop``, ``center_crop``'s offsets, ``rot90``'s quarter turns, ``rotate``'s
 default centre and exact multiples of 90 degrees), then:
 
-- boxes and keypoints go through :func:`map_boxes` / :func:`map_keypoints` (one launch each
-  on the GPU, vectorised NumPy on the CPU);
+- boxes and keypoints go through :func:`map_targets` (one upload and one launch for both on
+  the GPU, vectorised NumPy on the CPU);
 - masks run through the op itself, as single-channel uint8 images (int32 label maps as
   4-channel uint8 images: nearest sampling copies whole pixels, so every byte of a label
   moves together), with ``interpolation="nearest"`` and the masks' ``fill`` wherever the op
@@ -27,7 +27,7 @@ import numpy as np
 from gpuaug._params import host_size, per_sample
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
 from gpuaug.geometry import _cos_sin
-from gpuaug.targets._apply import map_boxes, map_keypoints
+from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import Boxes, Keypoints, Masks, as_boxes, as_keypoints, as_masks
 
 __all__ = ["Targets", "flip", "crop", "center_crop", "pad", "resize", "resized_crop", "rot90", "transpose",
@@ -166,8 +166,7 @@ def _finish(sizes, out_sizes, m, boxes, keypoints, masks, mask_run, stream, back
             check_boxes_values(bx)
         if kp is not None and kp.check:
             check_keypoints_values(kp)
-    rb = map_boxes(bx, m, sizes, out_sizes, check=False, stream=stream) if bx is not None else None
-    rk = map_keypoints(kp, m, sizes, out_sizes, check=False, stream=stream) if kp is not None else None
+    rb, rk = map_targets(bx, kp, m, sizes, out_sizes, check=False, stream=stream)
     rm = _masks_run(ms, sizes, mask_run, stream, backend) if ms is not None else None
     return Targets(rb, rk, rm)
 
