@@ -529,3 +529,10 @@ def test_compose_varshape_int32_masks():
     y, m = pol(imgs, seed=0, masks=Masks(labs, fill=7 * 65537))
     for a, b in zip(y, m.data):
         np.testing.assert_array_equal(a[..., 0].astype(np.int32) * 65537, b)
+
+
+def test_crop_window_outside_the_image_is_refused_as_by_the_op():
+    with pytest.raises(ValueError, match="left, width: sample 1"):
+        T.crop(np.array([[8, 8]] * 2), 0, [0, 5], 4, 4, boxes=np.zeros((2, 0, 4)))
+    with pytest.raises(ValueError, match="left, width"):
+        gpuaug.crop(np.zeros((2, 8, 8, 1), np.uint8), 0, [0, 5], 4, 4)

@@ -232,6 +232,13 @@ def crop(images, top, left, height, width, *, boxes=None, keypoints=None, masks=
     ws = per_sample(width, n, "width", integer=True, low=1)
     t = per_sample(top, n, "top", integer=True, low=0)
     le = per_sample(left, n, "left", integer=True, low=0)
+    for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", le, ws, "width", 1)):
+        bad = np.nonzero(off > sizes[:, axis] - size)[0]  # as gpuaug.crop: the window lies inside
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name}, {dim}: sample {i} has {name}={int(off[i])} and {dim}={int(size[i])}, which "
+                             f"ends outside its {sizes[i, 0]}x{sizes[i, 1]} image; expected 0 <= {name} <= "
+                             f"{sizes[i, axis]} - {dim}")
     m = _translation(-le.astype(np.float64), -t.astype(np.float64))
     out = np.stack([hs, ws], axis=1)
 
