@@ -58,8 +58,8 @@ def h2d_gbps(x):
     return h.nbytes / min(ts) / 1e9
 
 
-def sched_gbps(x, workers, epochs=2, trace=None):
-    s = Scheduler(x, gpuaug.flip, batch_size=B, workers=workers)
+def sched_gbps(x, workers, epochs=2, trace=None, **kw):
+    s = Scheduler(x, gpuaug.flip, batch_size=B, workers=workers, **kw)
     try:
         for _ in range(epochs):
             t0 = time.perf_counter()
@@ -81,7 +81,12 @@ def main():
     x = rng.integers(0, 256, (N * B, 224, 224, 3), np.uint8)
     print(f"{x.nbytes / 1e9:.2f} GB in memory; memcpy 8 threads {memcpy_gbps(x, 8):.1f} GB/s, "
           f"14 threads {memcpy_gbps(x, 14):.1f} GB/s, pinned H2D {h2d_gbps(x):.1f} GB/s", flush=True)
-    for switch in (0.005, 0.0002):
+    for kw in ({"keep_buffers": True}, {"keep_buffers": True, "pin_source": True}):
+        for workers in (4, 8, 14):
+            g, st = sched_gbps(x, workers, epochs=3, **kw)
+            print(f"{kw}, {workers:2d} workers: {g:6.2f} GB/s  copy busy {st.copy_busy:.0%} "
+                  f"compute busy {st.compute_busy:.0%} augment call {st.launch_mean_ms:.2f} ms", flush=True)
+    for switch in [float(v) for v in os.environ.get("SWITCHES", "0.005").split(",")]:
         sys.setswitchinterval(switch)
         for workers in (2, 4, 8, 14):
             g, st = sched_gbps(x, workers, trace=os.path.join(OUT, "inmem_trace.json") if workers == 8 else None)
