@@ -536,3 +536,13 @@ def test_crop_window_outside_the_image_is_refused_as_by_the_op():
         T.crop(np.array([[8, 8]] * 2), 0, [0, 5], 4, 4, boxes=np.zeros((2, 0, 4)))
     with pytest.raises(ValueError, match="left, width"):
         gpuaug.crop(np.zeros((2, 8, 8, 1), np.uint8), 0, [0, 5], 4, 4)
+
+
+def test_varshape_int32_pad():
+    labs = [RNG.integers(0, 9, (h, w)).astype(np.int32) * 65537 for h, w in [(3, 4), (5, 2)]]
+    imgs = [np.zeros(a.shape + (3,), np.uint8) for a in labs]
+    out = T.pad(imgs, (1, 0, 0, 2), masks=Masks(labs, fill=-5)).masks.data
+    for o, a in zip(out, labs):
+        assert o.shape == (a.shape[0] + 1, a.shape[1] + 2)
+        np.testing.assert_array_equal(o[1:, :-2], a)
+        assert (o[0] == -5).all() and (o[:, -2:] == -5).all()

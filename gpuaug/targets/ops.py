@@ -316,10 +316,9 @@ def pad(images, padding, mode="constant", value=0, *, boxes=None, keypoints=None
         # int32 labels: a per-byte fill, which pad's one value cannot hold; a whole-pixel
         # shift through warp_affine (nearest) copies the same pixels and fills by channel.
         mk = np.repeat(m, k, axis=0)
-        if isinstance(x, list) or not _uniform(out):
-            outs = [_warp_by([xi] if isinstance(x, list) else x[i:i + 1], mk[i:i + 1], tuple(out[i // k]),
-                             "constant", fill[None], kw) for i, xi in enumerate(x if isinstance(x, list) else x)]
-            return [o[0] if isinstance(o, list) else o[0] for o in outs]
+        if isinstance(x, list):  # varshape (label maps: k = 1): one warp per image
+            return [_warp_by([xi], mk[i:i + 1], tuple(out[i]), "constant", fill[None], kw)[0]
+                    for i, xi in enumerate(x)]
         return _warp_by(x, mk, tuple(out[0]), "constant", _fills(fill, len(mk)), kw)
 
     return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check)
