@@ -61,12 +61,14 @@ and dense warp fast paths are HWC only, in both).
 ``sharpen`` (32 x 32 output tiles per block) and ``median_blur`` (128 x 8 tiles; program
 ``median`` checks k and picks the 3x3 kernel when every sample's k is 3, as the op does).
 
+``equalize`` (signature ``equalize``: per-sample histograms, lookup tables, then the lookup,
+three launches as the standalone op, the buffers in the operator's device slot).
 ``grid_mask`` (program ``grid_mask``: cos / sin of the angle and the float32 values the op uses).
 ``gaussian_noise`` / ``salt_and_pepper`` (programs ``noise`` / ``salt_pepper``: batch i of the
 operator uses seed + i, as the python_function path does; the kernels' own 1-D launches).
 
 Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian and
-box blur (two passes through a temporary), equalize (other launch shapes, seeds or outputs); and calls with
+box blur (two passes through a temporary) (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -561,6 +563,8 @@ NATIVE_OPS = {
     "grid_mask": NativeOp("grid_mask.cu", "gpuaug_grid_mask",
                           lambda a: [a["tile"], a["ratio"], a["angle"], a["shift"]], program="grid_mask",
                           launch="rows", check=_check_grid_mask),
+    "equalize": NativeOp("equalize.cu", "gpuaug_equalize", lambda a: [], signature="equalize",
+                         check=lambda a: None),
     "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase", launch="rows"),
     "gaussian_noise": NativeOp("gaussian_noise.cu", "gpuaug_gaussian_noise",
                                lambda a: [a["mean"], a["std"], _seed_chunks(a), 0.0], program="noise", launch="noise",

@@ -86,6 +86,7 @@ struct Api {
   CUresult (*cuMemAllocHost)(void **, size_t);
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
@@ -162,6 +163,7 @@ static Api &api() {
     GA_SYM2(cuda, cuMemAllocHost, "cuMemAllocHost_v2");
     GA_SYM(cuda, cuMemFreeHost);
     GA_SYM2(cuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    GA_SYM2(cuda, cuMemsetD8Async, "cuMemsetD8Async");
     GA_SYM(cuda, cuEventCreate);
     GA_SYM(cuda, cuEventRecord);
     GA_SYM(cuda, cuEventSynchronize);
@@ -278,7 +280,7 @@ static CUfunction get_function(const std::string &op, int device, const std::str
     if (r == 0) {
       const char *lowered = nullptr;
       A.nvrtcGetLoweredName(prog, name_expr.c_str(), &lowered);
-      std::string low = lowered ? lowered : "";
+      std::string low = lowered ? lowered : name_expr;  // extern "C" kernels: the name itself
       size_t n = 0;
       if (attempt == 0) {
         A.nvrtcGetCUBINSize(prog, &n);
@@ -500,8 +502,9 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                  op_ + ": argument 'dtype_values': got " + std::to_string(dtype_values_.size()) +
                  " values; expected 3 (uint8, float16, float32) per entry of 'dtype_cols' (" +
                  std::to_string(dtype_cols_.size()) + ")");
-    DALI_ENFORCE(signature_ == "generic" || signature_ == "colour" || signature_ == "cmn",
-                 op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour' or 'cmn'");
+    DALI_ENFORCE(signature_ == "generic" || signature_ == "colour" || signature_ == "cmn" || signature_ == "equalize",
+                 op_ + ": argument 'signature': got '" + signature_ + "'; expected 'generic', 'colour', 'cmn' or "
+                 "'equalize'");
     DALI_ENFORCE(program_ == "identity" || program_ == "rotation" || program_ == "affine" ||
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
@@ -687,9 +690,16 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const size_t total = par_off + std::max<size_t>(1, size_t(n) * P) * sizeof(float);
     const size_t part_off = (total + 7) / 8 * 8;
     const size_t part_max = mean_ >= 0 ? size_t(n) * kMaxParts * sizeof(double) : 0;  // partial sums
+    // equalize: the per-sample histograms (uint32) and lookup tables (float32, the apply
+    // kernel's parameter rows) live behind the rest of the slot's device buffer
+    const bool eq = signature_ == "equalize";
+    const size_t eq_off = (part_off + part_max + 15) / 16 * 16;
+    const int eqP = C * 256 + 1;
+    const size_t eq_hist = eq ? size_t(n) * C * 256 * sizeof(uint32_t) : 0;
+    const size_t eq_bytes = eq ? eq_hist + size_t(n) * eqP * sizeof(float) : 0;
     int slot;
     CUdeviceptr dev = 0;
-    char *host = static_cast<char *>(staging_.get(op_, part_off + part_max, &slot, &dev));
+    char *host = static_cast<char *>(staging_.get(op_, eq_off + eq_bytes, &slot, &dev));
     int64_t *st = reinterpret_cast<int64_t *>(host), *dt = st + 6 * n;
     float *par = reinterpret_cast<float *>(host + par_off);
     const int es = type_size(t);
@@ -752,6 +762,25 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
       GA_CU(op_, A.cuLaunchKernel(sum, nparts, gz, 1, 256, 1, 1, 0, stream, sargs, nullptr));
     }
     void *args[] = {&src_t, &dst_t, &par_d, &Pi, &ni, &partials, &nparts};
+    if (eq) {
+      // gpuaug/ops/equalize.py's _tables_cuda, then the apply kernel with the tables as its rows:
+      // histogram per sample and channel, the lookup tables, the lookup (exact, as every path of
+      // the standalone op)
+      if (hmax <= 0 || wmax <= 0) return;
+      CUdeviceptr hist = dev + eq_off, lut = dev + eq_off + eq_hist;
+      GA_CU(op_, A.cuMemsetD8Async(hist, 0, eq_hist, stream));
+      const unsigned gx = (wmax + 31) / 32, gy = (hmax + 7) / 8;
+      void *hargs[] = {&src_t, &hist, &ni};
+      GA_CU(op_, A.cuLaunchKernel(function("gpuaug_equalize_hist" + targs + ">"), gx, gy, gz, 32, 8, 1, 0, stream,
+                                  hargs, nullptr));
+      int P2 = eqP, C2 = C, is_float = t != ::DALI_UINT8;
+      void *largs[] = {&hist, &lut, &P2, &C2, &is_float};
+      GA_CU(op_, A.cuLaunchKernel(function("gpuaug_equalize_lut"), unsigned(n) * C, 1, 1, 256, 1, 1, 0, stream, largs,
+                                  nullptr));
+      void *aargs[] = {&src_t, &dst_t, &lut, &P2, &ni};
+      GA_CU(op_, A.cuLaunchKernel(function(kernel_ + targs + ">"), gx, gy, gz, 32, 8, 1, 0, stream, aargs, nullptr));
+      return;
+    }
     if (signature_ == "cmn") {
       // gpuaug/ops/crop_mirror_normalize.py: <T, C, O, CO>; _intensity.cmn_vec_fast's vector path
       const int co = out_channels(C);
@@ -1616,7 +1645,8 @@ stream (the operator behind gpuaug.dali's native path; see gpuaug/dali/native/gp
             ::DALI_STRING)
     .AddOptionalArg("template_extra", "Extra int template arguments after <T, C>.", std::vector<int>{})
     .AddOptionalArg("channels", "Accepted channel counts.", std::vector<int>{1, 3, 4})
-    .AddOptionalArg("signature", "'generic' (src, dst, params, P, n) or 'colour' (+ partials, nparts).",
+    .AddOptionalArg("signature", "'generic' (src, dst, params, P, n), 'colour' (+ partials, nparts), 'cmn' or "
+                    "'equalize' (histograms and lookup tables first).",
                     std::string("generic"))
     .AddOptionalArg("program", "'identity', 'rotation', 'affine', 'perspective' or 'cmn': how a sample's "
                     "params become its kernel row.",
