@@ -67,8 +67,11 @@ three launches as the standalone op, the buffers in the operator's device slot).
 ``gaussian_noise`` / ``salt_and_pepper`` (programs ``noise`` / ``salt_pepper``: batch i of the
 operator uses seed + i, as the python_function path does; the kernels' own 1-D launches).
 
-Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian and
-box blur (two passes through a temporary) (other launch shapes, seeds or outputs); and calls with
+``box_blur`` (program ``box``: the 1/k taps; launch ``separable``: the op's separable_plan,
+dynamic shared memory opted into past 48 KiB).
+
+Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian_blur
+(its taps are NumPy's exp and pairwise sums: a C++ copy would not be bit-exact everywhere) (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -484,6 +487,16 @@ def _check_grid_mask(a):
             raise ValueError(f"ratio: got {r!r}; expected numbers in [0, 1]")
 
 
+def _check_box(a):
+    if "kernel_size" in a:
+        k = a["kernel_size"]
+        if k is None:
+            raise TypeError("kernel_size: got None; expected an odd size from 1 to 255 (required)")
+        k = np.asarray(k, np.float64)
+        if np.any(k != np.floor(k)) or np.any(k < 1) or np.any(k > 255) or np.any(k % 2 == 0):
+            raise ValueError(f"kernel_size: got {a['kernel_size']!r}; expected odd sizes from 1 to 255")
+
+
 def _check_sharpen(a):  # a: the constant arguments (a DataNode's is absent: the operator gets it)
     if "factor" not in a:
         return
@@ -563,6 +576,8 @@ NATIVE_OPS = {
     "grid_mask": NativeOp("grid_mask.cu", "gpuaug_grid_mask",
                           lambda a: [a["tile"], a["ratio"], a["angle"], a["shift"]], program="grid_mask",
                           launch="rows", check=_check_grid_mask),
+    "box_blur": NativeOp("box_blur.cu", "gpuaug_box_blur", lambda a: [a["kernel_size"]], program="box",
+                         launch="separable", check=_check_box),
     "equalize": NativeOp("equalize.cu", "gpuaug_equalize", lambda a: [], signature="equalize",
                          check=lambda a: None),
     "erase": NativeOp("erase.cu", "gpuaug_erase", _erase_row, program="erase", launch="rows"),

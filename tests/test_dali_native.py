@@ -69,6 +69,9 @@ def test_kernel_sources_compile_with_nvrtc():
         if nat.signature == "equalize":  # histogram and lookup-table kernels
             names += [f"gpuaug_equalize_hist<{ctypes[d]}, {c}>" for d in ctypes for c in nat.channels]
             names.append("gpuaug_equalize_lut")
+        if nat.launch == "separable":  # the unrolled <name>_k<T, C, K> and the one-channel-per-pass variants
+            names += [f"{nat.kernel}_k<{ctypes[d]}, {c}, {k}>" for d in ctypes for c in nat.channels for k in (3, 5, 15)]
+            names += [f"{nat.kernel}_1<{ctypes[d]}, {c}>" for d in ctypes for c in nat.channels]
         if nat.program == "median":  # the 3x3 variant, picked when every k is 3
             names += [ne.replace(nat.kernel, nat.kernel + "_3", 1) for ne in names]
         if nat.signature == "cmn":
@@ -316,7 +319,7 @@ def test_gd_ops_define_graphs_through_the_native_operator(plugin):
         x = gd.rotate(x, angle=fn.random.uniform(range=(-10, 10)), border="reflect")
         x = gd.brightness(x, factor=1.25)
         x = gd.contrast(x, factor=1.2)
-        return gd.box_blur(x, kernel_size=3)  # no native form: python_function
+        return gd.gaussian_blur(x, sigma=1.0)  # no native form: python_function
 
     names = _schema_names(pipe())
     assert names.count("gpuaug__Kernel") == 4, names
@@ -327,7 +330,7 @@ def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
     import gpuaug.dali as gd
     from nvidia.dali import fn, pipeline_def
 
-    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}), ("box_blur", {"kernel_size": 3}),
+    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}), ("gaussian_blur", {"sigma": 2.0}),
                       ("gaussian_blur", {"sigma": 1.0}),
                       ("rotate", {"angle": fn.random.uniform(range=(-5, 5))}), ("brightness", {"factor": 1.1})])
 
@@ -554,6 +557,11 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
                 want["m"] = np.stack([col("factor"), np.full(N, 255.0), np.ones(N)], 1)
             elif op == "median_blur":
                 want["m"] = col("kernel_size")[:, None]
+            elif op == "box_blur":
+                from gpuaug.ops._launch import separable_rows
+
+                ks = col("kernel_size").astype(np.int64)
+                want["m"] = separable_rows(ks, lambda kk, r: np.full((len(r), kk), 1.0 / kk))
             elif op == "gaussian_noise":
                 want["m"] = np.column_stack([col("mean").astype(np.float32), col("std").astype(np.float32),
                                              seed_columns(ref_kw["seed"], N), np.arange(N)])
@@ -577,6 +585,13 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "box":  # [k] -> [k, 1/k x k, 0 ...] up to the batch's largest k
+            ks = rows[:, 0].astype(np.int64)
+            out_rows = np.zeros((N, 1 + int(ks.max())), np.float32)
+            out_rows[:, 0] = ks
+            for i, kk in enumerate(ks):
+                out_rows[i, 1:1 + kk] = np.float32(1.0 / kk)
+            rows = out_rows
         elif program == "grid_mask":  # [tile, ratio, angle, shift (2)] -> [cos, sin, shift, tile, ratio tile]
             t, r, a = rows[:, 0].astype(np.float64), rows[:, 1].astype(np.float64), rows[:, 2].astype(np.float64)
             rad = a * (np.pi / 180.0)
@@ -687,9 +702,10 @@ def test_bad_constants_fail_at_definition_naming_op_and_argument(plugin):
     @pipeline_def(batch_size=N, num_threads=1, device_id=0)
     def pipe2():
         x = fn.external_source(name="x", device="gpu", layout="HWC")
-        return gd.box_blur(x, kernel_size=3, backend="native")
+        return gd.gaussian_blur(x, sigma=1.0, backend="native")
 
-    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.box_blur: backend='native': op 'box_blur' has no native"):
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.gaussian_blur: backend='native': op 'gaussian_blur' has no "
+                                           r"native"):
         pipe2()._build_graph()
 
 

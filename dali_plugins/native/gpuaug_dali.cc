@@ -79,6 +79,7 @@ struct Api {
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
@@ -157,6 +158,7 @@ static Api &api() {
     GA_SYM(cuda, cuDeviceGetAttribute);
     GA_SYM(cuda, cuModuleLoadData);
     GA_SYM(cuda, cuModuleGetFunction);
+    GA_SYM(cuda, cuFuncSetAttribute);
     GA_SYM(cuda, cuLaunchKernel);
     GA_SYM2(cuda, cuMemAlloc, "cuMemAlloc_v2");
     GA_SYM2(cuda, cuMemFree, "cuMemFree_v2");
@@ -465,8 +467,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     pad_output_ = spec.GetArgument<bool>("pad_output");
     cmn_co_ = spec.GetArgument<bool>("cmn_co");
     launch_ = spec.GetArgument<std::string>("launch");
-    DALI_ENFORCE(launch_ == "grid" || launch_ == "rows" || launch_ == "noise",
-                 op_ + ": argument 'launch': got '" + launch_ + "'; expected 'grid', 'rows' or 'noise'");
+    DALI_ENFORCE(launch_ == "grid" || launch_ == "rows" || launch_ == "noise" || launch_ == "separable",
+                 op_ + ": argument 'launch': got '" + launch_ + "'; expected 'grid', 'rows', 'noise' or 'separable'");
     tile_ = spec.GetRepeatedArgument<int>("tile");
     DALI_ENFORCE(tile_.size() == 2 && tile_[0] > 0 && tile_[1] > 0,
                  op_ + ": argument 'tile': expected (width, height) > 0");
@@ -509,7 +511,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                      program_ == "perspective" || program_ == "cmn" || program_ == "rot90" || program_ == "crop" ||
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
                      program_ == "resized_crop" || program_ == "erase" || program_ == "median" ||
-                     program_ == "noise" || program_ == "salt_pepper" || program_ == "grid_mask",
+                     program_ == "noise" || program_ == "salt_pepper" || program_ == "grid_mask" ||
+                     program_ == "box",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -644,6 +647,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "erase") erase(&rows, C, ti);
     if (program_ == "noise" || program_ == "salt_pepper") seeded(&rows);
     if (program_ == "grid_mask") grid_mask(&rows);
+    if (program_ == "box") box(&rows);
     std::string variant;  // a kernel name suffix chosen per batch
     if (program_ == "median") {  // gpuaug.median_blur: k in {3, 5}; the _3 kernel when every k is 3
       bool all3 = true;
@@ -810,6 +814,33 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     } else if (packed) {
       if (items > 0)
         GA_CU(op_, A.cuLaunchKernel(function(name), unsigned((items + 255) / 256), gz, 1, 256, 1, 1, 0, stream, args, nullptr));
+    } else if (launch_ == "separable") {
+      // gpuaug/ops/_launch.py's separable_plan: 32 x 32 tiles; <name>_k<T, C, K> for the batch's
+      // largest k <= 15 (K = max(k, 3)), else <name> (all channels per pass) or <name>_1 (one,
+      // when all would need over 48 KiB of shared memory); more than 48 KiB is opted into.
+      int kmax = 1;
+      for (int i = 0; i < n; ++i) kmax = std::max(kmax, int(rows[i][0]));
+      std::string sname;
+      size_t smem;
+      if (kmax <= 15) {
+        const int K = std::max(kmax, 3), side = 32 + 2 * (K / 2);
+        const size_t tile = (size_t(side) * side * C * es + 15) & ~size_t(15);
+        smem = tile + 4 * size_t(C) * side * 32;
+        sname = kernel_ + "_k" + targs + ", " + std::to_string(K) + ">";
+      } else {
+        const int r = kmax / 2, wlen = (kmax + 6 + 3) & ~3;
+        smem = 4 * (size_t(wlen) + size_t(C) * (32 + 2 * r) * 32);
+        sname = kernel_ + targs + ">";
+        if (smem > 48 * 1024) {
+          smem = 4 * (size_t(wlen) + size_t(32 + 2 * r) * 32);
+          sname = kernel_ + "_1" + targs + ">";
+        }
+      }
+      CUfunction f = function(sname);
+      if (smem > 48 * 1024) GA_CU(op_, A.cuFuncSetAttribute(f, 8, int(smem)));  // MAX_DYNAMIC_SHARED_SIZE_BYTES
+      if (hmax > 0 && wmax > 0)
+        GA_CU(op_, A.cuLaunchKernel(f, (wmax + 31) / 32, (hmax + 31) / 32, gz, 32, 8, 1, unsigned(smem), stream, args,
+                                    nullptr));
     } else if (launch_ != "grid") {
       // gpuaug/ops/_launch.py's rows_grid (replace_rows kernels: erase, salt_and_pepper: 16 bytes'
       // worth of pixels of a row per thread) or gaussian_noise's plan (16 bytes of elements)
@@ -1166,6 +1197,25 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                                                    " for sample " + std::to_string(i) + "; expected a number in [0, 1]");
       const double rad = double(r[2]) * (M_PI / 180.0);
       r = {float(std::cos(rad)), float(std::sin(rad)), r[3], r[4], t, float(double(r[1]) * double(t))};
+    }
+  }
+
+  // box_blur's rows (gpuaug.ops._launch.separable_rows): [k] (odd, 1..255) -> [k, 1/k (k times),
+  // 0 up to the batch's largest k].
+  void box(std::vector<std::vector<float>> *rows) {
+    int kmax = 1;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const auto &r = (*rows)[i];
+      DALI_ENFORCE(r.size() == 1 && r[0] == std::floor(r[0]) && r[0] >= 1 && r[0] <= 255 && int(r[0]) % 2 == 1,
+                   op_ + ": argument 'kernel_size': got " + (r.empty() ? std::string("nothing") : std::to_string(r[0])) +
+                   " for sample " + std::to_string(i) + "; expected odd sizes from 1 to 255");
+      kmax = std::max(kmax, int(r[0]));
+    }
+    for (auto &r : *rows) {
+      const int k = int(r[0]);
+      r.assign(1 + kmax, 0.f);
+      r[0] = float(k);
+      for (int j = 0; j < k; ++j) r[1 + j] = float(1.0 / k);
     }
   }
 
