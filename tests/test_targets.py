@@ -490,11 +490,18 @@ def test_counts_beyond_the_padded_length_and_other_container_errors():
 
 # ------------------------------------------------------------------------------ the Numba twin
 def test_masks_through_the_numba_twin_equal_the_cpu_twin():
-    """backend="numba": the ops' Numba CUDA kernels (the simulator without a GPU)."""
+    """backend="numba": the ops' Numba CUDA kernels (the simulator without a GPU; the GPU
+    itself with one, on CuPy copies)."""
+    from gpuaug._util import simulator
+
     lab, img = _label_image(2, 5, 6)
     kw = dict(angle=[20.0, -70.0])
     cpu = T.rotate(img, **kw, masks=lab, backend="cpu").masks.data
-    nb = T.rotate(img, **kw, masks=lab, backend="numba").masks.data
+    if simulator():
+        nb = T.rotate(img, **kw, masks=lab, backend="numba").masks.data
+    else:
+        cp = pytest.importorskip("cupy")
+        nb = cp.asnumpy(T.rotate(cp.asarray(img), **kw, masks=cp.asarray(lab), backend="numba").masks.data)
     np.testing.assert_array_equal(np.asarray(nb), cpu)
 
 
