@@ -136,6 +136,8 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
         raise ValueError(f"{name}: got shape {tuple(arr.shape)} ({_fmt(value) if isinstance(arr, np.ndarray) else 'on the GPU'}); "
                          f"expected {accepted}")
     if not isinstance(arr, np.ndarray):  # on the GPU: no value checks (would synchronise)
+        if boolean:  # flags only feed column_stack, whose gather kernel reads any numeric dtype
+            return arr
         return arr.astype(np.int64 if integer else np.float64)
     if boolean:
         if arr.dtype.kind != "b" and not np.all((arr == 0) | (arr == 1)):
@@ -188,8 +190,8 @@ def host_size(value, name, n=None):
 def column_stack(cols, n):
     """Stack per-sample columns (each (n,) or (n, k)) into one (n, P) float array.
 
-    NumPy when every column is on the host; CuPy (on the current stream, no sync) when
-    any column is a CUDA array.
+    NumPy float64 when every column is on the host; CuPy float32 (on the current stream, no
+    sync; the kernels read float32 parameters) when any column is a CUDA array.
     """
     flat = [c.reshape(n, -1) for c in cols]
     if all(isinstance(c, np.ndarray) for c in flat):
@@ -230,7 +232,8 @@ def gather_table(flat, on_host, address):
 def _gather_device(flat, n):
     """column_stack with a CUDA array among the columns: one launch of
     ``gpuaug_gather_params`` (kernels/params.cu) reads every column in place (any numeric dtype
-    and strides) into a new (n, P) float64 array; the host columns and the column table travel
+    and strides) into a new (n, P) float32 array (what every kernel reads: the CUDA C launch
+    then converts nothing); the host columns and the column table travel
     together in one copy from pinned memory (never a pageable upload, which can make the host
     wait for the stream). Replaces an astype per device column, a concatenate and its copies."""
     cp = cupy_module()
@@ -239,7 +242,7 @@ def _gather_device(flat, n):
     flat = [c if isinstance(c, np.ndarray) or c.dtype in _GATHER_CODES else c.astype(cp.float64)
             for c in flat]  # e.g. uint64, complex: converted first, as before
     desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
-    out = cp.empty((n, col), cp.float64)
+    out = cp.empty((n, col), cp.float32)
     if col == 0:
         return out
     if host is not None:
@@ -247,6 +250,6 @@ def _gather_device(flat, n):
     else:
         (dtab,), block = upload(desc), np.uint64(0)
     total = n * col
-    fn = get_function("params.cu", "gpuaug_gather_params")
+    fn = get_function("params.cu", "gpuaug_gather_params<float>")
     fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
     return out

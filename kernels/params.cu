@@ -1,5 +1,5 @@
 // Per-sample parameter matrix from device columns: one launch gathers every column of an op's
-// (n, P) float64 parameter matrix from its sources (device arrays of any numeric dtype and any
+// (n, P) parameter matrix (O = float, what every kernel reads, or double) from its sources (device arrays of any numeric dtype and any
 // strides, including the 0 strides of a broadcast value, and the block of host columns that
 // arrived in one pinned upload), converting to double. It replaces a CuPy astype per column,
 // a concatenate and a copy (about five launches per call).
@@ -11,8 +11,9 @@
 // the address field then holding the first column's index in that block.
 #include "common.cuh"
 
+template <typename O>
 __global__ void gpuaug_gather_params(const long long* __restrict__ desc, int groups,
-                                     const double* __restrict__ host, double* __restrict__ out,
+                                     const double* __restrict__ host, O* __restrict__ out,
                                      int P, int n) {
   long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (long long)n * P) return;
@@ -23,7 +24,7 @@ __global__ void gpuaug_gather_params(const long long* __restrict__ desc, int gro
     if (col < first || col >= first + k) continue;
     long long e = (long long)row * d[2] + (long long)(col - first) * d[3];
     if (d[1] == 10) {  // a column of the host block: (n, d[2]) doubles, from column d[0]
-      out[idx] = host[e + d[0]];
+      out[idx] = (O)host[e + d[0]];
       return;
     }
     const char* p = reinterpret_cast<const char*>(d[0]);
@@ -40,7 +41,7 @@ __global__ void gpuaug_gather_params(const long long* __restrict__ desc, int gro
       case 8: v = reinterpret_cast<const unsigned short*>(p)[e]; break;
       default: v = gpuaug::to_float(reinterpret_cast<const gpuaug::half*>(p)[e]); break;
     }
-    out[idx] = v;
+    out[idx] = (O)v;
     return;
   }
 }

@@ -15,8 +15,8 @@ def kernel():
     why = cuda_emu.available()
     if why:
         pytest.skip(why)
-    emu = cuda_emu.Emulator(["params.cu"], ["gpuaug_gather_params"])
-    return emu.get_function("params.cu", "gpuaug_gather_params")
+    emu = cuda_emu.Emulator(["params.cu"], ["gpuaug_gather_params<double>", "gpuaug_gather_params<float>"])
+    return {t: emu.get_function("params.cu", f"gpuaug_gather_params<{t}>") for t in ("double", "float")}
 
 
 def _columns(rng, n):
@@ -44,11 +44,12 @@ def test_gather_kernel_matches_concatenate(kernel, n):
     cols, on_host = _columns(rng, n)
     desc, host, P = gather_table(cols, on_host, lambda c: c.__array_interface__["data"][0])
     assert host is not None and host.shape == (n, sum(c.shape[1] for c, h in zip(cols, on_host) if h))
-    out = np.full((n, P), np.nan)
     total = n * P
-    kernel(((total + 255) // 256,), (256,), (desc, len(cols), host, out, P, n))
     want = np.concatenate([np.asarray(c, np.float64) for c in cols], axis=1)
-    np.testing.assert_array_equal(out, want)
+    for t, dt in (("double", np.float64), ("float", np.float32)):
+        out = np.full((n, P), np.nan, dt)
+        kernel[t](((total + 255) // 256,), (256,), (desc, len(cols), host, out, P, n))
+        np.testing.assert_array_equal(out, want.astype(dt))
     np.testing.assert_array_equal(column_stack(cols, n), want)  # the host path agrees
 
 
@@ -57,8 +58,8 @@ def test_gather_table_without_host_columns(kernel):
     a = np.arange(n, dtype=np.int64)[:, None] * 3
     desc, host, P = gather_table([a], [False], lambda c: c.__array_interface__["data"][0])
     assert host is None and P == 1
-    out = np.zeros((n, 1))
-    kernel(((n + 255) // 256,), (256,), (desc, 1, np.uint64(0), out, P, n))
+    out = np.zeros((n, 1), np.float32)
+    kernel["float"](((n + 255) // 256,), (256,), (desc, 1, np.uint64(0), out, P, n))
     np.testing.assert_array_equal(out[:, 0], a[:, 0])
 
 
@@ -72,5 +73,5 @@ def test_column_stack_device_matches_host():
     dev[-1] = cp.asarray(rng.random((n, 4)).astype(np.float16))[:, 1:3]  # strided device float16
     cols[-1] = cp.asnumpy(dev[-1])
     got = column_stack(dev, n)
-    assert isinstance(got, cp.ndarray) and got.dtype == cp.float64
-    np.testing.assert_array_equal(cp.asnumpy(got), column_stack(cols, n))
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
+    np.testing.assert_array_equal(cp.asnumpy(got), column_stack(cols, n).astype(np.float32))
