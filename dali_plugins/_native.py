@@ -70,8 +70,12 @@ operator uses seed + i, as the python_function path does; the kernels' own 1-D l
 ``box_blur`` (program ``box``: the 1/k taps; launch ``separable``: the op's separable_plan,
 dynamic shared memory opted into past 48 KiB).
 
-Not native (they keep ``python_function``): crop with per-sample window sizes, gaussian_blur
-(its taps are NumPy's exp and pairwise sums: a C++ copy would not be bit-exact everywhere) (other launch shapes, seeds or outputs); and calls with
+``gaussian_blur`` with a constant ``sigma`` (and ``kernel_size``): its taps computed at
+definition by gpuaug itself for uint8 and for float images (program ``gaussian`` takes the
+images' half); a DataNode sigma keeps python_function (the taps are NumPy's exp and pairwise
+sums, which a C++ copy would not match bit for bit everywhere).
+
+Not native (they keep ``python_function``): crop with per-sample window sizes (other launch shapes, seeds or outputs); and calls with
 GPU DataNode parameters,
 per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
 with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
@@ -487,6 +491,31 @@ def _check_grid_mask(a):
             raise ValueError(f"ratio: got {r!r}; expected numbers in [0, 1]")
 
 
+def _gaussian_row(a):
+    """Constant sigma (and kernel_size): the taps as gpuaug.gaussian_blur computes them (NumPy),
+    for uint8 images then for floats (the default kernel size depends on the dtype: the
+    operator's "gaussian" program takes the dtype's half): [k, w_0 .. w_{k-1}] twice. DataNode
+    values: not native (a C++ copy of NumPy's exp and pairwise sums would not be bit-exact
+    everywhere)."""
+    from gpuaug.ops.gaussian_blur import gaussian_kernel_size, gaussian_weight_rows
+    from gpuaug.ops._launch import MAX_KERNEL_SIZE
+
+    sig, k = a["sigma"], a["kernel_size"]
+    if _is_node(sig) or _is_node(k):
+        raise Unsupported("sigma / kernel_size: DataNodes (the taps are NumPy's; give constants, or backend='cuda')")
+    if sig is None or np.size(sig) != 1 or (k is not None and np.size(k) != 1):
+        raise Unsupported("sigma / kernel_size: one constant each (per-sample arrays: backend='cuda')")
+    sig = np.asarray([float(np.asarray(sig, np.float64).reshape(-1)[0])])
+    row = []
+    for dt in (np.uint8, np.float32):
+        kk = (np.asarray([int(np.asarray(k).reshape(-1)[0])]) if k is not None
+              else gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), dt))
+        if kk[0] < 1 or kk[0] % 2 == 0 or kk[0] > MAX_KERNEL_SIZE:
+            raise Unsupported("kernel_size: not an odd size 1..255 (the op says why: backend='cuda')")
+        row += [float(v) for v in gaussian_weight_rows(kk, sig)[0]]
+    return [tuple(row)]
+
+
 def _check_box(a):
     if "kernel_size" in a:
         k = a["kernel_size"]
@@ -576,6 +605,8 @@ NATIVE_OPS = {
     "grid_mask": NativeOp("grid_mask.cu", "gpuaug_grid_mask",
                           lambda a: [a["tile"], a["ratio"], a["angle"], a["shift"]], program="grid_mask",
                           launch="rows", check=_check_grid_mask),
+    "gaussian_blur": NativeOp("gaussian_blur.cu", "gpuaug_gaussian_blur", _gaussian_row, program="gaussian",
+                              launch="separable"),
     "box_blur": NativeOp("box_blur.cu", "gpuaug_box_blur", lambda a: [a["kernel_size"]], program="box",
                          launch="separable", check=_check_box),
     "equalize": NativeOp("equalize.cu", "gpuaug_equalize", lambda a: [], signature="equalize",

@@ -319,7 +319,7 @@ def test_gd_ops_define_graphs_through_the_native_operator(plugin):
         x = gd.rotate(x, angle=fn.random.uniform(range=(-10, 10)), border="reflect")
         x = gd.brightness(x, factor=1.25)
         x = gd.contrast(x, factor=1.2)
-        return gd.gaussian_blur(x, sigma=1.0)  # no native form: python_function
+        return gd.gaussian_blur(x, sigma=fn.random.uniform(range=(1.0, 2.0)))  # DataNode sigma: python_function
 
     names = _schema_names(pipe())
     assert names.count("gpuaug__Kernel") == 4, names
@@ -330,8 +330,9 @@ def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
     import gpuaug.dali as gd
     from nvidia.dali import fn, pipeline_def
 
-    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}), ("gaussian_blur", {"sigma": 2.0}),
-                      ("gaussian_blur", {"sigma": 1.0}),
+    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}),
+                      ("gaussian_blur", {"sigma": fn.random.uniform(range=(1.0, 2.0))}),
+                      ("gaussian_blur", {"sigma": fn.random.uniform(range=(1.0, 2.0))}),
                       ("rotate", {"angle": fn.random.uniform(range=(-5, 5))}), ("brightness", {"factor": 1.1})])
 
     @pipeline_def(batch_size=N, num_threads=1, device_id=0)
@@ -496,6 +497,8 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
         pass
 
     for op in sorted(_native.NATIVE_OPS):
+        if op == "gaussian_blur" and per_sample:  # native with constant sigma only
+            continue
         spec = gpuaug.registry[op]
         c = 3 if 3 in spec.channels else spec.channels[-1]
         per = _per_sample(op)
@@ -557,6 +560,13 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
                 want["m"] = np.stack([col("factor"), np.full(N, 255.0), np.ones(N)], 1)
             elif op == "median_blur":
                 want["m"] = col("kernel_size")[:, None]
+            elif op == "gaussian_blur":
+                from gpuaug.ops.gaussian_blur import gaussian_kernel_size, gaussian_weight_rows
+
+                sg = col("sigma")
+                ks = (col("kernel_size").astype(np.int64) if ref_kw.get("kernel_size") is not None
+                      else gaussian_kernel_size(sg, np.uint8))
+                want["m"] = gaussian_weight_rows(ks, sg)
             elif op == "box_blur":
                 from gpuaug.ops._launch import separable_rows
 
@@ -585,6 +595,8 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
             rows = got
         elif program == "rot90":
             rows = np.mod(rows, 4)
+        elif program == "gaussian":  # [k, taps] for uint8 then floats: uint8 images take the first
+            rows = rows[:, :1 + int(rows[0, 0])]
         elif program == "box":  # [k] -> [k, 1/k x k, 0 ...] up to the batch's largest k
             ks = rows[:, 0].astype(np.int64)
             out_rows = np.zeros((N, 1 + int(ks.max())), np.float32)
@@ -702,10 +714,10 @@ def test_bad_constants_fail_at_definition_naming_op_and_argument(plugin):
     @pipeline_def(batch_size=N, num_threads=1, device_id=0)
     def pipe2():
         x = fn.external_source(name="x", device="gpu", layout="HWC")
-        return gd.gaussian_blur(x, sigma=1.0, backend="native")
+        return gd.gaussian_blur(x, sigma=fn.random.uniform(range=(1.0, 2.0)), backend="native")
 
-    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.gaussian_blur: backend='native': op 'gaussian_blur' has no "
-                                           r"native"):
+    with pytest.raises(RuntimeError, match=r"gpuaug\.dali\.gaussian_blur: backend='native': sigma / kernel_size: "
+                                           r"DataNodes"):
         pipe2()._build_graph()
 
 
@@ -835,6 +847,8 @@ def _reference(op, imgs, kw):
 def test_native_op_bit_exact_against_standalone(op, varshape, dtype, per_sample, plugin):
     if not _gpu_ready():
         pytest.skip("needs a CUDA GPU")
+    if op == "gaussian_blur" and per_sample:
+        pytest.skip("gaussian_blur runs natively with a constant sigma only (DataNode sigma: python_function)")
     import gpuaug.dali as gd
     from nvidia.dali import fn
 
@@ -1382,7 +1396,7 @@ def test_cat_and_direct_parameter_forms_agree(plugin, monkeypatch):
 @pytest.mark.parametrize("op", _native_ops())
 def test_native_op_chw_bit_exact_against_standalone_nchw(op, plugin):
     """layout="CHW" runs natively (descriptor tables with CHW strides) and equals the standalone
-    op on the NCHW batch, with per-sample DataNode parameters."""
+    op on the NCHW batch, with per-sample DataNode parameters (gaussian_blur: a constant sigma)."""
     if not _gpu_ready():
         pytest.skip("needs a CUDA GPU")
     import cupy as cp
@@ -1394,6 +1408,9 @@ def test_native_op_chw_bit_exact_against_standalone_nchw(op, plugin):
     imgs = [np.ascontiguousarray(a.transpose(2, 0, 1)) for a in _images("uint8", False, c)]
     per = _per_sample(op)
     host = per.pop("__host__", {})
+    if op == "gaussian_blur":
+        host["sigma"] = 1.5
+        per.pop("sigma")
     flags = {p.name for p in spec.params if p.kind == "bool"}
     ref_kw = {k: (v.astype(bool) if k in flags else v.astype(np.int64 if v.dtype == np.int32 else np.float64))
               for k, v in per.items()}

@@ -512,7 +512,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
                      program_ == "center_crop" || program_ == "pad" || program_ == "resize" ||
                      program_ == "resized_crop" || program_ == "erase" || program_ == "median" ||
                      program_ == "noise" || program_ == "salt_pepper" || program_ == "grid_mask" ||
-                     program_ == "box",
+                     program_ == "box" || program_ == "gaussian",
                  op_ + ": argument 'program': got '" + program_ + "'; expected 'identity', 'rotation', 'affine', "
                  "'perspective', 'cmn', 'rot90', 'crop' or 'center_crop'");
     DALI_ENFORCE((program_ != "crop" && program_ != "center_crop" && program_ != "resize" &&
@@ -648,6 +648,17 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     if (program_ == "noise" || program_ == "salt_pepper") seeded(&rows);
     if (program_ == "grid_mask") grid_mask(&rows);
     if (program_ == "box") box(&rows);
+    if (program_ == "gaussian") {  // [k, taps] for uint8, then for floats: the images' half
+      for (auto &r : rows) {
+        DALI_ENFORCE(!r.empty() && size_t(r[0]) + 1 < r.size(), op_ + ": argument 'params': malformed taps");
+        const size_t k8 = size_t(r[0]);
+        if (ti == 0) {
+          r.resize(1 + k8);
+        } else {
+          r.erase(r.begin(), r.begin() + 1 + k8);
+        }
+      }
+    }
     std::string variant;  // a kernel name suffix chosen per batch
     if (program_ == "median") {  // gpuaug.median_blur: k in {3, 5}; the _3 kernel when every k is 3
       bool all3 = true;
