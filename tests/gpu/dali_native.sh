@@ -15,8 +15,9 @@
 #    and per-operator host/device ms (GPUAUG_DALI_NATIVE_PROFILE=1).
 # If every native test with DataNode parameters fails at pipeline build or run, rerun with
 # GPUAUG_DALI_NATIVE_ARGS=cat (the previous, GPU-tested way of passing parameters) and report.
-# Modes: "bash tests/gpu/dali_native.sh tests" (under 10 min: first NVRTC compiles of ~300 tests)
-# or "... bench" (under 6 min) runs one half; with no argument both run (over 10 min at worst).
+# Modes (first argument): tests1 (uint8 bit-exact cases and every other test), tests2 (float16 /
+# float32 bit-exact cases), bench; each under 10 minutes. "tests" runs both test halves, no
+# argument runs everything (over 10 minutes: run the three one after another instead).
 # Writes $OUT/dali_native_build.txt, $OUT/dali_native_tests.txt (+ tests2), $OUT/dali_native_bench.txt and
 # $OUT/dali_native_bench.json.
 set -uo pipefail
@@ -46,18 +47,21 @@ except Exception as e:
 print("status:", _native.status())
 PY
 MODE=${1:-all}
-if [ "$MODE" != bench ]; then
-# two halves, each under its own limit (the first NVRTC compile of every kernel instance is
-# paid here; later runs read the compiled kernels from $GPUAUG_CACHE_DIR/dali_native/kernels)
-timeout 280 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider \
+# two halves of the GPU tests, each under its own limit (the first NVRTC compile of every kernel
+# instance is paid here; later runs read the compiled kernels from
+# $GPUAUG_CACHE_DIR/dali_native/kernels): tests1 = uint8 and everything else, tests2 = the
+# float16 / float32 bit-exact cases
+if [ "$MODE" = all ] || [ "$MODE" = tests ] || [ "$MODE" = tests1 ]; then
+timeout 540 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider \
     -k "not (bit_exact_against_standalone and not nchw) or uint8" > "$OUT/dali_native_tests.txt" 2>&1
-timeout 280 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider \
-    -k "bit_exact_against_standalone and not nchw and not uint8" > "$OUT/dali_native_tests2.txt" 2>&1
-for f in "$OUT/dali_native_tests.txt" "$OUT/dali_native_tests2.txt"; do
-  grep -E "^(FAILED|ERROR)" "$f" | head -40; tail -3 "$f"
-done
+grep -E "^(FAILED|ERROR)" "$OUT/dali_native_tests.txt" | head -40; tail -3 "$OUT/dali_native_tests.txt"
 fi
-if [ "$MODE" != tests ]; then
+if [ "$MODE" = all ] || [ "$MODE" = tests ] || [ "$MODE" = tests2 ]; then
+timeout 540 python3 -m pytest -q -rs tests/test_dali_native.py -p no:cacheprovider \
+    -k "bit_exact_against_standalone and not nchw and not uint8" > "$OUT/dali_native_tests2.txt" 2>&1
+grep -E "^(FAILED|ERROR)" "$OUT/dali_native_tests2.txt" | head -40; tail -3 "$OUT/dali_native_tests2.txt"
+fi
+if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
 timeout 300 python3 tests/gpu/dali_native_bench.py --budget 200 --out "$OUT/dali_native_bench.json" 2>&1 | tee "$OUT/dali_native_bench.txt" | tail -70
 fi
 echo "SUMMARY: tests: $(tail -1 "$OUT/dali_native_tests.txt" 2>/dev/null) | $(tail -1 "$OUT/dali_native_tests2.txt" 2>/dev/null)"
