@@ -134,7 +134,8 @@ def separable(src, dst, params, lo, hi, rnd):
     if not np.array_equal(wts[:, :kmax], _mirrored(wts[:, :kmax], ks)):
         return False
     p_, h, w = s.shape[:3]
-    if rnd and (wts[:, :kmax] == wts[:, :1]).all() and (ks == kmax).all():  # box_blur (one size)
+    taps = np.arange(kmax)[None, :] < ks[:, None]
+    if rnd and ((wts[:, :kmax] == wts[:, :1]) | ~taps).all():  # box_blur: equal taps in every image
         proto = np.zeros(1, np.int16 if 255 * kmax * kmax < 32768 else np.float32)
         kernel(_box_u8)(s.reshape(p_, h, w * c), d.reshape(p_, h, w * c), per_plane(ks, per), c, proto)
         return True
