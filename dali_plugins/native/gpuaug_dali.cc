@@ -91,7 +91,7 @@ struct Api {
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
@@ -169,7 +169,10 @@ static Api &api() {
     GA_SYM(cuda, cuEventCreate);
     GA_SYM(cuda, cuEventRecord);
     GA_SYM(cuda, cuEventSynchronize);
-    GA_SYM(cuda, cuEventElapsedTime);
+    // profiling only (GPUAUG_DALI_NATIVE_PROFILE): optional
+    a.cuEventElapsedTime = reinterpret_cast<decltype(a.cuEventElapsedTime)>(dlsym(cuda, "cuEventElapsedTime_v2"));
+    if (!a.cuEventElapsedTime)
+      a.cuEventElapsedTime = reinterpret_cast<decltype(a.cuEventElapsedTime)>(dlsym(cuda, "cuEventElapsedTime"));
     GA_SYM2(cuda, cuEventDestroy, "cuEventDestroy_v2");
     GA_SYM(cuda, cuGetErrorString);
     GA_SYM(nvrtc, nvrtcCreateProgram);
@@ -416,7 +419,8 @@ class Profile {
   void collect() {
     if (!pending_a_) return;
     float ms = 0;
-    if (api().cuEventSynchronize(pending_b_) == 0 && api().cuEventElapsedTime(&ms, pending_a_, pending_b_) == 0) {
+    if (api().cuEventElapsedTime && api().cuEventSynchronize(pending_b_) == 0 &&
+        api().cuEventElapsedTime(&ms, pending_a_, pending_b_) == 0) {
       dev_ms_ += ms;
       ++timed_;
     }
