@@ -18,14 +18,26 @@ What each op sends the operator (graph side, built here from the registry call):
   ``GPUAUG_DALI_NATIVE_ARGS=cat`` restores the previous form, where the graph casts, reshapes
   and concatenates the row and fn.shapes feeds the checks: ~8 CPU operators per op);
 - columns that depend on the images' dtype (the value range 255 / 1) as ``dtype_cols``;
-- a parameter *program* where the row needs host maths on the image size or in double precision,
-  run by the operator per sample, as gpuaug does it: ``rotation`` (OpenCV's inverse matrix from
-  angle, scale and centre, the centre defaulting to each image's), ``affine`` (the 2x3 matrix
-  inverted, singular ones refused naming ``matrix``), ``perspective`` (the 3x3 homography,
-  likewise), ``cmn`` (crop_mirror_normalize and
-  normalize: mean/std broadcast to the channels);
-- colour ops: whether the grayscale mean is reduced first (contrast, color_jitter); warps: the
-  dense kernel for contiguous batches and a constant output ``size``.
+- a parameter *program* where the row needs host maths (the image's size, double precision, a
+  check of DataNode values, a per-batch counter), run by the operator per sample, as gpuaug does
+  it: ``rotation`` (OpenCV's inverse matrix from angle, scale and centre, the centre defaulting
+  to each image's), ``affine`` / ``perspective`` (the 2x3 / 3x3 matrix inverted, singular ones
+  refused naming ``matrix``), ``cmn`` (crop_mirror_normalize and normalize: mean/std broadcast
+  to the channels), ``rot90`` (k checked, reduced to 0..3), ``crop`` (the window checked inside
+  each image), ``center_crop`` (torchvision's offsets per image size), ``pad`` (the value stored
+  as the output's dtype stores it), ``resize`` / ``resized_crop`` (resample_params per image
+  size or box), ``erase`` (boxes checked, value stored), ``median`` (k checked; the 3x3 kernel
+  when every k is 3), ``box`` (1/k taps), ``gaussian`` (the taps gpuaug computed at definition
+  for a constant sigma, for uint8 and for float images), ``grid_mask`` (cos / sin and the
+  float32 values the op uses), ``noise`` / ``salt_pepper`` (batch i of the operator uses
+  seed + i, as the python_function path does);
+- the output shape rule (``out_shape``: the input's, a constant ``out_size``, transposed, rot90's
+  per-sample swap, pad's growth read in Setup), the output channels (grayscale), the launch
+  (2-D tiles; replace_rows and noise 1-D plans; the separable blurs' plan with dynamic shared
+  memory), the signature (plain, colour with the grayscale mean reduced first, cmn, equalize's
+  histogram / lookup-table / lookup launches) and, for warps, the dense kernel for contiguous
+  batches; HWC or CHW samples (``layout="CHW"``: the descriptor tables carry the strides; the
+  packed colour and dense warp fast paths are HWC only, as in the standalone ops).
 The operator launches the kernels the standalone op launches on the same batch (packed colour
 path, dense warp path, same partial-sum split for the mean), so outputs are bit-identical when
 the parameters are: DataNode values travel as float32 (DALI's argument type), as do constants.
@@ -40,47 +52,13 @@ Which path runs (``gpuaug info`` shows it):
   its alias ``"python"``) forces ``python_function`` (both run the CUDA C kernels); the default
   ``backend=None`` picks as above.
 
-Programs ``rot90`` (k checked and reduced to 0..3; the output's height and width swap where k
-is odd), ``crop`` (the window checked inside each image) and ``center_crop`` (torchvision's
-offsets from each image's size) serve the copy ops; transpose swaps every output.
-
-Grayscale takes its output channel count (``num_output_channels``) as a template argument.
-
-``pad``'s output grows by each sample's padding (read in Setup; program ``pad`` stores the
-value as the output's dtype does).
-
-``resize`` / ``resized_crop`` (program ``resize`` / ``resized_crop``: resample_params per image
-size or box, the output size a constant).
-
-``erase`` (program ``erase``: the boxes checked, the value stored as the output's dtype does).
-
-CHW samples (``layout="CHW"``) run natively too: the descriptor tables carry the strides, so
-the kernels read and write them as the standalone op does on an NCHW batch (the packed colour
-and dense warp fast paths are HWC only, in both).
-
-``sharpen`` (32 x 32 output tiles per block) and ``median_blur`` (128 x 8 tiles; program
-``median`` checks k and picks the 3x3 kernel when every sample's k is 3, as the op does).
-
-``equalize`` (signature ``equalize``: per-sample histograms, lookup tables, then the lookup,
-three launches as the standalone op, the buffers in the operator's device slot).
-``grid_mask`` (program ``grid_mask``: cos / sin of the angle and the float32 values the op uses).
-``gaussian_noise`` / ``salt_and_pepper`` (programs ``noise`` / ``salt_pepper``: batch i of the
-operator uses seed + i, as the python_function path does; the kernels' own 1-D launches).
-
-``box_blur`` (program ``box``: the 1/k taps; launch ``separable``: the op's separable_plan,
-dynamic shared memory opted into past 48 KiB).
-
-``gaussian_blur`` with a constant ``sigma`` (and ``kernel_size``): its taps computed at
-definition by gpuaug itself for uint8 and for float images (program ``gaussian`` takes the
-images' half); a DataNode sigma keeps python_function (the taps are NumPy's exp and pairwise
-sums, which a C++ copy would not match bit for bit everywhere).
-
-Not native (they keep ``python_function``): crop with per-sample window sizes (other launch shapes, seeds or outputs); and calls with
-GPU DataNode parameters,
-per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a constant
-with a DataNode. A DataNode parameter's per-sample shape is checked by the operator against
-the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its native ops natively
-and fuses the rest.
+Every registry op has a native form (:data:`NATIVE_OPS`). Calls that keep ``python_function``:
+gaussian_blur with a DataNode sigma (its taps are NumPy's exp and pairwise sums, which a C++
+copy would not match bit for bit everywhere), crop with per-sample window sizes, GPU DataNode
+parameters, per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a
+constant with a DataNode. A DataNode parameter's per-sample shape is checked by the operator
+against the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its
+native ops natively and fuses the rest.
 
 ``gd.policy`` (a ``gpuaug.Compose``) runs natively as ``gpuaug__Policy`` (``fn.gpuaug.policy``), one
 operator per fused stage of the policy's plan (kernels/fused.cu, as gpuaug runs it), when every
