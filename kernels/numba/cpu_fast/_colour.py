@@ -131,8 +131,7 @@ def _jitter(src, dst, params, c, rnd):
                 g = gg[x]
                 b = bb[x]
                 hi = max(r, max(g, b))
-                lo = min(r, min(g, b))
-                rng = hi - lo
+                rng = hi - min(r, min(g, b))
                 div = rng if rng > 0.0 else 1.0
                 hh = (g - b) / div if hi == r else ((2.0 + (b - r) / div) if hi == g else 4.0 + (r - g) / div)
                 hh += s6
@@ -213,20 +212,27 @@ def _cmn_rows(src, dst, params, anchors, nc):
     # the mean and std repeated along the row (the loop vectorises; same division).
     n_, h, wc = dst.shape
     w = wc // nc
+    mrows = np.empty((n_, wc), np.float64)
+    srows = np.empty((n_, wc), np.float64)
+    for p in range(n_):
+        for x in range(w):
+            for ch in range(nc):
+                mrows[p, x * nc + ch] = params[p, 5 + ch]
+                srows[p, x * nc + ch] = params[p, 5 + nc + ch]
     for u in prange(n_ * h):
         p = u // h
         y = u - p * h
-        mrow = np.empty(wc, np.float64)
-        srow = np.empty(wc, np.float64)
-        for x in range(w):
-            for ch in range(nc):
-                mrow[x * nc + ch] = params[p, 5 + ch]
-                srow[x * nc + ch] = params[p, 5 + nc + ch]
-        a = anchors[p, 1] * nc
-        s = src[p, anchors[p, 0] + y, a:a + wc]
+        mrow = mrows[p]
+        srow = srows[p]
+        a = uint64(anchors[p, 1] * nc)
+        s = src[p, anchors[p, 0] + y]  # a whole row (C-contiguous; a slice would not be)
         d = dst[p, y]
+        t = np.empty(wc, np.float64)
         for i in range(wc):
-            d[i] = (s[i] - mrow[i]) / srow[i]
+            t[i] = s[a + uint64(i)] - mrow[i]
+        np.divide(t, srow, t)  # NumPy's division: no zero check per element (a Python "/" has one)
+        for i in range(wc):
+            d[i] = t[i]
 
 
 def normalize(src, dst, params, lo, hi, rnd):
@@ -260,7 +266,17 @@ def _gray_sums(src, sums, params, c, jitter, integer):
         mx = pp[4] if jitter else pp[1]
         big = mx > 1.0
         npx = m // c
-        if integer:
+        if integer and not jitter and c == 3:
+            # luma_floor of whole numbers is exactly (2989 r + 5870 g + 1140 b) // 10000 (see
+            # _colour.luma: the float form's quotients lie on a 1e-4 grid, its 5e-5 bias never
+            # crosses an integer): integer maths, which vectorises
+            acc = 0
+            for i in range(npx):
+                q = uint64(3 * i)
+                acc += (np.int32(2989) * np.int32(s[q]) + np.int32(5870) * np.int32(s[q + uint64(1)])
+                        + np.int32(1140) * np.int32(s[q + uint64(2)])) // np.int32(10000)
+            sums[p] = float(acc)
+        elif integer:
             acc = 0
             if c == 3:
                 for i in range(npx):
