@@ -32,37 +32,47 @@ def fill_span(dr, o, npx, fl, c):
 
 
 def _flip(src, dst, params, c):
+    # Flat 1-D views and unsigned offsets: no per-row array views (each costs two reference
+    # count updates, as much as copying a short row).
     n_, h, wc = src.shape
     w = wc // c
+    sf = src.ravel()
+    df = dst.ravel()
+    img = uint64(h * wc)
+    uwc = uint64(wc)
     for u in prange(n_ * h):
         p = u // h
         y = u - p * h
         sy = h - 1 - y if params[p, 1] != 0 else y
-        sr = src[p, sy]
-        dr = dst[p, y]
+        sr = uint64(p) * img + uint64(sy) * uwc
+        dr = uint64(p) * img + uint64(y) * uwc
         if params[p, 0] == 0:
-            copy_span(dr, 0, sr, 0, wc)
+            for i in range(uwc):
+                df[dr + i] = sf[sr + i]
         elif c == 3:
             for x in range(w):
-                q = uint64(wc - 3 - 3 * x)
-                o = uint64(3 * x)
-                dr[o] = sr[q]
-                dr[o + uint64(1)] = sr[q + uint64(1)]
-                dr[o + uint64(2)] = sr[q + uint64(2)]
+                q = sr + uint64(wc - 3 - 3 * x)
+                o = dr + uint64(3 * x)
+                df[o] = sf[q]
+                df[o + uint64(1)] = sf[q + uint64(1)]
+                df[o + uint64(2)] = sf[q + uint64(2)]
         elif c == 1:
             for x in range(w):
-                dr[x] = sr[uint64(w - 1 - x)]
+                df[dr + uint64(x)] = sf[sr + uint64(w - 1 - x)]
         elif c == 4:
             for x in range(w):
-                q = uint64(wc - 4 - 4 * x)
-                o = uint64(4 * x)
-                dr[o] = sr[q]
-                dr[o + uint64(1)] = sr[q + uint64(1)]
-                dr[o + uint64(2)] = sr[q + uint64(2)]
-                dr[o + uint64(3)] = sr[q + uint64(3)]
+                q = sr + uint64(wc - 4 - 4 * x)
+                o = dr + uint64(4 * x)
+                df[o] = sf[q]
+                df[o + uint64(1)] = sf[q + uint64(1)]
+                df[o + uint64(2)] = sf[q + uint64(2)]
+                df[o + uint64(3)] = sf[q + uint64(3)]
         else:
             for x in range(w):
-                copy_span(dr, x * c, sr, (w - 1 - x) * c, c)
+                q = sr + uint64((w - 1 - x) * c)
+                o = dr + uint64(x * c)
+                for ch in range(uint64(c)):
+                    df[o + ch] = sf[q + ch]
 
 
 def _crop(src, dst, params, fills, c):
