@@ -180,6 +180,10 @@ def resize(src, dst, params, lo, hi, rnd):
     return True
 
 
+#: output rows per parallel work item of the warps (their row buffers are made once per band)
+BAND = 16
+
+
 @dual
 def clampc(f):
     """``_interp.clamp_coord`` as selects (vectorises)."""
@@ -208,92 +212,95 @@ def _warp(src, dst, params, c, rnd):
     df = dst.ravel()
     rs = uint64(w * c)
     uc = uint64(c)
-    for u in prange(n_ * oh):
-        p = u // oh
-        y = u - p * oh
-        nearest = params[p, 0] == 0
-        border = int(params[p, 1])
-        a00, a01, a02 = params[p, 2], params[p, 3], params[p, 4]
-        a10, a11, a12 = params[p, 5], params[p, 6], params[p, 7]
+    nb = (oh + BAND - 1) // BAND
+    for ub in prange(n_ * nb):  # bands of rows: work for every thread, buffers once per band
+        p = ub // nb
+        yb = (ub - p * nb) * BAND
         wxs = np.empty(ow, np.float64)
         wys = np.empty(ow, np.float64)
         x0s = np.empty(ow, np.int64)
         y0s = np.empty(ow, np.int64)
-        for x in range(ow):
-            fx = clampc(a00 * x + a01 * y + a02)
-            fy = clampc(a10 * x + a11 * y + a12)
-            if nearest:  # the nearest pixel: floor(f + 0.5)
-                fx = fx + 0.5
-                fy = fy + 0.5
-            x0f = math.floor(fx)
-            y0f = math.floor(fy)
-            x0s[x] = int(x0f)
-            y0s[x] = int(y0f)
-            wxs[x] = fx - x0f
-            wys[x] = fy - y0f
-        img = uint64(p * h) * rs
-        o = uint64(u * ow) * uc
-        if nearest:
+        for y in range(yb, min(yb + BAND, oh)):
+            u = p * oh + y
+            nearest = params[p, 0] == 0
+            border = int(params[p, 1])
+            a00, a01, a02 = params[p, 2], params[p, 3], params[p, 4]
+            a10, a11, a12 = params[p, 5], params[p, 6], params[p, 7]
             for x in range(ow):
-                xi = x0s[x]
-                yi = y0s[x]
-                if xi >= 0 and xi < w and yi >= 0 and yi < h:
-                    q = img + uint64(yi) * rs + uint64(xi) * uc
-                    for ch in range(c):
-                        df[o] = sf[q]
+                fx = clampc(a00 * x + a01 * y + a02)
+                fy = clampc(a10 * x + a11 * y + a12)
+                if nearest:  # the nearest pixel: floor(f + 0.5)
+                    fx = fx + 0.5
+                    fy = fy + 0.5
+                x0f = math.floor(fx)
+                y0f = math.floor(fy)
+                x0s[x] = int(x0f)
+                y0s[x] = int(y0f)
+                wxs[x] = fx - x0f
+                wys[x] = fy - y0f
+            img = uint64(p * h) * rs
+            o = uint64(u * ow) * uc
+            if nearest:
+                for x in range(ow):
+                    xi = x0s[x]
+                    yi = y0s[x]
+                    if xi >= 0 and xi < w and yi >= 0 and yi < h:
+                        q = img + uint64(yi) * rs + uint64(xi) * uc
+                        for ch in range(c):
+                            df[o] = sf[q]
+                            o += uint64(1)
+                            q += uint64(1)
+                    else:
+                        for ch in range(c):
+                            df[o] = store_px(tapf(sf, img, rs, c, yi, xi, ch, h, w, border, params[p, 8 + ch]), rnd)
+                            o += uint64(1)
+                continue
+            for x in range(ow):
+                x0 = x0s[x]
+                y0 = y0s[x]
+                wx = wxs[x]
+                wy = wys[x]
+                if x0 >= 0 and x0 + 1 < w and y0 >= 0 and y0 + 1 < h:
+                    q = img + uint64(y0) * rs + uint64(x0) * uc
+                    if c == 3:  # unrolled: the common case
+                        for ch in range(3):
+                            a = float(sf[q])
+                            b = float(sf[q + uint64(3)])
+                            cc = float(sf[q + rs])
+                            dd = float(sf[q + rs + uint64(3)])
+                            top = a + wx * (b - a)
+                            bot = cc + wx * (dd - cc)
+                            df[o] = store_px(top + wy * (bot - top), rnd)
+                            o += uint64(1)
+                            q += uint64(1)
+                    else:
+                        for ch in range(c):
+                            a = float(sf[q])
+                            b = float(sf[q + uc])
+                            cc = float(sf[q + rs])
+                            dd = float(sf[q + rs + uc])
+                            top = a + wx * (b - a)
+                            bot = cc + wx * (dd - cc)
+                            df[o] = store_px(top + wy * (bot - top), rnd)
+                            o += uint64(1)
+                            q += uint64(1)
+                elif border == 0 and (x0 + 1 < 0 or x0 >= w or y0 + 1 < 0 or y0 >= h):
+                    for ch in range(c):  # every tap outside: the fill (blended with itself)
+                        f = params[p, 8 + ch]
+                        top = f + wx * (f - f)
+                        df[o] = store_px(top + wy * (top - top), rnd)
                         o += uint64(1)
-                        q += uint64(1)
                 else:
                     for ch in range(c):
-                        df[o] = store_px(tapf(sf, img, rs, c, yi, xi, ch, h, w, border, params[p, 8 + ch]), rnd)
-                        o += uint64(1)
-            continue
-        for x in range(ow):
-            x0 = x0s[x]
-            y0 = y0s[x]
-            wx = wxs[x]
-            wy = wys[x]
-            if x0 >= 0 and x0 + 1 < w and y0 >= 0 and y0 + 1 < h:
-                q = img + uint64(y0) * rs + uint64(x0) * uc
-                if c == 3:  # unrolled: the common case
-                    for ch in range(3):
-                        a = float(sf[q])
-                        b = float(sf[q + uint64(3)])
-                        cc = float(sf[q + rs])
-                        dd = float(sf[q + rs + uint64(3)])
+                        f = params[p, 8 + ch]
+                        a = tapf(sf, img, rs, c, y0, x0, ch, h, w, border, f)
+                        b = tapf(sf, img, rs, c, y0, x0 + 1, ch, h, w, border, f)
+                        cc = tapf(sf, img, rs, c, y0 + 1, x0, ch, h, w, border, f)
+                        dd = tapf(sf, img, rs, c, y0 + 1, x0 + 1, ch, h, w, border, f)
                         top = a + wx * (b - a)
                         bot = cc + wx * (dd - cc)
                         df[o] = store_px(top + wy * (bot - top), rnd)
                         o += uint64(1)
-                        q += uint64(1)
-                else:
-                    for ch in range(c):
-                        a = float(sf[q])
-                        b = float(sf[q + uc])
-                        cc = float(sf[q + rs])
-                        dd = float(sf[q + rs + uc])
-                        top = a + wx * (b - a)
-                        bot = cc + wx * (dd - cc)
-                        df[o] = store_px(top + wy * (bot - top), rnd)
-                        o += uint64(1)
-                        q += uint64(1)
-            elif border == 0 and (x0 + 1 < 0 or x0 >= w or y0 + 1 < 0 or y0 >= h):
-                for ch in range(c):  # every tap outside: the fill (blended with itself)
-                    f = params[p, 8 + ch]
-                    top = f + wx * (f - f)
-                    df[o] = store_px(top + wy * (top - top), rnd)
-                    o += uint64(1)
-            else:
-                for ch in range(c):
-                    f = params[p, 8 + ch]
-                    a = tapf(sf, img, rs, c, y0, x0, ch, h, w, border, f)
-                    b = tapf(sf, img, rs, c, y0, x0 + 1, ch, h, w, border, f)
-                    cc = tapf(sf, img, rs, c, y0 + 1, x0, ch, h, w, border, f)
-                    dd = tapf(sf, img, rs, c, y0 + 1, x0 + 1, ch, h, w, border, f)
-                    top = a + wx * (b - a)
-                    bot = cc + wx * (dd - cc)
-                    df[o] = store_px(top + wy * (bot - top), rnd)
-                    o += uint64(1)
 
 
 def warp_affine(src, dst, params, lo, hi, rnd):
