@@ -1230,7 +1230,8 @@ def test_native_policy_bit_exact_against_replay(name, varshape, c, plugin):
 
     def graph():
         x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
-        nodes = [fn.external_source(source=lambda u=u: list(u), batch=True) for u in us]
+        # (a lambda with a defaulted argument would be called with DALI's iteration index)
+        nodes = [fn.external_source(source=(lambda v: (lambda: list(v)))(u), batch=True) for u in us]
         return _native.policy_node(x, pol, input_dtype=dt, forced=True, uniforms=nodes)
 
     (got,), _ = _run(graph)
