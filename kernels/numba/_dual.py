@@ -27,8 +27,8 @@ def cpu_parallel() -> bool:
     """Whether CPU kernels use Numba's thread pool (``prange``): on unless
     ``GPUAUG_CPU_PARALLEL=0``.
 
-    On by default: a call on a NumPy batch (the common caller) then uses every core, about
-    1.7x on 2 cores for a (64, 224, 224, 3) batch (bench/results/2026-11-25-cpu). Set 0
+    On by default: a call on a NumPy batch (the common caller) then uses every core, 1.4-2x
+    on 2 cores for a (64, 224, 224, 3) batch (bench/results/2026-11-25-cpu). Set 0
     where the caller already runs one thread per core (scheduler workers, DataLoader
     workers, many DALI CPU threads; the kernels release the GIL, so those threads
     overlap) or in short-lived processes: a parallel kernel compiles 1.5-3x slower (once

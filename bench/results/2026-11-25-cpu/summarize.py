@@ -69,6 +69,6 @@ Notes:
 - DALI has no CPU median_blur (fn.experimental.median_blur is GPU only).
 - resize's example is half size, which takes an exact 2x2-mean path (OpenCV switches to block means
   there too); other sizes run the general bilinear kernel: resize_sizes.py / resize_sizes.txt
-  (224 -> 160x120: 0.79x OpenCV; 224 -> 300x300: 1.12x, when measured).
+  (224 -> 160x120: 0.8-0.9x OpenCV; 224 -> 300x300: 1.1x, over two runs).
 - Machine: 2 cores shared with other work; load averages before/after each pass in load.txt.
 """)
