@@ -1179,11 +1179,12 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
             return gd.policy(x, gpuaug.Compose(transforms), **kw)
         return _schema_names(pipe())
 
-    got = names(_policies()["bench"][0])
+    got = names(_policies()["bench"][0], backend="native")
     assert got.count("gpuaug__Policy") == 1 and not any("PythonFunction" in n for n in got), got
-    assert names(_policies()["two_stages"][0]).count("gpuaug__Policy") == 2
-    got = names(_policies()["bench"][0], backend="cuda")
-    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    assert names(_policies()["two_stages"][0], backend="native").count("gpuaug__Policy") == 2
+    for kw in ({}, {"backend": "cuda"}):  # python_function unless native is asked for (see _policy.py)
+        got = names(_policies()["bench"][0], **kw)
+        assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
     got = names([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)])
     assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
     with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*GaussianBlur runs as its own gpuaug op"):
@@ -1299,7 +1300,7 @@ def test_native_policy_serialize_and_bad_dtype(plugin, tmp_path):
     @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=7)
     def pipe():
         x = fn.external_source(name="x", device="gpu", layout="HWC")
-        return gd.policy(x, pol)
+        return gd.policy(x, pol, backend="native")
 
     p = pipe()
     assert "gpuaug__Policy" in _schema_names(p)
