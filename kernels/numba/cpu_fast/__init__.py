@@ -82,12 +82,33 @@ def with_fast_path(key, kern):
     return call
 
 
+def dense(src, dst):
+    """``(s, d, done)``: C-contiguous NHWC arrays holding ``src`` and standing for ``dst``: the
+    arrays themselves where they are C-contiguous, else copies (``done()`` then writes ``d``
+    back into ``dst``). Fast kernels whose float results are not bit-identical to the generic
+    twin's take strided views this way, so a view and a contiguous copy of the same batch
+    give the same bits (tests/test_properties.py checks that)."""
+    s = src if src.flags.c_contiguous else np.ascontiguousarray(src)
+    if dst.flags.c_contiguous:
+        return s, dst, _nothing
+    d = np.empty(dst.shape, dst.dtype)
+
+    def done():
+        dst[...] = d
+
+    return s, d, done
+
+
+def _nothing():
+    pass
+
+
 def planes(src, dst):
     """Dense views for channel-blind kernels: ``(s, d, c, per)`` where ``s``/``d`` are
     C-contiguous (P, H, W, c) arrays sharing memory with the NHWC views ``src``/``dst``:
     NHWC batches as they are (P = N, ``per`` = 1), NCHW batches (NHWC views of C-contiguous
     NCHW arrays) as N*C one-channel planes (``per`` = C: plane i is sample i // C).
-    None when the two are not both one of these."""
+    None when the two are not both one of these (see :func:`dense` for the others)."""
     if src.flags.c_contiguous and dst.flags.c_contiguous:
         return src, dst, src.shape[3], 1
     st, dt = src.transpose(0, 3, 1, 2), dst.transpose(0, 3, 1, 2)

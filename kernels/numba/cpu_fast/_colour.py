@@ -18,7 +18,7 @@ from .._dual import dual
 from .._driver import store
 from ..color_jitter import jitter_step
 from ..crop_mirror_normalize import cmn_anchor
-from . import kernel
+from . import dense, kernel
 
 BRIGHTNESS, CONTRAST, JITTER = 0, 1, 2
 
@@ -158,11 +158,11 @@ def _flat(a):
 
 
 def _point_op(src, dst, params, rnd, op):
-    if not (src.flags.c_contiguous and dst.flags.c_contiguous) or src.shape != dst.shape:
+    if src.shape != dst.shape or src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype:
         return False
-    if src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype:
-        return False
+    src, dst, done = dense(src, dst)  # strided views and NCHW through dense copies
     kernel(_pointwise)(_flat(src), _flat(dst), np.ascontiguousarray(params), src.shape[3], op, bool(rnd))
+    done()
     return True
 
 
@@ -180,13 +180,13 @@ def color_jitter(src, dst, params, lo, hi, rnd):
     """Fast path of the color_jitter value kernel (same arguments); False if not applicable."""
     if src.shape[3] < 3:
         return _point_op(src, dst, params, rnd, JITTER)
-    if not (src.flags.c_contiguous and dst.flags.c_contiguous) or src.shape != dst.shape:
+    if src.shape != dst.shape or src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype:
         return False
-    if src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype:
-        return False
+    src, dst, done = dense(src, dst)  # strided views and NCHW through dense copies
     n, h, w, c = src.shape
     kernel(_jitter)(src.reshape(n, h, w * c), dst.reshape(n, h, w * c), np.ascontiguousarray(params), c,
                     bool(rnd))
+    done()
     return True
 
 
@@ -323,8 +323,9 @@ def _gray_sums(src, sums, params, c, jitter, integer):
 
 
 def _gray(src, sums, params, jitter):
-    if not src.flags.c_contiguous or src.dtype not in (np.uint8, np.float32):
+    if src.dtype not in (np.uint8, np.float32):
         return False
+    src = np.ascontiguousarray(src)  # strided views and NCHW through a dense copy
     c = src.shape[3]
     integer = src.dtype == np.uint8 and (c >= 3 or not jitter)  # jitter's 1-channel gray is not whole
     kernel(_gray_sums)(_flat(src), sums, np.ascontiguousarray(params), c, jitter, integer)

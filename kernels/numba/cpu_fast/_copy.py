@@ -11,7 +11,7 @@ from numba import prange, uint64
 
 from .._dual import dual
 from ..pad import border_index
-from . import kernel, per_plane, planes
+from . import _nothing, dense, kernel, per_plane, planes
 
 
 @dual
@@ -141,21 +141,29 @@ def _flat(a, c):
 
 def flip(src, dst, params, fills):
     """Fast path of the flip copy kernel (same arguments); False if not applicable."""
-    pl = planes(src, dst)
-    if pl is None or src.shape != dst.shape:
+    if src.shape != dst.shape:
         return False
+    done = _nothing
+    pl = planes(src, dst)
+    if pl is None:  # strided views: through dense copies
+        src, dst, done = dense(src, dst)
+        pl = planes(src, dst)
     s, d, c, per = pl
     kernel(_flip)(_flat(s, c), _flat(d, c), np.ascontiguousarray(per_plane(params, per)), c)
+    done()
     return True
 
 
 def _copy_op(fn, src, dst, params, fills):
+    done = _nothing
     pl = planes(src, dst)
-    if pl is None:
-        return False
+    if pl is None:  # strided views: through dense copies
+        src, dst, done = dense(src, dst)
+        pl = planes(src, dst)
     s, d, c, per = pl
     fl = np.ascontiguousarray(fills).reshape(s.shape[0], c)  # NCHW: plane n*C + ch gets fills[n, ch]
     kernel(fn)(_flat(s, c), _flat(d, c), np.ascontiguousarray(per_plane(params, per)), fl, c)
+    done()
     return True
 
 

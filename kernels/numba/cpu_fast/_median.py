@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from . import kernel, per_plane, planes
+from . import dense, kernel, per_plane, planes
 
 
 def network(m):
@@ -403,10 +403,14 @@ def median(src, dst, params):
     ks = params[:, 0].astype(np.int64)
     if src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype or not np.isin(ks, (3, 5)).all():
         return False
+    done = None
     pl = planes(src, dst)
-    if pl is None:
-        return False
+    if pl is None:  # strided views: through dense copies
+        src, dst, done = dense(src, dst)
+        pl = planes(src, dst)
     s, d, c, per = pl
     p_, h, w = s.shape[:3]
     kernel(_median)(s.reshape(p_, h, w * c), d.reshape(p_, h, w * c), per_plane(ks, per), c)
+    if done is not None:
+        done()
     return True

@@ -19,7 +19,7 @@ from numba import prange, uint64
 from .._dual import dual
 from .._interp import border_index, clamp_coord, clamp_index
 from ..resize import nearest_index
-from . import kernel
+from . import dense, kernel
 
 
 @dual
@@ -162,11 +162,12 @@ def _resize_nearest(src, dst, params, c):
 
 def resize(src, dst, params, lo, hi, rnd):
     """Fast path of the resize value kernel (same arguments); False if not applicable."""
-    if not (src.flags.c_contiguous and dst.flags.c_contiguous) or src.dtype != dst.dtype:
+    if src.dtype != dst.dtype:
         return False
     modes = params[:, 8]
     if not (modes == modes[0]).all() or modes[0] not in (0, 1):
         return False
+    src, dst, done = dense(src, dst)  # strided views through dense copies
     n, h, w, c = src.shape
     s = src.reshape(n, h, w * c)
     d = dst.reshape(n, dst.shape[1], dst.shape[2] * c)
@@ -177,6 +178,7 @@ def resize(src, dst, params, lo, hi, rnd):
         kernel(_halve_u8)(s, d, c)
     else:
         kernel(_resize_linear)(s, d, par, c, bool(rnd))
+    done()
     return True
 
 
@@ -306,9 +308,11 @@ def _warp(src, dst, params, c, rnd):
 def warp_affine(src, dst, params, lo, hi, rnd):
     """Fast path of the warp_affine / rotate value kernel (same arguments); False if not
     applicable."""
-    if not (src.flags.c_contiguous and dst.flags.c_contiguous) or src.dtype != dst.dtype:
+    if src.dtype != dst.dtype:
         return False
+    src, dst, done = dense(src, dst)  # strided views and NCHW through dense copies: the same bits
     kernel(_warp)(src, dst, np.ascontiguousarray(params), src.shape[3], bool(rnd))
+    done()
     return True
 
 

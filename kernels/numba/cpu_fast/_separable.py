@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 from .._filters import reflect101
-from . import kernel, per_plane, planes
+from . import dense, kernel, per_plane, planes
 
 
 def _sep(src, dst, wts, ks, c, rnd):
@@ -124,24 +124,30 @@ def separable(src, dst, params, lo, hi, rnd):
     """Fast path of ``_filters.separable_kernel`` (same arguments); False if not applicable."""
     if src.dtype not in (np.uint8, np.float32) or dst.dtype != src.dtype:
         return False
-    pl = planes(src, dst)
-    if pl is None:
-        return False
-    s, d, c, per = pl
     ks = params[:, 0].astype(np.int64)
     wts = params[:, 1:]
     kmax = int(ks.max())
     if not np.array_equal(wts[:, :kmax], _mirrored(wts[:, :kmax], ks)):
         return False
+    done = None
+    pl = planes(src, dst)
+    if pl is None:  # strided views: through dense copies, so their bits equal a dense batch's
+        src, dst, done = dense(src, dst)
+        pl = planes(src, dst)
+    s, d, c, per = pl
     p_, h, w = s.shape[:3]
     taps = np.arange(kmax)[None, :] < ks[:, None]
     if rnd and ((wts[:, :kmax] == wts[:, :1]) | ~taps).all():  # box_blur: equal taps in every image
         proto = np.zeros(1, np.int16 if 255 * kmax * kmax < 32768 else np.float32)
         kernel(_box_u8)(s.reshape(p_, h, w * c), d.reshape(p_, h, w * c), per_plane(ks, per), c, proto)
+        if done is not None:
+            done()
         return True
     wts32 = np.ascontiguousarray(per_plane(wts, per), np.float32)
     kernel(_sep)(s.reshape(p_, h, w * c), d.reshape(p_, h, w * c), wts32, per_plane(ks, per), c,
                  bool(rnd))
+    if done is not None:
+        done()
     return True
 
 
