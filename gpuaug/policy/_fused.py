@@ -51,18 +51,19 @@ class StageSpec:
 
 
 def _inverse(m):
-    """(n, 3, 3) -> (n, 9) inverses (adjugate / determinant) and the determinants."""
-    a, b, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
-    d, e, f = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
-    g, h, i = m[:, 2, 0], m[:, 2, 1], m[:, 2, 2]
-    inv = np.empty((m.shape[0], 9))
-    inv[:, 0], inv[:, 3], inv[:, 6] = e * i - f * h, f * g - d * i, d * h - e * g
-    det = a * inv[:, 0] + b * inv[:, 3] + c * inv[:, 6]
-    inv[:, 1], inv[:, 4], inv[:, 7] = c * h - b * i, a * i - c * g, b * g - a * h
-    inv[:, 2], inv[:, 5], inv[:, 8] = b * f - c * e, c * d - a * f, a * e - b * d
+    """(n, 3, 3) -> (n, 9) inverses (adjugate / determinant) and the determinants.
+
+    The nine entries are taken as contiguous rows first (arithmetic on the strided columns of
+    ``m`` cost ~50 us per call for n = 256); the same operations in the same order as before."""
+    a, b, c, d, e, f, g, h, i = np.ascontiguousarray(m.reshape(-1, 9).T)
+    inv = np.empty((9, m.shape[0]))
+    inv[0], inv[3], inv[6] = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * inv[0] + b * inv[3] + c * inv[6]
+    inv[1], inv[4], inv[7] = c * h - b * i, a * i - c * g, b * g - a * h
+    inv[2], inv[5], inv[8] = b * f - c * e, c * d - a * f, a * e - b * d
     with np.errstate(divide="ignore", invalid="ignore"):
-        inv /= det[:, None]
-    return inv, det
+        inv /= det
+    return inv.T, det
 
 
 def _integer_maps(a):

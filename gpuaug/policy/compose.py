@@ -61,7 +61,7 @@ from gpuaug import random as R
 from gpuaug._batch import as_batch
 from gpuaug._run import choose_backend
 from gpuaug._stream import check_stream
-from gpuaug._util import check_choice, cupy_module
+from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module
 from gpuaug.policy import _fused as F
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import LAYOUTS
@@ -389,8 +389,9 @@ class Compose:
         return self(x, params=params, **kwargs)
 
     def _run(self, x, b, params, out, backend):
-        items = self._items(b.dtype.name)
-        cur, cur_b, cur_layout, cur_dtype = x, b, b.layout, b.dtype.name
+        name = DTYPE_NAMES[b.dtype]  # a dict lookup: numpy's dtype.name builds its string each time
+        items = self._items(name)
+        cur, cur_b, cur_layout, cur_dtype = x, b, b.layout, name
         for k, (kind, item) in enumerate(items):
             last = k == len(items) - 1
             if cur_b is None:
