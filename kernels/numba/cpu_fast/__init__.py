@@ -3,8 +3,9 @@
 The generic CPU twin runs one per-pixel function per output element (see ``_driver.py``).
 These kernels compute the same maths with CPU-shaped loops: separable filters through
 row buffers, resize and warps from per-row / per-column coordinates and weights
-computed once, colour ops as contiguous passes (uint8 point maps through a 256-entry
-table built with the twin's own formula), copies as row copies.
+computed once, colour ops as contiguous passes, median as a min/max network, copies as
+row copies. Not specialised (the generic twin runs): area resize, float16 and float32
+mixes other than the twins' own (float16 arrives as float32), non-symmetric filter taps.
 
 :data:`FAST` maps an op's twin (``Kernels.numba`` for :func:`gpuaug._run.run` ops, the
 module name for :func:`gpuaug.ops._launch.run_custom` ops, the grayscale function for the
@@ -15,13 +16,18 @@ returns True when it has written ``dst``, False when the inputs are outside what
 written for (a dtype, layout, border or mode it does not specialise); the generic kernel
 then runs, so every parameter combination keeps its results, only the speed differs.
 
-Results: copies and uint8 point maps are bit-identical to the generic twin; filters,
-resize and warps compute in float32 (uint8 outputs within 1 of the generic twin, only at
-rounding ties; float outputs within 1e-5 relative), as the test tolerances allow.
+Results (tests/test_cpu_fast.py compares every kernel with the generic twin): copies,
+median, resize (nearest, bilinear), brightness, contrast, color_jitter and normalize are
+bit-identical; gaussian_blur and box_blur compute in float32 (box_blur on uint8 in whole
+numbers), uint8 within 1 of the twin, floats within 1e-5 relative, as the op tests allow;
+the warps use the twin's float64 maths, float32 outputs possibly 1 ulp apart (LLVM may
+fuse a multiply-add differently). Strided views run through dense copies, so a view gives
+the same bits as the same batch made dense.
 
-Threads: the kernels ``prange`` over images (or image planes) when
-``GPUAUG_CPU_PARALLEL`` is on (see ``_dual.cpu_parallel``). ``GPUAUG_CPU_FAST=0``
-turns these paths off (the generic twins run; for benchmarks and tests).
+Threads: the kernels ``prange`` over images, image planes, rows or bands of rows unless
+``GPUAUG_CPU_PARALLEL=0`` (see ``_dual.cpu_parallel``). ``GPUAUG_CPU_FAST=0`` turns these
+paths off (the generic twins run; for benchmarks and tests). Timings against OpenCV and
+DALI's CPU operators: bench/results/2026-11-25-cpu/results.md.
 """
 from __future__ import annotations
 
