@@ -8,7 +8,9 @@ and so on (imported on first use). See :mod:`gpuaug.policy.compose` for the plan
     >>> gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.2)]).plan()[0].kind
     'fused'
 """
+from gpuaug.policy.auto import AutoAugment, AutoParams, RandAugment, TrivialAugmentWide
 from gpuaug.policy.compose import Compose, PolicyParams, Stage
+from gpuaug.policy.mixing import CutMix, MixUp
 from gpuaug.policy.transforms import (CenterCrop, ColorJitter, GaussianBlur, GaussianNoise, Normalize,
                                       RandomAffine, RandomChannelPermutation, RandomCrop, RandomEqualize,
                                       RandomErasing, RandomGamma, RandomGrayscale, RandomHorizontalFlip,
@@ -20,4 +22,5 @@ __all__ = ["Compose", "PolicyParams", "Stage", "Transform", "RandomHorizontalFli
            "RandomRotation", "RandomAffine", "RandomResizedCrop", "RandomPerspective", "Resize", "CenterCrop",
            "RandomCrop", "ColorJitter", "RandomGrayscale", "RandomChannelPermutation", "RandomGamma",
            "RandomSolarize", "RandomPosterize", "RandomInvert", "GaussianBlur", "GaussianNoise", "RandomErasing",
-           "RandomEqualize", "Normalize", "ToDtype", "ToLayout"]
+           "RandomEqualize", "Normalize", "ToDtype", "ToLayout",
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AutoParams", "MixUp", "CutMix"]

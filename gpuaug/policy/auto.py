@@ -1,0 +1,617 @@
+"""Automatic augmentation policies: RandAugment, TrivialAugmentWide and AutoAugment, per sample.
+
+torchvision draws one op list per call and applies it to the whole batch; here every sample
+draws its own ops and magnitudes (host NumPy draws, vectorised over the batch, uploaded once
+as a small (K, N, 9) float32 table), and the batch goes through K *steps* for a policy of
+K ops per sample (RandAugment: ``num_ops``; TrivialAugmentWide: 1; AutoAugment: 2). A step is
+one launch of ``gpuaug_autoaug_apply`` (kernels/auto_augment.cu) in which each sample runs its
+own op; a step in which some sample draws Contrast, AutoContrast or Equalize first runs one
+statistics launch (per-image min/max, histograms, grey sum) and, for Equalize, the 256-bin
+table launch of :func:`gpuaug.equalize`. So RandAugment(2, 9) is 2 to 6 launches per batch
+whatever ops were drawn.
+
+The op sets, magnitude tables, signs and formulas are torchvision's
+(``torchvision.transforms.autoaugment``: ``_augmentation_space`` and ``_apply_op``), with
+its defaults: nearest-neighbour interpolation and fill 0 for the geometric ops, uint8 casts
+that truncate. Input: uint8 (N, H, W, C) with C = 3 (or 1), a CuPy array (CUDA kernels) or a
+NumPy array (a vectorised NumPy twin that computes the same float32 operations, so both give
+the same bits).
+
+Op ids (``AutoParams.ops``): 0 Identity, 1 ShearX, 2 ShearY, 3 TranslateX, 4 TranslateY,
+5 Rotate, 6 Brightness, 7 Color, 8 Contrast, 9 Sharpness, 10 Posterize, 11 Solarize,
+12 AutoContrast, 13 Equalize, 14 Invert. A skipped AutoAugment sub-policy op is Identity.
+
+    >>> import numpy as np, gpuaug
+    >>> x = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)
+    >>> ra = gpuaug.RandAugment(num_ops=2, magnitude=9, seed=0)
+    >>> y = ra(x)
+    >>> ra.last_params.ops.shape, y.shape
+    ((4, 2), (4, 32, 32, 3))
+    >>> bool((ra(x, params=ra.last_params) == y).all())
+    True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuaug import random as R
+
+__all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "AutoParams", "OP_NAMES", "apply_ops"]
+
+OP_NAMES = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+            "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
+OP_ID = {name: i for i, name in enumerate(OP_NAMES)}
+_GEOMETRIC = (1, 2, 3, 4, 5)
+_STATS = (8, 12, 13)  # ops that need a per-image reduction first
+_P = 9  # parameter row: [op, t0..t5, a, b]
+_F32 = np.float32
+
+
+# -- magnitude tables (torchvision's, in float32 as torch.linspace makes them) ---------------
+
+def _linspace(start, end, steps):
+    """torch.linspace in float32: start + i*step for the first half, end - (steps-1-i)*step after."""
+    steps = int(steps)
+    if steps == 1:
+        return np.array([start], _F32)
+    step = _F32((_F32(end) - _F32(start)) / _F32(steps - 1))
+    i = np.arange(steps)
+    lo = _F32(start) + step * i.astype(_F32)
+    hi = _F32(end) - step * (steps - 1 - i).astype(_F32)
+    return np.where(i < steps // 2, lo, hi).astype(_F32)
+
+
+def _posterize_bits(num_bins, span):
+    """``8 - (arange(num_bins) / ((num_bins - 1) / span)).round().int()`` (float32, half to even)."""
+    d = _F32((num_bins - 1) / span) if num_bins > 1 else _F32(1.0)
+    return (8 - np.rint(np.arange(num_bins).astype(_F32) / d)).astype(_F32)
+
+
+def _space(kind, num_bins, h, w):
+    """{op id: (magnitudes (float32 array, or None for no magnitude), signed)} in torchvision's order."""
+    if kind == "trivial":
+        s, t, r, c, span = 0.99, 32.0, 135.0, 0.99, 6
+        tx = ty = t
+    else:  # RandAugment and AutoAugment
+        s, r, c, span = 0.3, 30.0, 0.9, 4
+        tx, ty = 150.0 / 331.0 * w, 150.0 / 331.0 * h
+    sp = {0: (None, False)} if kind != "auto" else {}
+    sp.update({1: (_linspace(0.0, s, num_bins), True), 2: (_linspace(0.0, s, num_bins), True),
+               3: (_linspace(0.0, tx, num_bins), True), 4: (_linspace(0.0, ty, num_bins), True),
+               5: (_linspace(0.0, r, num_bins), True), 6: (_linspace(0.0, c, num_bins), True),
+               7: (_linspace(0.0, c, num_bins), True), 8: (_linspace(0.0, c, num_bins), True),
+               9: (_linspace(0.0, c, num_bins), True), 10: (_posterize_bits(num_bins, span), False),
+               11: (_linspace(255.0, 0.0, num_bins), False), 12: (None, False), 13: (None, False)})
+    if kind == "auto":
+        sp[14] = (None, False)
+    return sp
+
+
+def _magnitudes(space, ops, bins, flip):
+    """Signed magnitude per (sample, step): table[op][bin], negated where ``flip`` and signed."""
+    mags = np.zeros(ops.shape, np.float64)
+    for op, (table, signed) in space.items():
+        sel = ops == op
+        if table is None or not sel.any():
+            continue
+        m = table[np.clip(bins[sel], 0, len(table) - 1)].astype(np.float64)
+        if signed:
+            m = np.where(flip[sel], -m, m)
+        mags[sel] = m
+    return mags
+
+
+# -- AutoAugment sub-policies (torchvision's, verbatim: (op, probability, magnitude bin)) ---
+
+_AA = {
+    "imagenet": (
+        (("Posterize", 0.4, 8), ("Rotate", 0.6, 9)), (("Solarize", 0.6, 5), ("AutoContrast", 0.6, None)),
+        (("Equalize", 0.8, None), ("Equalize", 0.6, None)), (("Posterize", 0.6, 7), ("Posterize", 0.6, 6)),
+        (("Equalize", 0.4, None), ("Solarize", 0.2, 4)), (("Equalize", 0.4, None), ("Rotate", 0.8, 8)),
+        (("Solarize", 0.6, 3), ("Equalize", 0.6, None)), (("Posterize", 0.8, 5), ("Equalize", 1.0, None)),
+        (("Rotate", 0.2, 3), ("Solarize", 0.6, 8)), (("Equalize", 0.6, None), ("Posterize", 0.4, 6)),
+        (("Rotate", 0.8, 8), ("Color", 0.4, 0)), (("Rotate", 0.4, 9), ("Equalize", 0.6, None)),
+        (("Equalize", 0.0, None), ("Equalize", 0.8, None)), (("Invert", 0.6, None), ("Equalize", 1.0, None)),
+        (("Color", 0.6, 4), ("Contrast", 1.0, 8)), (("Rotate", 0.8, 8), ("Color", 1.0, 2)),
+        (("Color", 0.8, 8), ("Solarize", 0.8, 7)), (("Sharpness", 0.4, 7), ("Invert", 0.6, None)),
+        (("ShearX", 0.6, 5), ("Equalize", 1.0, None)), (("Color", 0.4, 0), ("Equalize", 0.6, None)),
+        (("Equalize", 0.4, None), ("Solarize", 0.2, 4)), (("Solarize", 0.6, 5), ("AutoContrast", 0.6, None)),
+        (("Invert", 0.6, None), ("Equalize", 1.0, None)), (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
+        (("Equalize", 0.8, None), ("Equalize", 0.6, None)),
+    ),
+    "cifar10": (
+        (("Invert", 0.1, None), ("Contrast", 0.2, 6)), (("Rotate", 0.7, 2), ("TranslateX", 0.3, 9)),
+        (("Sharpness", 0.8, 1), ("Sharpness", 0.9, 3)), (("ShearY", 0.5, 8), ("TranslateY", 0.7, 9)),
+        (("AutoContrast", 0.5, None), ("Equalize", 0.9, None)), (("ShearY", 0.2, 7), ("Posterize", 0.3, 7)),
+        (("Color", 0.4, 3), ("Brightness", 0.6, 7)), (("Sharpness", 0.3, 9), ("Brightness", 0.7, 9)),
+        (("Equalize", 0.6, None), ("Equalize", 0.5, None)), (("Contrast", 0.6, 7), ("Sharpness", 0.6, 5)),
+        (("Color", 0.7, 7), ("TranslateX", 0.5, 8)), (("Equalize", 0.3, None), ("AutoContrast", 0.4, None)),
+        (("TranslateY", 0.4, 3), ("Sharpness", 0.2, 6)), (("Brightness", 0.9, 6), ("Color", 0.2, 8)),
+        (("Solarize", 0.5, 2), ("Invert", 0.0, None)), (("Equalize", 0.2, None), ("AutoContrast", 0.6, None)),
+        (("Equalize", 0.2, None), ("Equalize", 0.6, None)), (("Color", 0.9, 9), ("Equalize", 0.6, None)),
+        (("AutoContrast", 0.8, None), ("Solarize", 0.2, 8)), (("Brightness", 0.1, 3), ("Color", 0.7, 0)),
+        (("Solarize", 0.4, 5), ("AutoContrast", 0.9, None)), (("TranslateY", 0.9, 9), ("TranslateY", 0.7, 9)),
+        (("AutoContrast", 0.9, None), ("Solarize", 0.8, 3)), (("Equalize", 0.8, None), ("Invert", 0.1, None)),
+        (("TranslateY", 0.7, 9), ("AutoContrast", 0.9, None)),
+    ),
+    "svhn": (
+        (("ShearX", 0.9, 4), ("Invert", 0.2, None)), (("ShearY", 0.9, 8), ("Invert", 0.7, None)),
+        (("Equalize", 0.6, None), ("Solarize", 0.6, 6)), (("Invert", 0.9, None), ("Equalize", 0.6, None)),
+        (("Equalize", 0.6, None), ("Rotate", 0.9, 3)), (("ShearX", 0.9, 4), ("AutoContrast", 0.8, None)),
+        (("ShearY", 0.9, 8), ("Invert", 0.4, None)), (("ShearY", 0.9, 5), ("Solarize", 0.2, 6)),
+        (("Invert", 0.9, None), ("AutoContrast", 0.8, None)), (("Equalize", 0.6, None), ("Rotate", 0.9, 3)),
+        (("ShearX", 0.9, 4), ("Solarize", 0.3, 3)), (("ShearY", 0.8, 8), ("Invert", 0.7, None)),
+        (("Equalize", 0.9, None), ("TranslateY", 0.6, 6)), (("Invert", 0.9, None), ("Equalize", 0.6, None)),
+        (("Contrast", 0.3, 3), ("Rotate", 0.8, 4)), (("Invert", 0.8, None), ("TranslateY", 0.0, 2)),
+        (("ShearY", 0.7, 6), ("Solarize", 0.4, 8)), (("Invert", 0.6, None), ("Rotate", 0.8, 4)),
+        (("ShearY", 0.3, 7), ("TranslateX", 0.9, 3)), (("ShearX", 0.1, 6), ("Invert", 0.6, None)),
+        (("Solarize", 0.7, 2), ("TranslateY", 0.6, 7)), (("ShearY", 0.8, 4), ("Invert", 0.8, None)),
+        (("ShearX", 0.7, 9), ("TranslateY", 0.8, 3)), (("ShearY", 0.8, 5), ("AutoContrast", 0.7, None)),
+        (("ShearX", 0.7, 2), ("Invert", 0.1, None)),
+    ),
+}
+
+
+@dataclass
+class AutoParams:
+    """What a policy call drew: ``ops`` (N, K) int op ids (see :data:`OP_NAMES`) and
+    ``magnitudes`` (N, K) float64 signed magnitudes, applied in column order. ``extra`` holds
+    policy-specific draws (AutoAugment: ``policy_ids``, ``probs``). Pass it back as
+    ``policy(x, params=...)`` to replay a call."""
+
+    ops: np.ndarray
+    magnitudes: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+    def names(self):
+        """The op names, (N, K) nested lists."""
+        return [[OP_NAMES[o] for o in row] for row in np.asarray(self.ops)]
+
+
+def _int_arg(name, v, low, high=None):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name}: got {v!r}; expected an int")
+    if v < low or (high is not None and v >= high):
+        rng = f"in [{low}, {high})" if high is not None else f">= {low}"
+        raise ValueError(f"{name}: got {v}; expected an int {rng}")
+    return int(v)
+
+
+# -- per-step parameter rows ----------------------------------------------------------------
+
+def _inverse_affine(center, angle, translate, shear):
+    """torchvision's ``_get_inverse_affine_matrix(center, angle, translate, 1.0, shear)``,
+    vectorised over samples (float64 arrays): (n, 6)."""
+    rot = np.radians(angle)
+    sx, sy = np.radians(shear[0]), np.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    a = np.cos(rot - sy) / np.cos(sy)
+    b = -np.cos(rot - sy) * np.tan(sx) / np.cos(sy) - np.sin(rot)
+    c = np.sin(rot - sy) / np.cos(sy)
+    d = -np.sin(rot - sy) * np.tan(sx) / np.cos(sy) + np.cos(rot)
+    m = np.stack([d, -b, np.zeros_like(a), -c, a, np.zeros_like(a)], axis=-1)
+    m[:, 2] += m[:, 0] * (-cx - tx) + m[:, 1] * (-cy - ty)
+    m[:, 5] += m[:, 3] * (-cx - tx) + m[:, 4] * (-cy - ty)
+    m[:, 2] += cx
+    m[:, 5] += cy
+    return m
+
+
+def step_rows(ops, mags, h, w):
+    """The (n, 9) float32 kernel rows of one step from op ids and signed magnitudes (n,)."""
+    ops = np.asarray(ops, np.int64)
+    mags = np.asarray(mags, np.float64)
+    n = ops.shape[0]
+    rows = np.zeros((n, _P), _F32)
+    rows[:, 0] = ops
+    geo = np.isin(ops, _GEOMETRIC)
+    if geo.any():
+        o, m = ops[geo], mags[geo]
+        z = np.zeros_like(m)
+        shear_deg = np.degrees(np.arctan(m))
+        sxd = np.where(o == 1, shear_deg, 0.0)
+        syd = np.where(o == 2, shear_deg, 0.0)
+        tx = np.where(o == 3, np.trunc(m), 0.0)  # int(magnitude)
+        ty = np.where(o == 4, np.trunc(m), 0.0)
+        angle = np.where(o == 5, -m, 0.0)          # F.rotate passes -angle
+        shear_c = (o == 1) | (o == 2)              # center=[0, 0]: (0 - W/2, 0 - H/2)
+        cx = np.where(shear_c, -w * 0.5, 0.0)
+        cy = np.where(shear_c, -h * 0.5, 0.0)
+        mat = _inverse_affine((cx, cy), angle + z, (tx, ty), (sxd, syd)).astype(_F32)
+        scale = np.array([0.5 * w] * 3 + [0.5 * h] * 3, _F32)
+        rows[geo, 1:7] = mat / scale
+    ratio = 1.0 + mags
+    for op in (6, 7, 8):
+        sel = ops == op
+        rows[sel, 7] = ratio[sel].astype(_F32)
+        rows[sel, 8] = (1.0 - ratio[sel]).astype(_F32)
+    sel = ops == 9
+    rows[sel, 8] = (1.0 - ratio[sel]).astype(_F32)
+    sel = ops == 10
+    bits = np.clip(np.trunc(mags[sel]).astype(np.int64), 0, 8)
+    rows[sel, 7] = (((1 << bits) - 1) << (8 - bits)) & 0xFF
+    sel = ops == 11
+    rows[sel, 7] = mags[sel].astype(_F32)
+    return rows
+
+
+# -- the NumPy twin of kernels/auto_augment.cu ----------------------------------------------
+
+def _gray_floor(x):
+    """floor(fma(b, 0.114, fma(g, 0.587, r * 0.2989))) in float32 (exact fmas through float64)."""
+    r, g, b = (x[..., i].astype(_F32) for i in range(3))
+    t = r * _F32(0.2989)
+    t = (g.astype(np.float64) * np.float64(_F32(0.587)) + t).astype(_F32)
+    t = (b.astype(np.float64) * np.float64(_F32(0.114)) + t).astype(_F32)
+    return np.floor(t)
+
+
+def _trunc_u8(v):
+    return np.clip(v, _F32(0), _F32(255)).astype(np.uint8)
+
+
+def _equalize_luts(x):
+    """PIL's equalisation tables (n, C, 256) for uint8 images (n, H, W, C)."""
+    n, h, w, c = x.shape
+    idx = (np.arange(n)[:, None, None, None] * c + np.arange(c)) * 256 + x.astype(np.int64)
+    return _luts_from_hist(np.bincount(idx.ravel(), minlength=n * c * 256).reshape(n, c, 256))
+
+
+def _luts_from_hist(hist):
+    """PIL's tables (n, C, 256) from 256-bin histograms (n, C, 256) (gpuaug_equalize_lut's rule)."""
+    hist = np.asarray(hist, np.int64)
+    ks = np.arange(256)
+    last = 255 - np.argmax(hist[:, :, ::-1] > 0, axis=2)
+    step = (hist.sum(2) - np.take_along_axis(hist, last[..., None], 2)[..., 0]) // 255
+    cum = np.cumsum(hist, axis=2) - hist  # cum[k-1]
+    safe = np.maximum(step, 1)[..., None]
+    lut = np.minimum((cum + safe // 2) // safe, 255)
+    lut[..., 0] = 0
+    return np.where(step[..., None] == 0, ks, lut).astype(np.uint8)
+
+
+def _apply_numpy(x, rows):
+    """One step on uint8 (n, H, W, C) NumPy images with (n, 9) rows; returns a new array."""
+    n, h, w, c = x.shape
+    out = x.copy()
+    ops = rows[:, 0].astype(np.int64)
+    for op in np.unique(ops):
+        i = np.nonzero(ops == op)[0]
+        xs, r = x[i], rows[i]
+        a = r[:, 7][:, None, None, None]
+        b = r[:, 8][:, None, None, None]
+        if op in _GEOMETRIC:
+            xp = np.arange(w).astype(_F32) + (_F32(0.5) - _F32(0.5) * _F32(w))
+            yp = np.arange(h).astype(_F32) + (_F32(0.5) - _F32(0.5) * _F32(h))
+            t = [r[:, k][:, None, None] for k in range(1, 7)]
+            gx = (xp[None, None, :] * t[0] + yp[None, :, None] * t[1]) + t[2]
+            gy = (xp[None, None, :] * t[3] + yp[None, :, None] * t[4]) + t[5]
+            fx = np.rint(((gx + _F32(1)) * _F32(w) - _F32(1)) * _F32(0.5))
+            fy = np.rint(((gy + _F32(1)) * _F32(h) - _F32(1)) * _F32(0.5))
+            inside = (fx >= 0) & (fx <= w - 1) & (fy >= 0) & (fy <= h - 1)
+            ix = np.where(inside, fx, 0).astype(np.int64)
+            iy = np.where(inside, fy, 0).astype(np.int64)
+            g = xs[np.arange(len(i))[:, None, None], iy, ix]
+            out[i] = np.where(inside[..., None], g, 0)
+        elif op == 6:
+            out[i] = _trunc_u8(xs.astype(_F32) * a)
+        elif op in (7, 8):
+            if op == 7 and c != 3:
+                continue
+            if op == 7:
+                g = _gray_floor(xs)[..., None]
+            else:
+                g = (_gray_floor(xs) if c == 3 else xs[..., 0].astype(_F32)).astype(np.int64)
+                g = (g.reshape(len(i), -1).sum(1).astype(_F32) / _F32(h * w))[:, None, None, None]
+            out[i] = _trunc_u8(xs.astype(_F32) * a + g * b)
+        elif op == 9:
+            if h <= 2 or w <= 2:
+                continue
+            xf = xs.astype(_F32)
+            acc = np.zeros((len(i), h - 2, w - 2, c), _F32)
+            w1, w5 = _F32(1) / _F32(13), _F32(5) / _F32(13)
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    acc = acc + (w5 if dy == 0 and dx == 0 else w1) * xf[:, 1 + dy:h - 1 + dy, 1 + dx:w - 1 + dx]
+            xc = xf[:, 1:-1, 1:-1]
+            d = np.rint(acc) - xc
+            v = (d.astype(np.float64) * b.astype(np.float64) + xc).astype(_F32)
+            o = xs.copy()
+            o[:, 1:-1, 1:-1] = _trunc_u8(v)
+            out[i] = o
+        elif op == 10:
+            out[i] = xs & r[:, 7].astype(np.uint8)[:, None, None, None]
+        elif op == 11:
+            out[i] = np.where(xs.astype(_F32) >= a, 255 - xs, xs)
+        elif op == 12:
+            lo = xs.min(axis=(1, 2), keepdims=True).astype(_F32)
+            hi = xs.max(axis=(1, 2), keepdims=True).astype(_F32)
+            inv = (hi - lo) * _F32(1.0 / 255.0)
+            v = _trunc_u8((xs.astype(_F32) - lo) / np.where(hi == lo, _F32(1), inv))
+            out[i] = np.where(hi == lo, xs, v)
+        elif op == 13:
+            lut = _equalize_luts(xs)
+            out[i] = np.take_along_axis(lut[:, None, None, :, :], xs[..., None].astype(np.int64), 4)[..., 0]
+        elif op == 14:
+            out[i] = 255 - xs
+    return out
+
+
+# -- the CUDA path ---------------------------------------------------------------------------
+
+def _run_cuda(x, rows, out, stream):
+    """All K steps on a dense uint8 NHWC CuPy batch; rows (K, N, 9) float32 on the host."""
+    from gpuaug._stream import on_stream
+    from gpuaug._util import cupy_module
+    from gpuaug.kernels._cuda import get_function, upload
+
+    cp = cupy_module()
+    k, n = rows.shape[0], rows.shape[1]
+    _, h, w, c = x.shape
+    with cp.cuda.Device(x.device.id), on_stream(stream):
+        if out is None:
+            out = cp.empty_like(x)
+        if k == 0:
+            out[...] = x
+            return out
+        (rows_d,) = upload(np.ascontiguousarray(rows))
+        tmp = cp.empty_like(x) if k > 1 else None
+        npix = h * w
+        apply_fn = get_function("auto_augment.cu", f"gpuaug_autoaug_apply<{c}>")
+        stats_fn = None
+        lp = c * 256 + 1
+        minmax = hist = gsum = lut = None
+        src = x
+        for j in range(k):
+            dst = out if (k - 1 - j) % 2 == 0 else tmp
+            p = rows_d[j]
+            ops = rows[j, :, 0]
+            need = np.isin(ops, _STATS)
+            if need.any():
+                if stats_fn is None:
+                    stats_fn = get_function("auto_augment.cu", f"gpuaug_autoaug_stats<{c}>")
+                    minmax = cp.empty((n, 2 * c), cp.uint32)
+                    hist = cp.empty((n, c, 256), cp.uint32)
+                    gsum = cp.empty((n,), cp.uint64)
+                    lut = cp.empty((n, lp), cp.float32)
+                minmax[:, :c] = 255
+                minmax[:, c:] = 0
+                if (ops == 13).any():
+                    hist.fill(0)
+                if (ops == 8).any():
+                    gsum.fill(0)
+                bps = max(1, min(64, -(-npix // (256 * 16))))
+                stats_fn((bps, n), (256,), (src, np.int32(h), np.int32(w), p, minmax, hist, gsum, np.int32(n)))
+                if (ops == 13).any():
+                    get_function("equalize.cu", "gpuaug_equalize_lut")(
+                        (n * c,), (256,), (hist, lut, np.int32(lp), np.int32(c), np.int32(0)))
+            apply_fn((-(-npix // 256), n), (256,),
+                     (src, dst, np.int32(h), np.int32(w), p, minmax if minmax is not None else p,
+                      gsum if gsum is not None else p, lut if lut is not None else p, np.int32(lp), np.int32(n)))
+            src = dst
+    return out
+
+
+def apply_ops(x, params, *, out=None, stream=None):
+    """Apply the ops of ``params`` (an :class:`AutoParams`) to a uint8 batch, column by column.
+
+    Args:
+        x: uint8 (N, H, W, C) NHWC, C = 1 or 3: a NumPy array (NumPy twin) or a CuPy array
+            (CUDA kernels); or one (H, W, C) image.
+        params: :class:`AutoParams` with (N, K) ``ops`` and ``magnitudes``.
+        out: optional output array like ``x`` (CuPy path only).
+        stream: CUDA stream (CuPy path).
+
+    Returns:
+        An array like ``x``.
+
+    Example::
+
+        >>> import numpy as np
+        >>> from gpuaug.policy.auto import AutoParams, apply_ops
+        >>> x = np.full((1, 4, 4, 3), 200, np.uint8)
+        >>> int(apply_ops(x, AutoParams(np.array([[14]]), np.zeros((1, 1))))[0, 0, 0, 0])  # Invert
+        55
+    """
+    single = getattr(x, "ndim", 0) == 3
+    if single:
+        x = x[None]
+    if getattr(x, "ndim", 0) != 4 or x.dtype != np.uint8 or x.shape[3] not in (1, 3):
+        raise ValueError(f"x: got {getattr(x, 'dtype', type(x).__name__)} array of shape "
+                         f"{getattr(x, 'shape', None)}; expected uint8 (N, H, W, C) NHWC with C = 1 or 3")
+    n, h, w, _ = x.shape
+    ops = np.asarray(params.ops)
+    mags = np.asarray(params.magnitudes, np.float64)
+    if ops.ndim != 2 or ops.shape[0] != n or mags.shape != ops.shape:
+        raise ValueError(f"params: got ops of shape {ops.shape} and magnitudes of shape {mags.shape}; "
+                         f"expected both (N, K) with N = {n}")
+    if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
+        raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
+                         f"[0, {len(OP_NAMES)})")
+    rows = np.stack([step_rows(ops[:, j], mags[:, j], h, w) for j in range(ops.shape[1])]) \
+        if ops.shape[1] else np.zeros((0, n, _P), _F32)
+    if isinstance(x, np.ndarray):
+        y = x
+        for j in range(rows.shape[0]):
+            y = _apply_numpy(y, rows[j])
+        if rows.shape[0] == 0:
+            y = x.copy()
+        if out is not None:
+            out[...] = y[0] if single else y
+            return out
+        return y[0] if single else y
+    if not x.flags.c_contiguous:
+        import cupy
+
+        x = cupy.ascontiguousarray(x)
+    y = _run_cuda(x, rows, None if single else out, stream)
+    return y[0] if single else y
+
+
+class _Policy:
+    """Shared machinery: a generator, ``sample``, ``__call__`` with replay, ``plan``."""
+
+    num_steps = 1
+
+    def __init__(self, seed=None):
+        self._rng = R.generator(seed)
+        self.last_params = None
+
+    def _draw(self, rng, n, h, w):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def sample(self, n, size, seed=None):
+        """Draw the parameters for ``n`` images of ``size = (H, W)`` (an :class:`AutoParams`)."""
+        rng = self._rng if seed is None else R.generator(seed)
+        return self._draw(rng, int(n), int(size[0]), int(size[1]))
+
+    def __call__(self, x, seed=None, *, params=None, out=None, stream=None):
+        """Augment ``x`` (uint8 (N, H, W, C) NHWC, NumPy or CuPy, or one HWC image).
+
+        ``seed`` draws this call from a fresh generator; ``params`` (e.g. ``last_params``)
+        replays a call instead of drawing. Returns an array like ``x``; the draws are kept in
+        ``self.last_params``.
+        """
+        shape = getattr(x, "shape", None)
+        if shape is None or len(shape) not in (3, 4):
+            raise ValueError(f"x: got {type(x).__name__} of shape {shape}; expected uint8 (N, H, W, C) or (H, W, C)")
+        n, h, w = (1,) + tuple(shape[:2]) if len(shape) == 3 else tuple(shape[:3])
+        if params is None:
+            params = self.sample(n, (h, w), seed)
+        elif seed is not None:
+            raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
+        y = apply_ops(x, params, out=out, stream=stream)
+        self.last_params = params
+        return y
+
+    def plan(self):
+        """The launches of one call on the GPU, per step (the reduction launches run only in
+        steps where some sample drew Contrast, AutoContrast or Equalize)."""
+        lines = []
+        for j in range(self.num_steps):
+            lines.append(f"step {j}: [gpuaug_autoaug_stats + gpuaug_equalize_lut if needed] "
+                         f"gpuaug_autoaug_apply (per-sample op)")
+        return lines
+
+
+class RandAugment(_Policy):
+    """RandAugment (Cubuk et al. 2019) as torchvision's, with per-sample draws.
+
+    Each sample draws ``num_ops`` ops uniformly (with replacement) from torchvision's 14
+    (Identity, ShearX, ShearY, TranslateX, TranslateY, Rotate, Brightness, Color, Contrast,
+    Sharpness, Posterize, Solarize, AutoContrast, Equalize), each at bin ``magnitude`` of
+    ``num_magnitude_bins``, negated with probability 1/2 for signed ops.
+
+    Args:
+        num_ops: ops per sample, >= 0.
+        magnitude: the magnitude bin, in [0, num_magnitude_bins).
+        num_magnitude_bins: >= 1.
+        seed: seeds the policy's generator.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> y = gpuaug.RandAugment(2, 9, seed=1)(np.zeros((2, 16, 16, 3), np.uint8))
+        >>> y.shape
+        (2, 16, 16, 3)
+    """
+
+    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, *, seed=None):
+        self.num_ops = _int_arg("num_ops", num_ops, 0)
+        self.num_magnitude_bins = _int_arg("num_magnitude_bins", num_magnitude_bins, 1)
+        self.magnitude = _int_arg("magnitude", magnitude, 0, self.num_magnitude_bins)
+        self.num_steps = self.num_ops
+        super().__init__(seed)
+
+    def _draw(self, rng, n, h, w):
+        space = _space("rand", self.num_magnitude_bins, h, w)
+        ops = rng.integers(0, len(space), (n, self.num_ops))
+        flip = rng.integers(0, 2, (n, self.num_ops)) == 1
+        mags = _magnitudes(space, ops, np.full(ops.shape, self.magnitude), flip)
+        return AutoParams(ops, mags)
+
+    def __repr__(self):
+        return f"RandAugment(num_ops={self.num_ops}, magnitude={self.magnitude}, " \
+               f"num_magnitude_bins={self.num_magnitude_bins})"
+
+
+class TrivialAugmentWide(_Policy):
+    """TrivialAugmentWide (Müller & Hutter 2021) as torchvision's, with per-sample draws: one
+    op per sample, uniform over 14, at a uniform magnitude bin, negated with probability 1/2
+    for signed ops.
+
+    Args:
+        num_magnitude_bins: >= 1.
+        seed: seeds the policy's generator.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> ta = gpuaug.TrivialAugmentWide(seed=0)
+        >>> _ = ta(np.zeros((3, 8, 8, 3), np.uint8)); ta.last_params.ops.shape
+        (3, 1)
+    """
+
+    def __init__(self, num_magnitude_bins=31, *, seed=None):
+        self.num_magnitude_bins = _int_arg("num_magnitude_bins", num_magnitude_bins, 1)
+        super().__init__(seed)
+
+    def _draw(self, rng, n, h, w):
+        space = _space("trivial", self.num_magnitude_bins, h, w)
+        ops = rng.integers(0, len(space), (n, 1))
+        bins = rng.integers(0, self.num_magnitude_bins, (n, 1))
+        flip = rng.integers(0, 2, (n, 1)) == 1
+        return AutoParams(ops, _magnitudes(space, ops, bins, flip), {"bins": bins})
+
+    def __repr__(self):
+        return f"TrivialAugmentWide(num_magnitude_bins={self.num_magnitude_bins})"
+
+
+class AutoAugment(_Policy):
+    """AutoAugment (Cubuk et al. 2018) with torchvision's learned sub-policies, per sample:
+    each sample picks one of the 25 sub-policies and applies each of its two ops with the
+    op's probability, at the listed magnitude bin of 10, negated with probability 1/2.
+
+    Args:
+        policy: "imagenet", "cifar10" or "svhn" (or torchvision's AutoAugmentPolicy enum).
+        seed: seeds the policy's generator.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> aa = gpuaug.AutoAugment("cifar10", seed=0)
+        >>> aa(np.zeros((2, 8, 8, 3), np.uint8)).shape
+        (2, 8, 8, 3)
+    """
+
+    num_steps = 2
+
+    def __init__(self, policy="imagenet", *, seed=None):
+        name = getattr(policy, "value", policy)
+        if not isinstance(name, str) or name.lower() not in _AA:
+            raise ValueError(f"policy: got {policy!r}; expected one of {', '.join(map(repr, _AA))}")
+        self.policy = name.lower()
+        table = _AA[self.policy]
+        self._ops = np.array([[OP_ID[o] for o, _, _ in sp] for sp in table])
+        self._probs = np.array([[p for _, p, _ in sp] for sp in table])
+        self._bins = np.array([[-1 if m is None else m for _, _, m in sp] for sp in table])
+        super().__init__(seed)
+
+    def _draw(self, rng, n, h, w):
+        space = _space("auto", 10, h, w)
+        pid = rng.integers(0, len(self._ops), n)
+        probs = rng.random((n, 2))
+        signs = rng.integers(0, 2, (n, 2))
+        ops = self._ops[pid]
+        mags = _magnitudes(space, ops, np.maximum(self._bins[pid], 0), signs == 0)
+        applied = probs <= self._probs[pid]
+        ops = np.where(applied, ops, 0)
+        mags = np.where(applied, mags, 0.0)
+        return AutoParams(ops, mags, {"policy_ids": pid, "probs": probs})
+
+    def __repr__(self):
+        return f"AutoAugment(policy={self.policy!r})"

@@ -1,0 +1,204 @@
+// Automatic augmentation policies (RandAugment, TrivialAugmentWide, AutoAugment) on dense
+// uint8 NHWC batches with C channels (1 or 3): one "step" applies to every sample the op the
+// host drew for it (a per-sample op id and parameters), so a policy of K ops per sample is K
+// steps, whatever ops were picked. Formulas are torchvision's tensor ops (truncating uint8
+// casts, nearest-neighbour warps through grid_sample's coordinates, fill 0).
+//
+// Per-sample parameter row (P floats): [op, t0..t5, a, b]
+//   geometric ops (1..5): t = torchvision's inverse affine matrix divided by (W/2, H/2)
+//     (affine_grid's rescaled theta): g = (x' t0 + y' t1) + t2 with x' = x + 0.5 - W/2, source
+//     column ix = rint(((g + 1) W - 1) / 2) (grid_sample, align_corners=False); outside -> 0.
+//   6 Brightness: out = trunc(clamp(x *f a, 0, 255))
+//   7 Color / 8 Contrast: out = trunc(clamp(x a + g (1 - a)))  (a: ratio, b = 1 - ratio)
+//     with g = floor(0.2989 r + 0.587 g + 0.114 b) per pixel (Color) or its image mean (Contrast)
+//   9 Sharpness: inner pixels x + b (rint(blur) - x), blur = 3x3 [1 1 1; 1 5 1; 1 1 1] / 13
+//   10 Posterize: x & a (a: the bit mask)   11 Solarize: x >= a ? 255 - x : x
+//   12 AutoContrast: (x - min) / ((max - min) / 255), per channel; unchanged when max == min
+//   13 Equalize: lut[c][x] (tables from equalize.cu's gpuaug_equalize_lut)   14 Invert: 255 - x
+//   0 Identity (also a skipped AutoAugment op): copy.
+// Every float operation is an explicit _rn intrinsic so the NumPy twin (gpuaug/policy/auto.py)
+// computes the same bits (no contraction into FMAs except where torchvision has one).
+#if !defined(__CUDACC__)  // host emulation (tests/cuda_emu.py): the few intrinsics used here
+#include <atomic>
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+static inline float rintf(float a) { return std::nearbyint(a); }
+template <class T> static inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline unsigned atomicMin(unsigned* p, unsigned v) {
+  unsigned o = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return o;
+}
+static inline unsigned atomicMax(unsigned* p, unsigned v) {
+  unsigned o = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return o;
+}
+#endif
+
+namespace {
+typedef long long aa_i64;
+enum { AA_P = 9 };
+enum {
+  OP_IDENTITY = 0, OP_SHEARX, OP_SHEARY, OP_TRANSLATEX, OP_TRANSLATEY, OP_ROTATE, OP_BRIGHTNESS,
+  OP_COLOR, OP_CONTRAST, OP_SHARPNESS, OP_POSTERIZE, OP_SOLARIZE, OP_AUTOCONTRAST, OP_EQUALIZE, OP_INVERT
+};
+
+__device__ __forceinline__ unsigned char trunc_u8(float v) {
+  v = fminf(fmaxf(v, 0.f), 255.f);
+  return (unsigned char)(int)v;
+}
+
+// floor(0.2989 r + 0.587 g + 0.114 b) as torchvision computes it: r.mul(0.2989).add_(g, alpha=0.587)
+// .add_(b, alpha=0.114) in float32 (add with alpha is a fused multiply-add in ATen).
+__device__ __forceinline__ float gray_floor(const unsigned char* p) {
+  float g = __fmul_rn((float)p[0], 0.2989f);
+  g = __fmaf_rn((float)p[1], 0.587f, g);
+  g = __fmaf_rn((float)p[2], 0.114f, g);
+  return floorf(g);
+}
+}  // namespace
+
+// Per-sample statistics for the reduction ops of this step: per channel min/max (AutoContrast),
+// 256-bin histograms (Equalize) and the sum of floor(gray) (Contrast). Blocks of samples that
+// need none of them return at once. Grid (blocks per sample, N), 256 threads.
+// minmax: (N, 2C) unsigned, pre-filled with 255 (mins) and 0 (maxes); hist: (N, C, 256) zeros;
+// gsum: (N,) zeros.
+template <int C>
+__global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int H, int W,
+                                     const float* __restrict__ params, unsigned* __restrict__ minmax,
+                                     unsigned* __restrict__ hist, unsigned long long* __restrict__ gsum, int n) {
+  __shared__ unsigned sh[C * 256];
+  __shared__ unsigned smm[2 * C];
+  __shared__ unsigned long long ssum;
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const int op = (int)params[(aa_i64)s * AA_P];
+  if (op != OP_CONTRAST && op != OP_AUTOCONTRAST && op != OP_EQUALIZE) return;  // uniform per block
+  const bool eq = op == OP_EQUALIZE;
+  for (int i = threadIdx.x; i < C * 256; i += blockDim.x) sh[i] = 0u;
+  if (threadIdx.x < 2 * C) smm[threadIdx.x] = threadIdx.x < C ? 255u : 0u;
+  if (threadIdx.x == 0) ssum = 0ull;
+  __syncthreads();
+  const aa_i64 npix = (aa_i64)H * W;
+  const unsigned char* img = src + (aa_i64)s * npix * C;
+  unsigned mn[C], mx[C];
+  for (int c = 0; c < C; ++c) { mn[c] = 255u; mx[c] = 0u; }
+  unsigned long long sum = 0ull;
+  for (aa_i64 i = (aa_i64)blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += (aa_i64)gridDim.x * blockDim.x) {
+    const unsigned char* p = img + i * C;
+    for (int c = 0; c < C; ++c) {
+      const unsigned v = p[c];
+      mn[c] = min(mn[c], v);
+      mx[c] = max(mx[c], v);
+      if (eq) atomicAdd(&sh[c * 256 + v], 1u);
+    }
+    if (op == OP_CONTRAST) sum += (unsigned long long)(C == 3 ? gray_floor(p) : (float)p[0]);
+  }
+  if (op == OP_AUTOCONTRAST)
+    for (int c = 0; c < C; ++c) { atomicMin(&smm[c], mn[c]); atomicMax(&smm[C + c], mx[c]); }
+  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, sum);
+  __syncthreads();
+  if (eq)
+    for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
+      if (sh[i]) atomicAdd(&hist[(aa_i64)s * C * 256 + i], sh[i]);
+  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) {
+    const int c = threadIdx.x;
+    if (c < C) atomicMin(&minmax[(aa_i64)s * 2 * C + c], smm[c]);
+    else atomicMax(&minmax[(aa_i64)s * 2 * C + c], smm[c]);
+  }
+  if (op == OP_CONTRAST && threadIdx.x == 0 && ssum) atomicAdd(&gsum[s], ssum);
+}
+
+// One step: every sample's op. Grid (ceil(H W / 256), N), 256 threads, one pixel per thread.
+// lut: (N, LP) float rows from gpuaug_equalize_lut (read only for Equalize samples).
+template <int C>
+__global__ void gpuaug_autoaug_apply(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+                                     int H, int W, const float* __restrict__ params,
+                                     const unsigned* __restrict__ minmax, const unsigned long long* __restrict__ gsum,
+                                     const float* __restrict__ lut, int LP, int n) {
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const aa_i64 npix = (aa_i64)H * W;
+  const aa_i64 i = (aa_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= npix) return;
+  const int y = (int)(i / W), x = (int)(i - (aa_i64)y * W);
+  const float* p = params + (aa_i64)s * AA_P;
+  const int op = (int)p[0];
+  const unsigned char* img = src + (aa_i64)s * npix * C;
+  const unsigned char* q = img + i * C;
+  unsigned char* o = dst + (aa_i64)s * npix * C + i * C;
+  if (op >= OP_SHEARX && op <= OP_ROTATE) {
+    const float xp = __fadd_rn((float)x, __fsub_rn(0.5f, 0.5f * (float)W));
+    const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));
+    const float gx = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[1]), __fmul_rn(yp, p[2])), p[3]);
+    const float gy = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[4]), __fmul_rn(yp, p[5])), p[6]);
+    const float fx = rintf(__fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gx, 1.f), (float)W), 1.f), 0.5f));
+    const float fy = rintf(__fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gy, 1.f), (float)H), 1.f), 0.5f));
+    const bool in = fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1);
+    const unsigned char* r = in ? img + ((aa_i64)(int)fy * W + (int)fx) * C : nullptr;
+    for (int c = 0; c < C; ++c) o[c] = in ? r[c] : (unsigned char)0;
+    return;
+  }
+  const float a = p[7], b = p[8];
+  switch (op) {
+    case OP_BRIGHTNESS:
+      for (int c = 0; c < C; ++c) o[c] = trunc_u8(__fmul_rn((float)q[c], a));
+      return;
+    case OP_COLOR:
+    case OP_CONTRAST: {
+      if (op == OP_COLOR && C != 3) break;
+      float g;
+      if (op == OP_COLOR) g = gray_floor(q);
+      else g = __fdiv_rn((float)gsum[s], (float)npix);
+      const float gb = __fmul_rn(g, b);
+      for (int c = 0; c < C; ++c) o[c] = trunc_u8(__fadd_rn(__fmul_rn((float)q[c], a), gb));
+      return;
+    }
+    case OP_SHARPNESS: {
+      if (H <= 2 || W <= 2 || y == 0 || x == 0 || y == H - 1 || x == W - 1) break;
+      const float w1 = 1.f / 13.f, w5 = 5.f / 13.f;
+      for (int c = 0; c < C; ++c) {
+        float acc = 0.f;
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx)
+            acc = __fadd_rn(acc, __fmul_rn(dy == 0 && dx == 0 ? w5 : w1, (float)q[((aa_i64)dy * W + dx) * C + c]));
+        const float xc = (float)q[c];
+        o[c] = trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc), xc), b, xc));
+      }
+      return;
+    }
+    case OP_POSTERIZE: {
+      const unsigned m = (unsigned)(int)a;
+      for (int c = 0; c < C; ++c) o[c] = (unsigned char)(q[c] & m);
+      return;
+    }
+    case OP_SOLARIZE:
+      for (int c = 0; c < C; ++c) o[c] = (float)q[c] >= a ? (unsigned char)(255 - q[c]) : q[c];
+      return;
+    case OP_AUTOCONTRAST: {
+      const unsigned* mm = minmax + (aa_i64)s * 2 * C;
+      for (int c = 0; c < C; ++c) {
+        const float lo = (float)mm[c], hi = (float)mm[C + c];
+        if (lo == hi) { o[c] = q[c]; continue; }
+        const float inv = __fmul_rn(__fsub_rn(hi, lo), 1.f / 255.f);
+        o[c] = trunc_u8(__fdiv_rn(__fsub_rn((float)q[c], lo), inv));
+      }
+      return;
+    }
+    case OP_EQUALIZE: {
+      const float* t = lut + (aa_i64)s * LP;
+      for (int c = 0; c < C; ++c) o[c] = (unsigned char)(int)t[c * 256 + q[c]];
+      return;
+    }
+    case OP_INVERT:
+      for (int c = 0; c < C; ++c) o[c] = (unsigned char)(255 - q[c]);
+      return;
+    default:
+      break;
+  }
+  for (int c = 0; c < C; ++c) o[c] = q[c];
+}
