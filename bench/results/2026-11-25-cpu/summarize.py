@@ -71,4 +71,6 @@ Notes:
   there too); other sizes run the general bilinear kernel: resize_sizes.py / resize_sizes.txt
   (224 -> 160x120: 0.8-0.9x OpenCV; 224 -> 300x300: 1.1x, over two runs).
 - Machine: 2 cores shared with other work; load averages before/after each pass in load.txt.
+  Run to run, ratios move by several percent: flip, at 0.535 here, measured 0.496 (missed) in the
+  run before this one; it sits at the 0.5 target rather than clearly above it.
 """)
