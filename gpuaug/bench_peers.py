@@ -33,7 +33,7 @@ Example::
     >>> import numpy as np
     >>> from gpuaug import bench_peers as bp
     >>> sorted(bp.peers_for("flip"))
-    ['cupy', 'cvcuda', 'dali', 'kornia', 'torchvision']
+    ['cupy', 'cvcuda', 'dali', 'kornia', 'opencv', 'torchvision']
     >>> x = [np.random.default_rng(0).integers(0, 256, (2, 8, 8, 3), dtype=np.uint8)]
     >>> bp.PeerInput(x, "NHWC", gpu=False).n
     2

@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 OPS="flip crop pad resize warp_affine rotate gaussian_blur box_blur median_blur brightness contrast color_jitter normalize"
 COMMON="--device cpu --case 64x224x224 --repeat 5 --warmup 8"
 export GPUAUG_BENCH_CPU_THREADS=1
-(uptime; nproc) > load.txt
+(uptime; nproc; "$PY" -c "import cv2, numba, nvidia.dali as d; print('opencv', cv2.__version__, 'numba', numba.__version__, 'dali', d.__version__)") > load.txt
 GPUAUG_CPU_PARALLEL=0 GPUAUG_CPU_FAST=0 "$PY" -m gpuaug bench $COMMON --json before.json $OPS | tee before.txt
 uptime >> load.txt
 GPUAUG_CPU_PARALLEL=0 "$PY" -m gpuaug bench $COMMON --peers --libraries opencv,dali --json after.json $OPS | tee after.txt
