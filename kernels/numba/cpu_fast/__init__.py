@@ -77,10 +77,14 @@ def with_fast_path(key, kern):
     ``kern`` when that declines. ``.generic`` is ``kern``."""
     if key not in FAST:
         return kern
+    found = []
 
     def call(*args):
-        if enabled() and fast_function(key)(*args):
-            return
+        if enabled():
+            if not found:
+                found.append(fast_function(key))
+            if found[0](*args):
+                return
         kern(*args)
 
     call.generic = kern
