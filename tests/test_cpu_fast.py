@@ -34,6 +34,7 @@ def spy(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(cpu_fast, "fast_function", fake)
+    monkeypatch.setattr(cpu_fast, "_RESOLVED", {})  # resolve (through the spy) again
     return calls
 
 

@@ -71,19 +71,23 @@ def fast_function(key):
     return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
 
 
+#: twin -> its fast function, resolved on first use (tests swap this dict to spy on calls)
+_RESOLVED: dict = {}
+
+
 def with_fast_path(key, kern):
     """``kern`` (a generic CPU kernel) behind the fast path of ``key``, if there is one:
     a callable with ``kern``'s arguments that runs the fast function and falls back to
     ``kern`` when that declines. ``.generic`` is ``kern``."""
     if key not in FAST:
         return kern
-    found = []
 
     def call(*args):
         if enabled():
-            if not found:
-                found.append(fast_function(key))
-            if found[0](*args):
+            fn = _RESOLVED.get(key)
+            if fn is None:
+                fn = _RESOLVED[key] = fast_function(key)
+            if fn(*args):
                 return
         kern(*args)
 
