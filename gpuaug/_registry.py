@@ -41,6 +41,7 @@ OP_MODULES = (
     "solarize",
     "posterize",
     "equalize",
+    "autocontrast",
     "normalize",
     "crop_mirror_normalize",
     "gaussian_blur",

@@ -352,6 +352,14 @@ def _equalize(draw, g):
     return Case({}, lambda s, i: RI.equalize(s, u8), {"atol_u8": 0})
 
 
+@case("autocontrast")
+def _autocontrast(draw, g):
+    from test_autocontrast import _ref as autocontrast_ref
+
+    u8 = g.dtype == "uint8"
+    return Case({}, lambda s, i: autocontrast_ref(s, u8), {"rtol": 2e-3 if g.dtype == "float16" else 1e-5})
+
+
 def _stats(draw, g):
     m = RI.top(g.dtype)
     form = draw(st.sampled_from(("scalar", "channel", "sample_channel", "sample")))

@@ -1,0 +1,100 @@
+"""autocontrast: stretch each image channel to the full value range (torchvision's autocontrast)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuaug._batch import as_batch, descriptor_table
+from gpuaug._registry import OpSpec
+from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import cupy_module
+
+KERNELS = Kernels(cu=("autocontrast.cu", "gpuaug_autocontrast"), numba=("autocontrast", "autocontrast_value"),
+                  kind="value",
+                  variants=tuple(f"gpuaug_autocontrast_stats<{t}, {c}>"
+                                 for t in ("unsigned char", "gpuaug::half", "float") for c in (1, 3, 4)))
+
+
+def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
+    """Stretch each image's channels so that their minimum maps to 0 and their maximum to the
+    top of the range, as torchvision's ``autocontrast``.
+
+    Per sample and channel, with ``lo``/``hi`` the channel's minimum and maximum and
+    ``M`` = 255 (uint8) or 1 (floats): ``out = clamp((x - lo) / ((hi - lo) * (1 / M)), 0, M)``
+    in float32; a channel with ``hi == lo`` is left as it is (clamped to [0, M]). Two passes:
+    a per-sample reduction, then the point-wise map. uint8 rounds half up as every gpuaug op
+    (torchvision truncates, so results may differ from it by 1).
+
+    Args:
+        x: batch (N, H, W, C) / (N, C, H, W), one image, or a list of HWC images;
+            uint8, float16 or float32; 1, 3 or 4 channels; NumPy or any CUDA array.
+        out, layout, stream, backend: as for every op (see :func:`gpuaug.flip`).
+
+    Returns:
+        An array like ``x`` (same shape, dtype and layout), or a list.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> x = np.array([[[[50], [100], [250]]]], np.uint8)
+        >>> gpuaug.autocontrast(x)[0, 0, :, 0]
+        array([  0,  64, 255], dtype=uint8)
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    rows = _rows_cuda(b, stream) if be == "cuda" else _rows_numba(b, "cpu" if be == "cpu" else "cuda", stream)
+    return run(b, KERNELS, rows, shapes=b.shapes, out=out, backend=be, stream=stream)
+
+
+def _rows_cuda(b, stream):
+    """Step 1 on the GPU: (N, 2C + 1) float32 rows on the caller's stream."""
+    from gpuaug._stream import on_stream
+    from gpuaug.kernels._cuda import get_function, kernel_name, upload
+
+    cp = cupy_module()
+    n, c = b.n, b.channels
+    with cp.cuda.Device(b.device_id()), on_stream(stream):
+        rows = cp.empty((n, 2 * c + 1), cp.float32)
+        if n:
+            (tab,) = upload(descriptor_table(b))
+            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_stats", b.dtype.name, c))
+            fn((n,), (256,), (tab, rows, np.int32(2 * c + 1), np.int32(n)))
+    return rows
+
+
+def _rows_numba(b, target, stream):
+    """Step 1 with the Numba twins (CPU, or CUDA / the simulator)."""
+    from gpuaug._run import _launch
+    from gpuaug.kernels.numba.autocontrast import minmax_kernel, rows_from_minmax
+
+    def work():
+        xp = b.xp
+        n, c = b.n, b.channels
+        ft = np.float64 if target == "cpu" else np.float32
+        lo = xp.full((n, c), np.inf, ft)
+        hi = xp.full((n, c), -np.inf, ft)
+        k = minmax_kernel(target)
+        items = [(b.nhwc, lo, hi)] if not b.varshape else [(b.views[i][None], lo[i:i + 1], hi[i:i + 1])
+                                                            for i in range(n)]
+        for s, l_, h_ in items:
+            if s.dtype == np.float16:
+                s = s.astype(np.float32)
+            if s.shape[0] and s.shape[1] and s.shape[2]:
+                _launch(k, target, b, s.shape, (s, l_, h_))
+        bound = 255.0 if b.dtype == np.uint8 else 1.0
+        return rows_from_minmax(xp, lo, hi, bound, ft)
+
+    if not b.device:
+        return work()
+    cp = cupy_module()
+    from gpuaug._stream import on_stream
+
+    with cp.cuda.Device(b.device_id()), on_stream(stream):
+        return work()
+
+
+SPECS = (
+    OpSpec("autocontrast", autocontrast, params=(), geometric=False, example=None, kernels=KERNELS,
+           doc=autocontrast.__doc__),
+)
+
+__all__ = ["autocontrast"]
