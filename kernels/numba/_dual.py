@@ -31,8 +31,10 @@ def cpu_parallel() -> bool:
     on 2 cores for a (64, 224, 224, 3) batch (bench/results/2026-11-25-cpu). Set 0
     where the caller already runs one thread per core (scheduler workers, DataLoader
     workers, many DALI CPU threads; the kernels release the GIL, so those threads
-    overlap) or in short-lived processes: a parallel kernel compiles 1.5-3x slower (once
-    per machine with the disk cache) and each call pays the thread pool's start (tens of us).
+    overlap), where other processes keep the cores busy (a parallel kernel waits for its
+    slowest thread, up to a scheduler time slice), or in short-lived processes: a parallel
+    kernel compiles 1.5-3x slower (once per machine with the disk cache) and each call pays
+    the thread pool's start (tens of us).
     """
     import os
 
