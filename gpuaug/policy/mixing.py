@@ -69,12 +69,12 @@ def _soft_labels(labels, n, num_classes):
     if lab.ndim == 1 and lab.shape[0] == n and lab.dtype.kind in "iu":
         if num_classes is None:
             raise ValueError(f"labels: got int class ids of shape {lab.shape} and num_classes=None; {want}")
-        if n and (int(lab.min()) < 0 or int(lab.max()) >= num_classes):
+        # The range is checked for host labels only: on device labels it would wait for the
+        # device each call (out-of-range device ids give all-zero rows).
+        if n and xp is np and (int(lab.min()) < 0 or int(lab.max()) >= num_classes):
             raise ValueError(f"labels: got class ids in [{int(lab.min())}, {int(lab.max())}]; "
                              f"expected ids in [0, {num_classes}) (num_classes={num_classes})")
-        out = xp.zeros((n, num_classes), xp.float32)
-        out[xp.arange(n), lab] = 1
-        return out
+        return (lab[:, None] == xp.arange(num_classes)[None, :]).astype(xp.float32)
     if lab.ndim == 2 and lab.shape[0] == n and lab.dtype.kind in "fiub":
         return lab.astype(xp.float32)
     raise ValueError(f"labels: got {lab.dtype} array of shape {lab.shape}; {want}")
@@ -126,13 +126,20 @@ class _Mix:
         rows[:, 1] = params.lam
         if params.boxes is not None:
             rows[:, 2:6] = params.boxes
+        rows_dev = None
         if isinstance(x, np.ndarray):
             y = self._numpy(x, rows, h, w, layout)
         else:
-            y = self._cuda(x, rows, h, w, c, layout, stream)
-        xp = _xp(soft)
-        lam = xp.asarray(np.asarray(params.lam, np.float32))[:, None]
-        soft = lam * soft + (1 - lam) * soft[xp.asarray(partner)]
+            y, rows_dev = self._cuda(x, rows, h, w, c, layout, stream)
+        if isinstance(soft, np.ndarray):
+            lam, pidx = rows[:, 1:2], partner
+        else:  # on the labels' device, from the rows uploaded once (no pageable copies)
+            if rows_dev is None:
+                from gpuaug.kernels._cuda import upload
+
+                (rows_dev,) = upload(rows)
+            lam, pidx = rows_dev[:, 1:2], rows_dev[:, 0].astype(np.int32)
+        soft = lam * soft + (1 - lam) * soft[pidx]
         self.last_params = params
         return y, soft
 
@@ -143,11 +150,14 @@ class _Mix:
 
         cp = cupy_module()
         n = x.shape[0]
+        if self.kind == "mixup" and x.dtype == np.float16:
+            raise ValueError("x: float16 MixUp runs on NumPy input only for now; got a CUDA float16 batch "
+                             "(use uint8 or float32)")
         with cp.cuda.Device(x.device.id), on_stream(stream):
             x = cp.ascontiguousarray(x)
             out = cp.empty_like(x)
             if n == 0:
-                return out
+                return out, None
             (p,) = upload(rows)
             e = h * w * c
             name = np.dtype(x.dtype).name
@@ -155,17 +165,15 @@ class _Mix:
             if vec:
                 grid = (-(-(e // 16) // 256), n)
                 if self.kind == "mixup":
-                    get_function("mixing.cu", "gpuaug_mixup_u8v")(grid, (256,), (x, out, np.int64(e // 16), p, np.int32(n)))
+                    get_function("mixing.cu", "gpuaug_mixup_u8v")(grid, (256,), (x, out, np.int64(e // 16), p,
+                                                                              np.int32(n)))
                 else:
                     get_function("mixing.cu", "gpuaug_cutmix_u8v")(
                         grid, (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), p,
                                        np.int32(n)))
-                return out
+                return out, p
             grid = (-(-e // 1024), n)
             if self.kind == "mixup":
-                if name == "float16":
-                    raise ValueError("x: float16 MixUp runs on NumPy input only for now; got a CUDA float16 batch "
-                                     "(use uint8 or float32)")
                 t = "unsigned char" if name == "uint8" else "float"
                 get_function("mixing.cu", f"gpuaug_mixup<{t}>")(grid, (256,), (x, out, np.int64(e), p, np.int32(n)))
             else:
@@ -173,7 +181,7 @@ class _Mix:
                 get_function("mixing.cu", f"gpuaug_cutmix<{t}>")(
                     grid, (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), p,
                                    np.int32(n)))
-            return out
+            return out, p
 
 
 class MixUp(_Mix):
