@@ -27,11 +27,6 @@ static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 static inline float rintf(float a) { return std::nearbyint(a); }
 template <class T> static inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static inline unsigned atomicMin(unsigned* p, unsigned v) {
-  unsigned o = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-  return o;
-}
 static inline unsigned atomicMax(unsigned* p, unsigned v) {
   unsigned o = __atomic_load_n(p, __ATOMIC_RELAXED);
   while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
@@ -65,8 +60,8 @@ __device__ __forceinline__ float gray_floor(const unsigned char* p) {
 // Per-sample statistics for the reduction ops of this step: per channel min/max (AutoContrast),
 // 256-bin histograms (Equalize) and the sum of floor(gray) (Contrast). Blocks of samples that
 // need none of them return at once. Grid (blocks per sample, N), 256 threads.
-// minmax: (N, 2C) unsigned, pre-filled with 255 (mins) and 0 (maxes); hist: (N, C, 256) zeros;
-// gsum: (N,) zeros.
+// minmax: (N, 2C) unsigned [255 - min (C), max (C)] (so that all three buffers start as zeros:
+// one memset); hist: (N, C, 256); gsum: (N,); all zeroed before the launch.
 template <int C>
 __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int H, int W,
                                      const float* __restrict__ params, unsigned* __restrict__ minmax,
@@ -80,7 +75,7 @@ __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int 
   if (op != OP_CONTRAST && op != OP_AUTOCONTRAST && op != OP_EQUALIZE) return;  // uniform per block
   const bool eq = op == OP_EQUALIZE;
   for (int i = threadIdx.x; i < C * 256; i += blockDim.x) sh[i] = 0u;
-  if (threadIdx.x < 2 * C) smm[threadIdx.x] = threadIdx.x < C ? 255u : 0u;
+  if (threadIdx.x < 2 * C) smm[threadIdx.x] = 0u;
   if (threadIdx.x == 0) ssum = 0ull;
   __syncthreads();
   const aa_i64 npix = (aa_i64)H * W;
@@ -99,17 +94,13 @@ __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int 
     if (op == OP_CONTRAST) sum += (unsigned long long)(C == 3 ? gray_floor(p) : (float)p[0]);
   }
   if (op == OP_AUTOCONTRAST)
-    for (int c = 0; c < C; ++c) { atomicMin(&smm[c], mn[c]); atomicMax(&smm[C + c], mx[c]); }
+    for (int c = 0; c < C; ++c) { atomicMax(&smm[c], 255u - mn[c]); atomicMax(&smm[C + c], mx[c]); }
   if (op == OP_CONTRAST && sum) atomicAdd(&ssum, sum);
   __syncthreads();
   if (eq)
     for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
       if (sh[i]) atomicAdd(&hist[(aa_i64)s * C * 256 + i], sh[i]);
-  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) {
-    const int c = threadIdx.x;
-    if (c < C) atomicMin(&minmax[(aa_i64)s * 2 * C + c], smm[c]);
-    else atomicMax(&minmax[(aa_i64)s * 2 * C + c], smm[c]);
-  }
+  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) atomicMax(&minmax[(aa_i64)s * 2 * C + threadIdx.x], smm[threadIdx.x]);
   if (op == OP_CONTRAST && threadIdx.x == 0 && ssum) atomicAdd(&gsum[s], ssum);
 }
 
@@ -182,7 +173,7 @@ __global__ void gpuaug_autoaug_apply(const unsigned char* __restrict__ src, unsi
     case OP_AUTOCONTRAST: {
       const unsigned* mm = minmax + (aa_i64)s * 2 * C;
       for (int c = 0; c < C; ++c) {
-        const float lo = (float)mm[c], hi = (float)mm[C + c];
+        const float lo = (float)(255u - mm[c]), hi = (float)mm[C + c];
         if (lo == hi) { o[c] = q[c]; continue; }
         const float inv = __fmul_rn(__fsub_rn(hi, lo), 1.f / 255.f);
         o[c] = trunc_u8(__fdiv_rn(__fsub_rn((float)q[c], lo), inv));

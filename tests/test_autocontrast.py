@@ -42,7 +42,8 @@ def test_autocontrast_cpu(dtype, layout, channels):
     rng = np.random.default_rng(1)
     x = _images(rng, 5, 37, 53, channels, dtype)
     u8 = dtype == "uint8"
-    check_op(gpuaug.autocontrast, lambda s, i: _ref(s, u8), x, {}, layout=layout, rtol=2e-3 if dtype == "float16" else 1e-5)
+    check_op(gpuaug.autocontrast, lambda s, i: _ref(s, u8), x, {}, layout=layout,
+             rtol=2e-3 if dtype == "float16" else 1e-5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -145,13 +145,14 @@ def test_kernels_host_emulation(layout):
             e = h * w * 3
             out = np.full_like(x, 0xAB)
             kind = "mixup" if cls is gpuaug.MixUp else "cutmix"
+            cut_args = (x, out, h, w, 3, int(layout == "NCHW"), rows, 5)
             if e % 16 == 0:
                 fn = emu.get_function("mixing.cu", f"gpuaug_{kind}_u8v")
-                args = (x, out, e // 16, rows, 5) if kind == "mixup" else (x, out, h, w, 3, int(layout == "NCHW"), rows, 5)
+                args = (x, out, e // 16, rows, 5) if kind == "mixup" else cut_args
                 fn((-(-(e // 16) // 256), 5), (256,), args)
             else:
                 fn = emu.get_function("mixing.cu", f"gpuaug_{kind}<unsigned char>")
-                args = (x, out, e, rows, 5) if kind == "mixup" else (x, out, h, w, 3, int(layout == "NCHW"), rows, 5)
+                args = (x, out, e, rows, 5) if kind == "mixup" else cut_args
                 fn((-(-e // 1024), 5), (256,), args)
             np.testing.assert_array_equal(out, ref)
 
@@ -174,9 +175,9 @@ def test_kernels_compile_with_nvrtc():
     from gpuaug.kernels._cuda import check_compile
 
     try:
-        check_compile("mixing.cu", ["gpuaug_mixup<unsigned char>", "gpuaug_mixup<float>", "gpuaug_cutmix<unsigned char>",
-                                    "gpuaug_cutmix<unsigned short>", "gpuaug_cutmix<float>", "gpuaug_mixup_u8v",
-                                    "gpuaug_cutmix_u8v"])
+        check_compile("mixing.cu", ["gpuaug_mixup<unsigned char>", "gpuaug_mixup<float>",
+                                    "gpuaug_cutmix<unsigned char>", "gpuaug_cutmix<unsigned short>",
+                                    "gpuaug_cutmix<float>", "gpuaug_mixup_u8v", "gpuaug_cutmix_u8v"])
     except (ImportError, OSError) as e:
         pytest.skip(f"NVRTC not loadable: {e}")
 

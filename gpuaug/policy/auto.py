@@ -364,7 +364,7 @@ def _run_cuda(x, rows, out, stream):
         apply_fn = get_function("auto_augment.cu", f"gpuaug_autoaug_apply<{c}>")
         stats_fn = None
         lp = c * 256 + 1
-        minmax = hist = gsum = lut = None
+        minmax = hist = gsum = lut = stats_buf = None
         src = x
         for j in range(k):
             dst = out if (k - 1 - j) % 2 == 0 else tmp
@@ -374,16 +374,15 @@ def _run_cuda(x, rows, out, stream):
             if need.any():
                 if stats_fn is None:
                     stats_fn = get_function("auto_augment.cu", f"gpuaug_autoaug_stats<{c}>")
-                    minmax = cp.empty((n, 2 * c), cp.uint32)
-                    hist = cp.empty((n, c, 256), cp.uint32)
-                    gsum = cp.empty((n,), cp.uint64)
+                    # minmax (N, 2C), hist (N, C, 256), gsum (N,) uint64 in one buffer: one memset
+                    # per step (N C 258 words before gsum: 8-byte aligned)
+                    a, b = n * 2 * c, n * c * 258
+                    stats_buf = cp.empty(b + 2 * n, cp.uint32)
+                    minmax = stats_buf[:a].reshape(n, 2 * c)
+                    hist = stats_buf[a:b].reshape(n, c, 256)
+                    gsum = stats_buf[b:].view(cp.uint64)
                     lut = cp.empty((n, lp), cp.float32)
-                minmax[:, :c] = 255
-                minmax[:, c:] = 0
-                if (ops == 13).any():
-                    hist.fill(0)
-                if (ops == 8).any():
-                    gsum.fill(0)
+                stats_buf.fill(0)
                 bps = max(1, min(64, -(-npix // (256 * 16))))
                 stats_fn((bps, n), (256,), (src, np.int32(h), np.int32(w), p, minmax, hist, gsum, np.int32(n)))
                 if (ops == 13).any():
