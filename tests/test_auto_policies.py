@@ -229,7 +229,7 @@ def test_cuda_kernels_host_emulation(monkeypatch, c):
     bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
     assert not len(bad), [A.OP_NAMES[ops[i]] for i in bad]
     # two steps, random ops
-    p = gpuaug.RandAugment(2, 17, seed=6).sample(n, (9, 13))
+    p = gpuaug.RandAugment(2, 17, seed=6).draw(n, (9, 13))
     rows_k = [A.step_rows(p.ops[:, j], p.magnitudes[:, j], 9, 13) for j in range(2)]
     np.testing.assert_array_equal(_emulated(x, rows_k, emu), apply_ops(x, p))
 
@@ -244,18 +244,18 @@ def _chi2_uniform(counts):
 
 def test_op_choice_distributions():
     n = 100_000
-    p = gpuaug.RandAugment(2, 9, seed=11).sample(n, (224, 224))
+    p = gpuaug.RandAugment(2, 9, seed=11).draw(n, (224, 224))
     assert _chi2_uniform(np.bincount(p.ops.ravel(), minlength=14)) > 1e-4
     assert p.ops.max() == 13 and p.ops.min() == 0
     shear = p.ops == 1  # signed: half negative
     neg = (p.magnitudes[shear] < 0).sum()
     assert abs(neg / shear.sum() - 0.5) < 0.02
-    t = gpuaug.TrivialAugmentWide(seed=12).sample(n, (224, 224))
+    t = gpuaug.TrivialAugmentWide(seed=12).draw(n, (224, 224))
     assert _chi2_uniform(np.bincount(t.ops.ravel(), minlength=14)) > 1e-4
     assert _chi2_uniform(np.bincount(t.extra["bins"].ravel(), minlength=31)) > 1e-4
     for name in ("imagenet", "cifar10", "svhn"):
         aa = gpuaug.AutoAugment(name, seed=13)
-        q = aa.sample(n, (32, 32))
+        q = aa.draw(n, (32, 32))
         pid = q.extra["policy_ids"]
         assert _chi2_uniform(np.bincount(pid, minlength=25)) > 1e-4
         # expected frequency of each op id: sum over sub-policies of P(pick) * P(apply)
@@ -284,8 +284,8 @@ def test_determinism_and_replay():
         np.testing.assert_array_equal(a(x, params=a.last_params), a(x, params=a.last_params))
         np.testing.assert_array_equal(a(x, seed=3), b(x, seed=3))
     ra = gpuaug.RandAugment(seed=0)
-    p = ra.sample(8, (20, 22))
-    assert (ra.sample(8, (20, 22), seed=1).ops == gpuaug.RandAugment().sample(8, (20, 22), seed=1).ops).all()
+    p = ra.draw(8, (20, 22))
+    assert (ra.draw(8, (20, 22), seed=1).ops == gpuaug.RandAugment().draw(8, (20, 22), seed=1).ops).all()
     assert p.ops.shape == (8, 2)
 
 
@@ -316,7 +316,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"params.ops: got values in \[15, 15\]; expected op ids in \[0, 15\)"):
         ra(np.zeros((1, 8, 8, 3), np.uint8), params=AutoParams(np.array([[15]]), np.zeros((1, 1))))
     with pytest.raises(ValueError, match="seed: got a seed and params"):
-        ra(np.zeros((1, 8, 8, 3), np.uint8), 1, params=ra.sample(1, (8, 8)))
+        ra(np.zeros((1, 8, 8, 3), np.uint8), 1, params=ra.draw(1, (8, 8)))
 
 
 def test_kernel_compiles_with_nvrtc():
@@ -356,3 +356,19 @@ def test_cuda_matches_numpy_twin_gpu(c):
     s.synchronize()
     assert y is out
     np.testing.assert_array_equal(cupy.asnumpy(y), ta(cupy.asnumpy(xb), params=ta.last_params))
+
+
+def test_policy_as_a_compose_step():
+    rng = np.random.default_rng(9)
+    x = _images(rng, 6, 16, 18)
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandAugment(2, 9), gpuaug.TrivialAugmentWide()], seed=1)
+    y = pol(x)
+    p = pol.last_params
+    flipped = np.where(p[0]["apply"][:, None, None, None], x[:, :, ::-1], x)
+    ref = apply_ops(flipped, AutoParams(p[1]["ops"], p[1]["magnitudes"]))
+    ref = apply_ops(ref, AutoParams(p[2]["ops"], p[2]["magnitudes"]))
+    np.testing.assert_array_equal(y, ref)
+    np.testing.assert_array_equal(pol(x, params=p), y)
+    assert [st.kind for st in pol.plan()] == ["fused", "op", "op"]
+    with pytest.raises(ValueError, match="RandAugment in a Compose: got float32"):
+        gpuaug.Compose([gpuaug.ToDtype("float32"), gpuaug.RandAugment()])(x)

@@ -63,7 +63,7 @@ def test_draws_and_determinism():
     n = 20000
     for cls in (gpuaug.MixUp, gpuaug.CutMix):
         a, b = cls(0.5, seed=7), cls(0.5, seed=7)
-        pa, pb = a.sample(n, (32, 32)), b.sample(n, (32, 32))
+        pa, pb = a.draw(n, (32, 32)), b.draw(n, (32, 32))
         np.testing.assert_array_equal(pa.partner, pb.partner)
         np.testing.assert_array_equal(pa.lam, pb.lam)
         assert sorted(pa.partner) == list(range(n))
@@ -73,7 +73,7 @@ def test_draws_and_determinism():
             assert 0.5 < pa.lam.mean() < 0.8 and pa.lam.min() >= 0 and pa.lam.max() <= 1
     from scipy import stats
 
-    lam = gpuaug.MixUp(0.4, seed=8).sample(n, (8, 8)).lam
+    lam = gpuaug.MixUp(0.4, seed=8).draw(n, (8, 8)).lam
     assert stats.kstest(lam, stats.beta(0.4, 0.4).cdf).pvalue > 1e-4
     rng = np.random.default_rng(9)
     x = _batch(rng)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuaug import random as R
+from gpuaug.policy.transforms import Transform
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "AutoParams", "OP_NAMES", "apply_ops"]
 
@@ -451,10 +452,14 @@ def apply_ops(x, params, *, out=None, stream=None):
     return y[0] if single else y
 
 
-class _Policy:
-    """Shared machinery: a generator, ``sample``, ``__call__`` with replay, ``plan``."""
+class _Policy(Transform):
+    """Shared machinery: a generator, ``draw``, ``__call__`` with replay, ``plan``; and the
+    Transform protocol (``kind = "op"``: ``sample``/``run``), so a policy is also a step of
+    :class:`gpuaug.Compose` (it runs there as its own launches, on uint8 NHWC data)."""
 
     num_steps = 1
+    kind = "op"
+    op = "auto_augment"
 
     def __init__(self, seed=None):
         self._rng = R.generator(seed)
@@ -463,10 +468,28 @@ class _Policy:
     def _draw(self, rng, n, h, w):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def sample(self, n, size, seed=None):
+    def draw(self, n, size, seed=None):
         """Draw the parameters for ``n`` images of ``size = (H, W)`` (an :class:`AutoParams`)."""
         rng = self._rng if seed is None else R.generator(seed)
         return self._draw(rng, int(n), int(size[0]), int(size[1]))
+
+    # -- gpuaug.Compose's Transform protocol --------------------------------------------------
+    def sample(self, rng, n, sizes) -> dict:
+        """Compose's draw: ``{"ops", "magnitudes"}`` for ``n`` images of one size."""
+        sizes = np.asarray(sizes, np.int64).reshape(-1, 2)
+        if len(sizes) and (sizes != sizes[0]).any():
+            raise ValueError(f"{type(self).__name__}: got images of different sizes; it runs on a dense batch")
+        h, w = (int(sizes[0, 0]), int(sizes[0, 1])) if len(sizes) else (1, 1)
+        p = self._draw(rng, int(n), h, w)
+        return {"ops": p.ops, "magnitudes": p.magnitudes, **p.extra}
+
+    def run(self, x, params, *, dtype, layout, backend, stream, out=None):
+        """Compose's launch: the drawn ops on uint8 NHWC data (NumPy twin or CUDA kernels)."""
+        if dtype != "uint8" or layout != "NHWC" or isinstance(x, list):
+            raise ValueError(f"{type(self).__name__} in a Compose: got {dtype} {layout}"
+                             f"{' varshape' if isinstance(x, list) else ''} data at its step; it needs a dense "
+                             "uint8 NHWC batch (put it before ToDtype/Normalize/ToLayout and resizing crops)")
+        return apply_ops(x, AutoParams(params["ops"], params["magnitudes"]), out=out, stream=stream)
 
     def __call__(self, x, seed=None, *, params=None, out=None, stream=None):
         """Augment ``x`` (uint8 (N, H, W, C) NHWC, NumPy or CuPy, or one HWC image).
@@ -480,7 +503,7 @@ class _Policy:
             raise ValueError(f"x: got {type(x).__name__} of shape {shape}; expected uint8 (N, H, W, C) or (H, W, C)")
         n, h, w = (1,) + tuple(shape[:2]) if len(shape) == 3 else tuple(shape[:3])
         if params is None:
-            params = self.sample(n, (h, w), seed)
+            params = self.draw(n, (h, w), seed)
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
         y = apply_ops(x, params, out=out, stream=stream)

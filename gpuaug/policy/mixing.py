@@ -103,7 +103,7 @@ class _Mix:
         self._rng = R.generator(seed)
         self.last_params = None
 
-    def sample(self, n, size, seed=None):
+    def draw(self, n, size, seed=None):
         """Draw :class:`MixParams` for ``n`` images of ``size = (H, W)``."""
         rng = self._rng if seed is None else R.generator(seed)
         return self._draw(rng, int(n), int(size[0]), int(size[1]))
@@ -115,7 +115,7 @@ class _Mix:
         n, h, w, c = _shape(x, layout)
         soft = _soft_labels(labels, n, self.num_classes)
         if params is None:
-            params = self.sample(n, (h, w), seed)
+            params = self.draw(n, (h, w), seed)
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
         partner = np.asarray(params.partner, np.int64)
