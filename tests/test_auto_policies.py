@@ -67,7 +67,9 @@ def test_op_matches_torchvision_apply_op(op):
 @pytest.mark.parametrize("kind", ["rand", "trivial", "auto"])
 def test_magnitude_tables_match_torchvision(kind):
     torch, aa = _torchvision()
-    h, w = 224, 160
+    # A square size: torchvision passes (width, height) in older versions and (height, width)
+    # in newer ones; TranslateX follows the width in both (checked below without torchvision).
+    h = w = 224
     if kind == "rand":
         tv = aa.RandAugment()._augmentation_space(31, [w, h])
     elif kind == "trivial":
@@ -83,6 +85,15 @@ def test_magnitude_tables_match_torchvision(kind):
             assert table is None
         else:
             np.testing.assert_allclose(table, mags.numpy().astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_translate_tables_follow_width_and_height():
+    for kind, bins in (("rand", 31), ("auto", 10)):
+        sp = A._space(kind, bins, 100, 331)
+        assert sp[3][0][-1] == pytest.approx(150.0) and sp[4][0][-1] == pytest.approx(150.0 / 331 * 100)
+    sp = A._space("trivial", 31, 100, 331)
+    assert sp[3][0][-1] == sp[4][0][-1] == 32.0
+    assert list(A._space("trivial", 31, 8, 8)[10][0][[0, 5, 30]]) == [8, 7, 2]  # 8 - round(i / 5)
 
 
 def test_autoaugment_policies_match_torchvision():

@@ -417,6 +417,10 @@ def apply_ops(x, params, *, out=None, stream=None):
         >>> int(apply_ops(x, AutoParams(np.array([[14]]), np.zeros((1, 1))))[0, 0, 0, 0])  # Invert
         55
     """
+    if not isinstance(x, np.ndarray) and hasattr(x, "__cuda_array_interface__"):
+        import cupy
+
+        x = cupy.asarray(x)  # PyTorch, Numba, ... CUDA arrays: a zero-copy CuPy view
     single = getattr(x, "ndim", 0) == 3
     if single:
         x = x[None]

@@ -52,18 +52,21 @@ def _check_alpha(alpha):
     return a
 
 
-def _xp(a):
+def _as_array(a):
+    """(array, module): NumPy as it is, CUDA arrays (PyTorch, Numba, ...) as zero-copy CuPy
+    views, anything else through numpy.asarray."""
     if isinstance(a, np.ndarray):
-        return np
-    import cupy
+        return a, np
+    if hasattr(a, "__cuda_array_interface__"):
+        import cupy
 
-    return cupy
+        return cupy.asarray(a), cupy
+    return np.asarray(a), np
 
 
 def _soft_labels(labels, n, num_classes):
     """(N, K) float32 labels from int ids (N,) + num_classes or from (N, K) labels."""
-    xp = _xp(labels) if hasattr(labels, "__cuda_array_interface__") or isinstance(labels, np.ndarray) else np
-    lab = labels if hasattr(labels, "__cuda_array_interface__") else np.asarray(labels)
+    lab, xp = _as_array(labels)
     want = (f"expected ({n},) int class ids in [0, num_classes) with num_classes given, "
             f"or ({n}, K) one-hot / soft labels")
     if lab.ndim == 1 and lab.shape[0] == n and lab.dtype.kind in "iu":
@@ -112,6 +115,7 @@ class _Mix:
         """Mix the batch ``x`` ((N, H, W, C) / (N, C, H, W), uint8 / float16 / float32, NumPy or
         CuPy) and its ``labels``; returns ``(images, soft_labels)``. ``params`` replays a call
         (e.g. ``last_params``); the draws are kept in ``last_params``."""
+        x, _ = _as_array(x)
         n, h, w, c = _shape(x, layout)
         soft = _soft_labels(labels, n, self.num_classes)
         if params is None:
