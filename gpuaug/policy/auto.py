@@ -32,7 +32,7 @@ Op ids (``AutoParams.ops``): 0 Identity, 1 ShearX, 2 ShearY, 3 TranslateX, 4 Tra
 """
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,6 +71,7 @@ def _posterize_bits(num_bins, span):
     return (8 - np.rint(np.arange(num_bins).astype(_F32) / d)).astype(_F32)
 
 
+@functools.lru_cache(maxsize=64)
 def _space(kind, num_bins, h, w):
     """{op id: (magnitudes (float32 array, or None for no magnitude), signed)} in torchvision's order."""
     if kind == "trivial":

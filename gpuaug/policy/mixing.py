@@ -137,13 +137,17 @@ class _Mix:
             y, rows_dev = self._cuda(x, rows, h, w, c, layout, stream)
         if isinstance(soft, np.ndarray):
             lam, pidx = rows[:, 1:2], partner
-        else:  # on the labels' device, from the rows uploaded once (no pageable copies)
-            if rows_dev is None:
-                from gpuaug.kernels._cuda import upload
+            soft = lam * soft + (1 - lam) * soft[pidx]
+        else:  # on the labels' device and the caller's stream, from the rows uploaded once
+            from gpuaug._stream import on_stream
 
-                (rows_dev,) = upload(rows)
-            lam, pidx = rows_dev[:, 1:2], rows_dev[:, 0].astype(np.int32)
-        soft = lam * soft + (1 - lam) * soft[pidx]
+            with on_stream(stream):
+                if rows_dev is None:
+                    from gpuaug.kernels._cuda import upload
+
+                    (rows_dev,) = upload(rows)
+                lam, pidx = rows_dev[:, 1:2], rows_dev[:, 0].astype(np.int32)
+                soft = lam * soft + (1 - lam) * soft[pidx]
         self.last_params = params
         return y, soft
 
