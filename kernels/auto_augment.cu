@@ -8,6 +8,7 @@
 //   geometric ops (1..5): t = torchvision's inverse affine matrix divided by (W/2, H/2)
 //     (affine_grid's rescaled theta): g = (x' t0 + y' t1) + t2 with x' = x + 0.5 - W/2, source
 //     column ix = rint(((g + 1) W - 1) / 2) (grid_sample, align_corners=False); outside -> 0.
+//     a = 1: bilinear instead (grid_sample's corners, zero padding, then rint as torchvision rounds).
 //   6 Brightness: out = trunc(clamp(x *f a, 0, 255))
 //   7 Color / 8 Contrast: out = trunc(clamp(x a + g (1 - a)))  (a: ratio, b = 1 - ratio)
 //     with g = floor(0.2989 r + 0.587 g + 0.114 b) per pixel (Color) or its image mean (Contrast)
@@ -127,8 +128,26 @@ __global__ void gpuaug_autoaug_apply(const unsigned char* __restrict__ src, unsi
     const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));
     const float gx = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[1]), __fmul_rn(yp, p[2])), p[3]);
     const float gy = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[4]), __fmul_rn(yp, p[5])), p[6]);
-    const float fx = rintf(__fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gx, 1.f), (float)W), 1.f), 0.5f));
-    const float fy = rintf(__fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gy, 1.f), (float)H), 1.f), 0.5f));
+    const float ix = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gx, 1.f), (float)W), 1.f), 0.5f);
+    const float iy = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gy, 1.f), (float)H), 1.f), 0.5f);
+    if (p[7] != 0.f) {  // bilinear (AugMix's default): grid_sample's four corners, zeros outside, rint
+      const float x0f = floorf(ix), y0f = floorf(iy);
+      const int x0 = (int)x0f, y0 = (int)y0f;
+      const float wx1 = __fsub_rn(ix, x0f), wx0 = __fsub_rn(__fadd_rn(x0f, 1.f), ix);
+      const float wy1 = __fsub_rn(iy, y0f), wy0 = __fsub_rn(__fadd_rn(y0f, 1.f), iy);
+      const float wt[4] = {__fmul_rn(wx0, wy0), __fmul_rn(wx1, wy0), __fmul_rn(wx0, wy1), __fmul_rn(wx1, wy1)};
+      float acc[C];
+      for (int c = 0; c < C; ++c) acc[c] = 0.f;
+      for (int k = 0; k < 4; ++k) {
+        const int xx = x0 + (k & 1), yy = y0 + (k >> 1);
+        if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+        const unsigned char* r = img + ((aa_i64)yy * W + xx) * C;
+        for (int c = 0; c < C; ++c) acc[c] = __fadd_rn(acc[c], __fmul_rn((float)r[c], wt[k]));
+      }
+      for (int c = 0; c < C; ++c) o[c] = trunc_u8(rintf(acc[c]));
+      return;
+    }
+    const float fx = rintf(ix), fy = rintf(iy);
     const bool in = fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1);
     const unsigned char* r = in ? img + ((aa_i64)(int)fy * W + (int)fx) * C : nullptr;
     for (int c = 0; c < C; ++c) o[c] = in ? r[c] : (unsigned char)0;

@@ -234,11 +234,12 @@ def test_cuda_kernels_host_emulation(monkeypatch, c):
     n = len(x)
     ops = np.tile(np.arange(15), 2)[:n]
     mags = np.array([MAGS[o][i % len(MAGS[o])] for i, o in enumerate(ops)])
-    rows = A.step_rows(ops, mags, 9, 13)
-    got = _emulated(x, [rows], emu)
-    ref = A._apply_numpy(x, rows)
-    bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
-    assert not len(bad), [A.OP_NAMES[ops[i]] for i in bad]
+    for bil in (False, True):
+        rows = A.step_rows(ops, mags, 9, 13, bil)
+        got = _emulated(x, [rows], emu)
+        ref = A._apply_numpy(x, rows)
+        bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
+        assert not len(bad), (bil, [A.OP_NAMES[ops[i]] for i in bad])
     # two steps, random ops
     p = gpuaug.RandAugment(2, 17, seed=6).draw(n, (9, 13))
     rows_k = [A.step_rows(p.ops[:, j], p.magnitudes[:, j], 9, 13) for j in range(2)]
@@ -355,7 +356,8 @@ def test_cuda_matches_numpy_twin_gpu(c):
     p = AutoParams(ops[:, None], mags[:, None])
     np.testing.assert_array_equal(cupy.asnumpy(apply_ops(cupy.asarray(x), p)), apply_ops(x, p))
     for pol in (gpuaug.RandAugment(2, 9, seed=1), gpuaug.RandAugment(3, 30, seed=2), gpuaug.TrivialAugmentWide(seed=3),
-                gpuaug.AutoAugment("imagenet", seed=4), gpuaug.AutoAugment("svhn", seed=4)):
+                gpuaug.AutoAugment("imagenet", seed=4), gpuaug.AutoAugment("svhn", seed=4), gpuaug.AugMix(seed=5),
+                gpuaug.RandAugment(2, 9, interpolation="bilinear", seed=6)):
         y = pol(cupy.asarray(x))
         np.testing.assert_array_equal(cupy.asnumpy(y), pol(x, params=pol.last_params))
     # a big batch and a stream, output into a given array
@@ -383,3 +385,74 @@ def test_policy_as_a_compose_step():
     assert [st.kind for st in pol.plan()] == ["fused", "op", "op"]
     with pytest.raises(ValueError, match="RandAugment in a Compose: got float32"):
         gpuaug.Compose([gpuaug.ToDtype("float32"), gpuaug.RandAugment()])(x)
+
+
+# -- AugMix ------------------------------------------------------------------------------------
+
+def test_augmix_identity_chains_and_weights():
+    rng = np.random.default_rng(20)
+    x = _images(rng, 5, 14, 15)
+    am = gpuaug.AugMix(seed=1)
+    p = am.draw(5, (14, 15))
+    np.testing.assert_allclose(p.extra["weights"].sum(1), 1.0, rtol=1e-6)
+    ident = AutoParams(np.zeros_like(p.ops), np.zeros_like(p.magnitudes), p.extra)
+    y = am(x, params=ident)  # every chain the identity: x back (weights sum to 1, truncated)
+    assert np.abs(y.astype(int) - x).max() <= 1 and (y == x).mean() > 0.5  # sums just below 1 truncate
+    # one chain inverted, the others identity: trunc(w0 x + w1 (255 - x) + w2 x + w3 x)
+    inv = ident.ops.copy()
+    inv[:, 0] = 14
+    w = p.extra["weights"].astype(np.float32)
+    y = am(x, params=AutoParams(inv, ident.magnitudes, p.extra))
+    ref = (w[:, 0, None, None, None] + w[:, 2, None, None, None] + w[:, 3, None, None, None]) * x + \
+        w[:, 1, None, None, None] * (255.0 - x)
+    assert np.abs(y - np.floor(ref)).max() <= 1
+
+
+def test_augmix_draws_determinism_bad_input():
+    n = 30000
+    am = gpuaug.AugMix(severity=3, seed=2)
+    p = am.draw(n, (30, 40))
+    assert p.ops.shape == (n, 9)
+    depth = p.extra["depth"]
+    assert _chi2_uniform(np.bincount(depth.ravel(), minlength=4)[1:]) > 1e-4
+    used = np.arange(3)[None, None, :] < depth[..., None]
+    ops = p.ops.reshape(n, 3, 3)[used]
+    assert set(np.unique(ops)) == {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+    assert _chi2_uniform(np.bincount(ops, minlength=14)[1:]) > 1e-4
+    assert (p.ops.reshape(n, 3, 3)[~used] == 0).all()
+    assert gpuaug.AugMix(chain_depth=2, seed=0).draw(4, (8, 8)).ops.shape == (4, 6)
+    assert set(np.unique(gpuaug.AugMix(all_ops=False, seed=0).draw(2000, (8, 8)).ops)) == \
+        {0, 1, 2, 3, 4, 5, 10, 11, 12, 13}
+    x = _images(np.random.default_rng(3), 4, 12, 12)
+    np.testing.assert_array_equal(gpuaug.AugMix(seed=5)(x), gpuaug.AugMix(seed=5)(x))
+    am = gpuaug.AugMix(seed=6)
+    np.testing.assert_array_equal(am(x), am(x, params=am.last_params))
+    for kw, msg in (({"severity": 0}, r"severity: got 0; expected an int in \[1, 11\)"),
+                    ({"severity": 11}, "severity: got 11"), ({"mixture_width": 0}, "mixture_width: got 0"),
+                    ({"alpha": 0}, "alpha: got 0"), ({"interpolation": "cubic"}, "interpolation: got 'cubic'")):
+        with pytest.raises(ValueError, match=msg):
+            gpuaug.AugMix(**kw)
+
+
+def test_augmix_space_and_bilinear_match_torchvision():
+    torch, aa = _torchvision()
+    from torchvision.transforms import InterpolationMode
+
+    if not hasattr(aa, "AugMix"):
+        pytest.skip("this torchvision has no AugMix")
+    tv = aa.AugMix()._augmentation_space(10, (224, 224))
+    ours = A._augmix_space(10, 224, 224, True)
+    assert [A.OP_NAMES[k] for k in ours] == list(tv)
+    for k, (table, signed) in ours.items():
+        mags, tsigned = tv[A.OP_NAMES[k]]
+        assert signed == tsigned and (table is None) == (mags.ndim == 0)
+        if table is not None:
+            np.testing.assert_allclose(table, mags.numpy().astype(np.float32), rtol=1e-6, atol=1e-6)
+    rng = np.random.default_rng(21)
+    x = _images(rng, 4, 31, 37)
+    for op, m in ((1, 0.2), (2, -0.3), (3, 7.0), (5, 17.0), (5, -29.0)):
+        got = apply_ops(x, _force(op, m, 4), interpolation="bilinear")
+        ref = np.stack([aa._apply_op(torch.from_numpy(s).permute(2, 0, 1).contiguous(), A.OP_NAMES[op], m,
+                                     InterpolationMode.BILINEAR, None).permute(1, 2, 0).numpy() for s in x])
+        diff = np.abs(got.astype(int) - ref.astype(int))
+        assert diff.max() <= 1 and (diff > 0).mean() <= 0.01, (op, m, diff.max(), (diff > 0).mean())

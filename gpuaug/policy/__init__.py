@@ -8,7 +8,7 @@ and so on (imported on first use). See :mod:`gpuaug.policy.compose` for the plan
     >>> gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.2)]).plan()[0].kind
     'fused'
 """
-from gpuaug.policy.auto import AutoAugment, AutoParams, RandAugment, TrivialAugmentWide
+from gpuaug.policy.auto import AugMix, AutoAugment, AutoParams, RandAugment, TrivialAugmentWide
 from gpuaug.policy.compose import Compose, PolicyParams, Stage
 from gpuaug.policy.mixing import CutMix, MixUp
 from gpuaug.policy.transforms import (CenterCrop, ColorJitter, GaussianBlur, GaussianNoise, Normalize,
@@ -23,4 +23,4 @@ __all__ = ["Compose", "PolicyParams", "Stage", "Transform", "RandomHorizontalFli
            "RandomCrop", "ColorJitter", "RandomGrayscale", "RandomChannelPermutation", "RandomGamma",
            "RandomSolarize", "RandomPosterize", "RandomInvert", "GaussianBlur", "GaussianNoise", "RandomErasing",
            "RandomEqualize", "Normalize", "ToDtype", "ToLayout",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AutoParams", "MixUp", "CutMix"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AutoParams", "MixUp", "CutMix"]

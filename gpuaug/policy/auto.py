@@ -40,7 +40,7 @@ import numpy as np
 from gpuaug import random as R
 from gpuaug.policy.transforms import Transform
 
-__all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "AutoParams", "OP_NAMES", "apply_ops"]
+__all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AutoParams", "OP_NAMES", "apply_ops"]
 
 OP_NAMES = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
             "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
@@ -65,10 +65,10 @@ def _linspace(start, end, steps):
     return np.where(i < steps // 2, lo, hi).astype(_F32)
 
 
-def _posterize_bits(num_bins, span):
+def _posterize_bits(num_bins, span, top=8):
     """``8 - (arange(num_bins) / ((num_bins - 1) / span)).round().int()`` (float32, half to even)."""
     d = _F32((num_bins - 1) / span) if num_bins > 1 else _F32(1.0)
-    return (8 - np.rint(np.arange(num_bins).astype(_F32) / d)).astype(_F32)
+    return (top - np.rint(np.arange(num_bins).astype(_F32) / d)).astype(_F32)
 
 
 @functools.lru_cache(maxsize=64)
@@ -203,8 +203,9 @@ def _inverse_affine(center, angle, translate, shear):
     return m
 
 
-def step_rows(ops, mags, h, w):
-    """The (n, 9) float32 kernel rows of one step from op ids and signed magnitudes (n,)."""
+def step_rows(ops, mags, h, w, bilinear=False):
+    """The (n, 9) float32 kernel rows of one step from op ids and signed magnitudes (n,);
+    ``bilinear``: the geometric ops interpolate bilinearly (else nearest)."""
     ops = np.asarray(ops, np.int64)
     mags = np.asarray(mags, np.float64)
     n = ops.shape[0]
@@ -226,6 +227,7 @@ def step_rows(ops, mags, h, w):
         mat = _inverse_affine((cx, cy), angle + z, (tx, ty), (sxd, syd)).astype(_F32)
         scale = np.array([0.5 * w] * 3 + [0.5 * h] * 3, _F32)
         rows[geo, 1:7] = mat / scale
+        rows[geo, 7] = 1.0 if bilinear else 0.0
     ratio = 1.0 + mags
     for op in (6, 7, 8):
         sel = ops == op
@@ -276,6 +278,24 @@ def _luts_from_hist(hist):
     return np.where(step[..., None] == 0, ks, lut).astype(np.uint8)
 
 
+def _bilinear(xs, fx, fy):
+    """grid_sample bilinear (zeros outside) at source coordinates (n, H, W) float32, rounded
+    half to even (torchvision's cast back to uint8), in the kernel's float32 order."""
+    n, h, w, c = xs.shape
+    x0f, y0f = np.floor(fx), np.floor(fy)
+    wx1, wx0 = fx - x0f, (x0f + _F32(1)) - fx
+    wy1, wy0 = fy - y0f, (y0f + _F32(1)) - fy
+    x0, y0 = x0f.astype(np.int64), y0f.astype(np.int64)
+    acc = np.zeros((n, h, w, c), _F32)
+    k = np.arange(n)[:, None, None]
+    for dx, dy, wt in ((0, 0, wx0 * wy0), (1, 0, wx1 * wy0), (0, 1, wx0 * wy1), (1, 1, wx1 * wy1)):
+        xx, yy = x0 + dx, y0 + dy
+        ok = (xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)
+        v = xs[k, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)].astype(_F32) * wt[..., None]
+        acc = np.where(ok[..., None], acc + v, acc)
+    return _trunc_u8(np.rint(acc))
+
+
 def _apply_numpy(x, rows):
     """One step on uint8 (n, H, W, C) NumPy images with (n, 9) rows; returns a new array."""
     n, h, w, c = x.shape
@@ -292,8 +312,14 @@ def _apply_numpy(x, rows):
             t = [r[:, k][:, None, None] for k in range(1, 7)]
             gx = (xp[None, None, :] * t[0] + yp[None, :, None] * t[1]) + t[2]
             gy = (xp[None, None, :] * t[3] + yp[None, :, None] * t[4]) + t[5]
-            fx = np.rint(((gx + _F32(1)) * _F32(w) - _F32(1)) * _F32(0.5))
-            fy = np.rint(((gy + _F32(1)) * _F32(h) - _F32(1)) * _F32(0.5))
+            fx = ((gx + _F32(1)) * _F32(w) - _F32(1)) * _F32(0.5)
+            fy = ((gy + _F32(1)) * _F32(h) - _F32(1)) * _F32(0.5)
+            bil = r[:, 7] != 0
+            if bil.any():
+                out[i[bil]] = _bilinear(xs[bil], fx[bil], fy[bil])
+            if bil.all():
+                continue
+            i, xs, fx, fy = i[~bil], xs[~bil], np.rint(fx[~bil]), np.rint(fy[~bil])
             inside = (fx >= 0) & (fx <= w - 1) & (fy >= 0) & (fy <= h - 1)
             ix = np.where(inside, fx, 0).astype(np.int64)
             iy = np.where(inside, fy, 0).astype(np.int64)
@@ -397,7 +423,7 @@ def _run_cuda(x, rows, out, stream):
     return out
 
 
-def apply_ops(x, params, *, out=None, stream=None):
+def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
     """Apply the ops of ``params`` (an :class:`AutoParams`) to a uint8 batch, column by column.
 
     Args:
@@ -406,6 +432,8 @@ def apply_ops(x, params, *, out=None, stream=None):
         params: :class:`AutoParams` with (N, K) ``ops`` and ``magnitudes``.
         out: optional output array like ``x`` (CuPy path only).
         stream: CUDA stream (CuPy path).
+        interpolation: "nearest" (torchvision's default for these policies) or "bilinear",
+            for the geometric ops.
 
     Returns:
         An array like ``x``.
@@ -437,7 +465,10 @@ def apply_ops(x, params, *, out=None, stream=None):
     if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
         raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
                          f"[0, {len(OP_NAMES)})")
-    rows = np.stack([step_rows(ops[:, j], mags[:, j], h, w) for j in range(ops.shape[1])]) \
+    if interpolation not in ("nearest", "bilinear"):
+        raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
+    bil = interpolation == "bilinear"
+    rows = np.stack([step_rows(ops[:, j], mags[:, j], h, w, bil) for j in range(ops.shape[1])]) \
         if ops.shape[1] else np.zeros((0, n, _P), _F32)
     if isinstance(x, np.ndarray):
         y = x
@@ -465,10 +496,17 @@ class _Policy(Transform):
     num_steps = 1
     kind = "op"
     op = "auto_augment"
+    interpolation = "nearest"
 
-    def __init__(self, seed=None):
+    def __init__(self, seed=None, interpolation="nearest"):
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
+        self.interpolation = interpolation
         self._rng = R.generator(seed)
         self.last_params = None
+
+    def _apply(self, x, params, out, stream):
+        return apply_ops(x, params, out=out, stream=stream, interpolation=self.interpolation)
 
     def _draw(self, rng, n, h, w):  # pragma: no cover - overridden
         raise NotImplementedError
@@ -494,7 +532,9 @@ class _Policy(Transform):
             raise ValueError(f"{type(self).__name__} in a Compose: got {dtype} {layout}"
                              f"{' varshape' if isinstance(x, list) else ''} data at its step; it needs a dense "
                              "uint8 NHWC batch (put it before ToDtype/Normalize/ToLayout and resizing crops)")
-        return apply_ops(x, AutoParams(params["ops"], params["magnitudes"]), out=out, stream=stream)
+        return self._apply(x, AutoParams(params["ops"], params["magnitudes"], {k: v for k, v in params.items()
+                                                                             if k not in ("ops", "magnitudes")}),
+                           out, stream)
 
     def __call__(self, x, seed=None, *, params=None, out=None, stream=None):
         """Augment ``x`` (uint8 (N, H, W, C) NHWC, NumPy or CuPy, or one HWC image).
@@ -511,7 +551,7 @@ class _Policy(Transform):
             params = self.draw(n, (h, w), seed)
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
-        y = apply_ops(x, params, out=out, stream=stream)
+        y = self._apply(x, params, out, stream)
         self.last_params = params
         return y
 
@@ -547,12 +587,12 @@ class RandAugment(_Policy):
         (2, 16, 16, 3)
     """
 
-    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, *, seed=None):
+    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, *, interpolation="nearest", seed=None):
         self.num_ops = _int_arg("num_ops", num_ops, 0)
         self.num_magnitude_bins = _int_arg("num_magnitude_bins", num_magnitude_bins, 1)
         self.magnitude = _int_arg("magnitude", magnitude, 0, self.num_magnitude_bins)
         self.num_steps = self.num_ops
-        super().__init__(seed)
+        super().__init__(seed, interpolation)
 
     def _draw(self, rng, n, h, w):
         space = _space("rand", self.num_magnitude_bins, h, w)
@@ -583,9 +623,9 @@ class TrivialAugmentWide(_Policy):
         (3, 1)
     """
 
-    def __init__(self, num_magnitude_bins=31, *, seed=None):
+    def __init__(self, num_magnitude_bins=31, *, interpolation="nearest", seed=None):
         self.num_magnitude_bins = _int_arg("num_magnitude_bins", num_magnitude_bins, 1)
-        super().__init__(seed)
+        super().__init__(seed, interpolation)
 
     def _draw(self, rng, n, h, w):
         space = _space("trivial", self.num_magnitude_bins, h, w)
@@ -617,7 +657,7 @@ class AutoAugment(_Policy):
 
     num_steps = 2
 
-    def __init__(self, policy="imagenet", *, seed=None):
+    def __init__(self, policy="imagenet", *, interpolation="nearest", seed=None):
         name = getattr(policy, "value", policy)
         if not isinstance(name, str) or name.lower() not in _AA:
             raise ValueError(f"policy: got {policy!r}; expected one of {', '.join(map(repr, _AA))}")
@@ -626,7 +666,7 @@ class AutoAugment(_Policy):
         self._ops = np.array([[OP_ID[o] for o, _, _ in sp] for sp in table])
         self._probs = np.array([[p for _, p, _ in sp] for sp in table])
         self._bins = np.array([[-1 if m is None else m for _, _, m in sp] for sp in table])
-        super().__init__(seed)
+        super().__init__(seed, interpolation)
 
     def _draw(self, rng, n, h, w):
         space = _space("auto", 10, h, w)
@@ -642,3 +682,130 @@ class AutoAugment(_Policy):
 
     def __repr__(self):
         return f"AutoAugment(policy={self.policy!r})"
+
+
+def _augmix_space(num_bins, h, w, all_ops):
+    """torchvision's AugMix._augmentation_space (op id -> (magnitudes, signed)), in its order."""
+    sp = {1: (_linspace(0.0, 0.3, num_bins), True), 2: (_linspace(0.0, 0.3, num_bins), True),
+          3: (_linspace(0.0, w / 3.0, num_bins), True), 4: (_linspace(0.0, h / 3.0, num_bins), True),
+          5: (_linspace(0.0, 30.0, num_bins), True), 10: (_posterize_bits(num_bins, 4, top=4), False),
+          11: (_linspace(255.0, 0.0, num_bins), False), 12: (None, False), 13: (None, False)}
+    if all_ops:
+        sp.update({k: (_linspace(0.0, 0.9, num_bins), True) for k in (6, 7, 8, 9)})
+    return sp
+
+
+class AugMix(_Policy):
+    """AugMix (Hendrycks et al. 2020) as torchvision's, with per-sample draws.
+
+    Per sample: ``mixture_width`` chains of ``chain_depth`` ops (or 1 to 3, drawn per sample
+    and chain, when ``chain_depth`` <= 0) from torchvision's AugMix op set, magnitudes at a
+    uniform bin below ``severity`` of 10 (negated with probability 1/2 for signed ops); then
+    ``out = trunc(m0 x + sum_i w_i chain_i(x))`` in float32 with ``(m0, m1) ~ Dirichlet(alpha,
+    alpha)`` and ``w = m1 Dirichlet(alpha, ..., alpha)``. Geometric ops are bilinear by
+    default, as torchvision's AugMix. ``last_params.ops`` is (N, width * depth), chain by
+    chain; ``extra["weights"]`` (N, 1 + width) the mixing weights.
+
+    Args:
+        severity: in [1, 10].
+        mixture_width: chains per sample, >= 1.
+        chain_depth: ops per chain (> 0), or <= 0 for 1 to 3 per sample and chain.
+        alpha: the Dirichlet parameter, > 0.
+        all_ops: include Brightness, Color, Contrast and Sharpness.
+        interpolation: "bilinear" (default) or "nearest".
+        seed: seeds the policy's generator.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> am = gpuaug.AugMix(seed=0)
+        >>> am(np.zeros((2, 16, 16, 3), np.uint8)).shape, am.last_params.ops.shape
+        ((2, 16, 16, 3), (2, 9))
+    """
+
+    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True, *,
+                 interpolation="bilinear", seed=None):
+        self.severity = _int_arg("severity", severity, 1, 11)
+        self.mixture_width = _int_arg("mixture_width", mixture_width, 1)
+        if isinstance(chain_depth, (bool, np.bool_)) or not isinstance(chain_depth, (int, np.integer)):
+            raise TypeError(f"chain_depth: got {chain_depth!r}; expected an int (<= 0: 1 to 3 per chain)")
+        self.chain_depth = int(chain_depth)
+        try:
+            self.alpha = float(alpha)
+        except (TypeError, ValueError):
+            raise TypeError(f"alpha: got {alpha!r}; expected a number > 0") from None
+        if not np.isfinite(self.alpha) or self.alpha <= 0:
+            raise ValueError(f"alpha: got {alpha!r}; expected a finite number > 0")
+        self.all_ops = bool(all_ops)
+        self._depth = self.chain_depth if self.chain_depth > 0 else 3
+        self.num_steps = self.mixture_width * self._depth
+        super().__init__(seed, interpolation)
+
+    def _draw(self, rng, n, h, w):
+        space = _augmix_space(10, h, w, self.all_ops)
+        ids = np.array(list(space))
+        k, d = self.mixture_width, self._depth
+        m = rng.dirichlet([self.alpha] * 2, n) if n else np.zeros((0, 2))
+        cw = (rng.dirichlet([self.alpha] * k, n) if n else np.zeros((0, k))) * m[:, 1:2]
+        depth = np.full((n, k), d) if self.chain_depth > 0 else rng.integers(1, 4, (n, k))
+        ops = ids[rng.integers(0, len(ids), (n, k, d))]
+        bins = rng.integers(0, self.severity, (n, k, d))
+        flip = rng.integers(0, 2, (n, k, d)) == 1
+        mags = _magnitudes(space, ops, bins, flip)
+        used = np.arange(d)[None, None, :] < depth[..., None]
+        ops, mags = np.where(used, ops, 0), np.where(used, mags, 0.0)
+        weights = np.concatenate([m[:, :1], cw], axis=1)
+        return AutoParams(ops.reshape(n, k * d), mags.reshape(n, k * d), {"weights": weights, "depth": depth})
+
+    def _apply(self, x, params, out, stream):
+        ops = np.asarray(params.ops)
+        mags = np.asarray(params.magnitudes)
+        if not isinstance(x, np.ndarray) and hasattr(x, "__cuda_array_interface__"):
+            import cupy
+
+            x = cupy.asarray(x)
+        if "weights" not in params.extra:
+            raise ValueError("params: got no extra['weights']; expected AugMix parameters (e.g. last_params)")
+        weights = np.asarray(params.extra["weights"], np.float32)
+        k = weights.shape[1] - 1
+        single = getattr(x, "ndim", 0) == 3
+        xb = x[None] if single else x
+        n = xb.shape[0]
+        if ops.shape[0] != n or ops.shape[1] % max(k, 1) or weights.shape[0] != n:
+            raise ValueError(f"params: got ops of shape {ops.shape} and weights of shape {weights.shape}; "
+                             f"expected (N, width * depth) and (N, 1 + width) with N = {n}")
+        d = ops.shape[1] // k
+        xp = np if isinstance(xb, np.ndarray) else __import__("cupy")
+        if xp is np:
+            wt = weights
+        else:
+            from gpuaug._stream import on_stream
+            from gpuaug.kernels._cuda import upload
+
+            with on_stream(stream):
+                (wt,) = upload(np.ascontiguousarray(weights))
+        w4 = lambda j: wt[:, j].reshape(n, 1, 1, 1)  # noqa: E731
+        ctx = _nullctx() if xp is np else __import__("gpuaug._stream", fromlist=["on_stream"]).on_stream(stream)
+        with ctx:
+            mix = w4(0) * xb.astype(xp.float32)
+            for i in range(k):
+                aug = apply_ops(xb, AutoParams(ops[:, i * d:(i + 1) * d], mags[:, i * d:(i + 1) * d]),
+                                stream=stream, interpolation=self.interpolation)
+                mix = mix + w4(1 + i) * aug.astype(xp.float32)
+            y = xp.clip(mix, 0, 255).astype(xp.uint8)  # torchvision's cast truncates
+            if out is not None:
+                out[...] = y[0] if single else y
+                return out
+        return y[0] if single else y
+
+    def __repr__(self):
+        return (f"AugMix(severity={self.severity}, mixture_width={self.mixture_width}, "
+                f"chain_depth={self.chain_depth}, alpha={self.alpha}, all_ops={self.all_ops})")
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
