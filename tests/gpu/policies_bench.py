@@ -1,4 +1,4 @@
-"""Bench: gpuaug's automatic policies (RandAugment, TrivialAugmentWide, AutoAugment) and mixing
+"""Bench: gpuaug's automatic policies (RandAugment, TrivialAugmentWide, AutoAugment, AugMix) and mixing
 (MixUp, CutMix) on one 256x224x224x3 uint8 NHWC batch, against torchvision (one draw per batch
 call, and per sample by looping over the images), kornia's RandAugment (if importable) and a
 same-size device copy.
@@ -57,7 +57,7 @@ def check_policy(pol, x):
     y = pol(x)
     p = pol.last_params
     k = min(16, x.shape[0])
-    sub = AutoParams(p.ops[:k], p.magnitudes[:k])
+    sub = AutoParams(p.ops[:k], p.magnitudes[:k], {key: v[:k] for key, v in p.extra.items()})
     ref = pol(cp.asnumpy(x[:k]), params=sub)
     got = cp.asnumpy(y[:k])
     bad = int((got != ref).sum())
@@ -81,10 +81,11 @@ def main():
     ra = gpuaug.RandAugment(2, 9, seed=0)
     ta = gpuaug.TrivialAugmentWide(seed=0)
     aa = gpuaug.AutoAugment("imagenet", seed=0)
+    am = gpuaug.AugMix(seed=0)
     mix = gpuaug.MixUp(0.8, num_classes=1000, seed=0)
     cut = gpuaug.CutMix(1.0, num_classes=1000, seed=0)
     checks = {}
-    for pol in (ra, ta, aa):
+    for pol in (ra, ta, aa, am):
         p = check_policy(pol, x)
         checks[repr(pol)] = "ok (16 samples = NumPy twin); ops drawn: " + \
             ", ".join(f"{k}:{int(v)}" for k, v in zip(*np.unique(p.ops, return_counts=True)))
@@ -111,6 +112,7 @@ def main():
     add("gpuaug RandAugment(2, 9)", lambda: ra(x))
     add("gpuaug TrivialAugmentWide", lambda: ta(x))
     add("gpuaug AutoAugment(imagenet)", lambda: aa(x))
+    add("gpuaug AugMix() (3 chains x 1-3 ops, bilinear)", lambda: am(x))
     add("gpuaug MixUp(0.8) + soft labels", lambda: mix(x, labels))
     add("gpuaug CutMix(1.0) + soft labels", lambda: cut(x, labels))
     add("gpuaug MixUp images only (replayed params)", lambda: mix(x, labels, params=mix.last_params))
@@ -123,7 +125,8 @@ def main():
         tx = torch.from_dlpack(x).permute(0, 3, 1, 2).contiguous()  # uint8 NCHW
         imgs = list(tx)
         it = max(5, args.iters // 5)
-        for name, tr in (("RandAugment(2, 9)", T.RandAugment(2, 9)), ("TrivialAugmentWide", T.TrivialAugmentWide())):
+        for name, tr in (("RandAugment(2, 9)", T.RandAugment(2, 9)), ("TrivialAugmentWide", T.TrivialAugmentWide()),
+                         ("AugMix()", T.AugMix())):
             rows[f"torchvision {name}, one draw per batch"] = {"device_ms": torch_event_ms(lambda: tr(tx), it, 3)}
             rows[f"torchvision {name}, per sample (loop over {n})"] = {
                 "device_ms": torch_event_ms(lambda: [tr(i) for i in imgs], 3, 1)}
