@@ -92,18 +92,26 @@ def _space(kind, num_bins, h, w):
     return sp
 
 
+def _dense(space):
+    """The space as arrays: (15, B) float64 magnitudes (0 where an op has none), (15,) signed,
+    (15,) number of bins (1 where none)."""
+    nb = max([len(t) for t, _ in space.values() if t is not None] + [1])
+    table = np.zeros((len(OP_NAMES), nb))
+    signed = np.zeros(len(OP_NAMES), bool)
+    size = np.ones(len(OP_NAMES), np.int64)
+    for op, (t, sg) in space.items():
+        if t is not None:
+            table[op, :len(t)] = t.astype(np.float64)
+            size[op] = len(t)
+        signed[op] = sg
+    return table, signed, size
+
+
 def _magnitudes(space, ops, bins, flip):
     """Signed magnitude per (sample, step): table[op][bin], negated where ``flip`` and signed."""
-    mags = np.zeros(ops.shape, np.float64)
-    for op, (table, signed) in space.items():
-        sel = ops == op
-        if table is None or not sel.any():
-            continue
-        m = table[np.clip(bins[sel], 0, len(table) - 1)].astype(np.float64)
-        if signed:
-            m = np.where(flip[sel], -m, m)
-        mags[sel] = m
-    return mags
+    table, signed, size = _dense(space)
+    m = table[ops, np.minimum(np.maximum(bins, 0), size[ops] - 1)]
+    return np.where(flip & signed[ops], -m, m)
 
 
 # -- AutoAugment sub-policies (torchvision's, verbatim: (op, probability, magnitude bin)) ---
@@ -468,8 +476,8 @@ def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
     if interpolation not in ("nearest", "bilinear"):
         raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
     bil = interpolation == "bilinear"
-    rows = np.stack([step_rows(ops[:, j], mags[:, j], h, w, bil) for j in range(ops.shape[1])]) \
-        if ops.shape[1] else np.zeros((0, n, _P), _F32)
+    k = ops.shape[1]
+    rows = step_rows(ops.T.ravel(), mags.T.ravel(), h, w, bil).reshape(k, n, _P)  # all steps at once
     if isinstance(x, np.ndarray):
         y = x
         for j in range(rows.shape[0]):
