@@ -369,6 +369,14 @@ def test_cuda_matches_numpy_twin_gpu(c):
     s.synchronize()
     assert y is out
     np.testing.assert_array_equal(cupy.asnumpy(y), ta(cupy.asnumpy(xb), params=ta.last_params))
+    # in place (out is x), and a PyTorch tensor in when torch is there
+    ra = gpuaug.RandAugment(3, 9, seed=10)
+    ref = ra(xb)
+    xc = xb.copy()
+    assert ra(xc, out=xc, params=ra.last_params) is xc
+    np.testing.assert_array_equal(cupy.asnumpy(xc), cupy.asnumpy(ref))
+    with pytest.raises(ValueError, match="out: got"):
+        ra(xb, out=cupy.empty((1, 2, 3, 3), cupy.uint8))
 
 
 def test_policy_as_a_compose_step():

@@ -388,6 +388,18 @@ def _run_cuda(x, rows, out, stream):
     cp = cupy_module()
     k, n = rows.shape[0], rows.shape[1]
     _, h, w, c = x.shape
+    if n > 65535:  # blockIdx.y walks the samples
+        raise ValueError(f"x: got a batch of {n} images; expected at most 65535 per call (split the batch)")
+    if out is not None:
+        if not isinstance(out, cp.ndarray) or out.shape != x.shape or out.dtype != np.uint8 \
+                or not out.flags.c_contiguous:
+            raise ValueError(f"out: got {type(out).__name__} {getattr(out, 'dtype', '')} of shape "
+                             f"{getattr(out, 'shape', None)}; expected a C-contiguous uint8 CuPy array "
+                             f"of shape {x.shape}")
+        if out.data.ptr < x.data.ptr + x.nbytes and x.data.ptr < out.data.ptr + out.nbytes:
+            with cp.cuda.Device(x.device.id), on_stream(stream):
+                out[...] = _run_cuda(x, rows, None, None)  # overlapping: through a new array
+            return out
     with cp.cuda.Device(x.device.id), on_stream(stream):
         if out is None:
             out = cp.empty_like(x)

@@ -158,6 +158,8 @@ class _Mix:
 
         cp = cupy_module()
         n = x.shape[0]
+        if n > 65535:  # blockIdx.y walks the samples
+            raise ValueError(f"x: got a batch of {n} images; expected at most 65535 per call (split the batch)")
         if self.kind == "mixup" and x.dtype == np.float16:
             raise ValueError("x: float16 MixUp runs on NumPy input only for now; got a CUDA float16 batch "
                              "(use uint8 or float32)")
