@@ -115,14 +115,14 @@ __global__ void gpuaug_autoaug_apply(const unsigned char* __restrict__ src, unsi
   const int s = blockIdx.y;
   if (s >= n) return;
   const aa_i64 npix = (aa_i64)H * W;
-  const aa_i64 i = (aa_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;  // H W < 2^31 (checked by the caller)
   if (i >= npix) return;
-  const int y = (int)(i / W), x = (int)(i - (aa_i64)y * W);
+  const int y = i / W, x = i - y * W;  // 32-bit division: the 64-bit one is a long emulated sequence
   const float* p = params + (aa_i64)s * AA_P;
   const int op = (int)p[0];
   const unsigned char* img = src + (aa_i64)s * npix * C;
-  const unsigned char* q = img + i * C;
-  unsigned char* o = dst + (aa_i64)s * npix * C + i * C;
+  const unsigned char* q = img + (aa_i64)i * C;
+  unsigned char* o = dst + (aa_i64)s * npix * C + (aa_i64)i * C;
   if (op >= OP_SHEARX && op <= OP_ROTATE) {
     const float xp = __fadd_rn((float)x, __fsub_rn(0.5f, 0.5f * (float)W));
     const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));

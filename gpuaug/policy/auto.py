@@ -390,6 +390,8 @@ def _run_cuda(x, rows, out, stream):
     _, h, w, c = x.shape
     if n > 65535:  # blockIdx.y walks the samples
         raise ValueError(f"x: got a batch of {n} images; expected at most 65535 per call (split the batch)")
+    if h * w >= 2 ** 31 - 256:
+        raise ValueError(f"x: got images of {h} x {w} pixels; expected fewer than 2**31 pixels per image")
     if out is not None:
         if not isinstance(out, cp.ndarray) or out.shape != x.shape or out.dtype != np.uint8 \
                 or not out.flags.c_contiguous:
