@@ -212,3 +212,217 @@ __global__ void gpuaug_autoaug_apply(const unsigned char* __restrict__ src, unsi
   }
   for (int c = 0; c < C; ++c) o[c] = q[c];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fused path: up to AA_KMAX steps in one launch. The value of a pixel after k steps is
+// aa_eval<C, k>: the op of step k-1 applied to aa_eval<C, k-1> at the positions it reads (one
+// for point-wise ops, the mapped source pixel for nearest warps, four corners for bilinear
+// ones, nine neighbours for Sharpness), down to the input at k = 0. Every step's output is
+// uint8, carried as an exact float, and each op uses the same float operations as
+// gpuaug_autoaug_apply, so the result equals the step-by-step path bit for bit; the batch is
+// written once. A reduction op at step i (Contrast, AutoContrast, Equalize) needs the image
+// after i steps: gpuaug_autoaug_stats_fused<C, i> evaluates aa_eval<C, i> for its statistics
+// first (launched in step order, each reading the statistics of the steps before it).
+// Rows: (K, N, AA_P) for the launch's K steps; statistics per step: minmax (K, N, 2C),
+// gsum (K, N), lut (K, N, LP).
+#if !defined(__CUDACC__)
+#define __noinline__
+#endif
+namespace {
+struct AACtx {
+  const unsigned char* img;
+  int H, W, n, s, LP;
+  const float* rows;
+  const unsigned* minmax;
+  const unsigned long long* gsum;
+  const float* lut;
+};
+
+template <int C>
+__device__ __forceinline__ void aa_point(const AACtx& t, int step, int op, const float* p, float* v) {
+  const float a = p[7], b = p[8];
+  const aa_i64 row = (aa_i64)step * t.n + t.s;
+  switch (op) {
+    case OP_BRIGHTNESS:
+      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmul_rn(v[c], a));
+      return;
+    case OP_COLOR:
+    case OP_CONTRAST: {
+      if (op == OP_COLOR && C != 3) return;
+      float g;
+      if (op == OP_COLOR) {
+        g = __fmul_rn(v[0], 0.2989f);
+        g = __fmaf_rn(v[C > 1 ? 1 : 0], 0.587f, g);
+        g = floorf(__fmaf_rn(v[C > 2 ? 2 : 0], 0.114f, g));
+      } else {
+        g = __fdiv_rn((float)t.gsum[row], (float)((aa_i64)t.H * t.W));
+      }
+      const float gb = __fmul_rn(g, b);
+      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fadd_rn(__fmul_rn(v[c], a), gb));
+      return;
+    }
+    case OP_POSTERIZE: {
+      const unsigned m = (unsigned)(int)a;
+      for (int c = 0; c < C; ++c) v[c] = (float)((unsigned)(int)v[c] & m);
+      return;
+    }
+    case OP_SOLARIZE:
+      for (int c = 0; c < C; ++c) v[c] = v[c] >= a ? 255.f - v[c] : v[c];
+      return;
+    case OP_AUTOCONTRAST: {
+      const unsigned* mm = t.minmax + row * 2 * C;
+      for (int c = 0; c < C; ++c) {
+        const float lo = (float)(255u - mm[c]), hi = (float)mm[C + c];
+        if (lo == hi) continue;
+        const float inv = __fmul_rn(__fsub_rn(hi, lo), 1.f / 255.f);
+        v[c] = (float)trunc_u8(__fdiv_rn(__fsub_rn(v[c], lo), inv));
+      }
+      return;
+    }
+    case OP_EQUALIZE: {
+      const float* l = t.lut + row * t.LP;
+      for (int c = 0; c < C; ++c) v[c] = (float)(int)l[c * 256 + (int)v[c]];
+      return;
+    }
+    case OP_INVERT:
+      for (int c = 0; c < C; ++c) v[c] = 255.f - v[c];
+      return;
+    default:
+      return;
+  }
+}
+
+template <int C, int K>
+struct AAEval {
+  static __device__ __noinline__ void run(const AACtx& t, int y, int x, float* v) {
+    const float* p = t.rows + ((aa_i64)(K - 1) * t.n + t.s) * AA_P;
+    const int op = (int)p[0];
+    const int H = t.H, W = t.W;
+    if (op >= OP_SHEARX && op <= OP_ROTATE) {
+      const float xp = __fadd_rn((float)x, __fsub_rn(0.5f, 0.5f * (float)W));
+      const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));
+      const float gx = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[1]), __fmul_rn(yp, p[2])), p[3]);
+      const float gy = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[4]), __fmul_rn(yp, p[5])), p[6]);
+      const float ix = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gx, 1.f), (float)W), 1.f), 0.5f);
+      const float iy = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gy, 1.f), (float)H), 1.f), 0.5f);
+      if (p[7] != 0.f) {
+        const float x0f = floorf(ix), y0f = floorf(iy);
+        const int x0 = (int)x0f, y0 = (int)y0f;
+        const float wx1 = __fsub_rn(ix, x0f), wx0 = __fsub_rn(__fadd_rn(x0f, 1.f), ix);
+        const float wy1 = __fsub_rn(iy, y0f), wy0 = __fsub_rn(__fadd_rn(y0f, 1.f), iy);
+        const float wt[4] = {__fmul_rn(wx0, wy0), __fmul_rn(wx1, wy0), __fmul_rn(wx0, wy1), __fmul_rn(wx1, wy1)};
+        float acc[C], u[C];
+        for (int c = 0; c < C; ++c) acc[c] = 0.f;
+        for (int k = 0; k < 4; ++k) {
+          const int xx = x0 + (k & 1), yy = y0 + (k >> 1);
+          if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+          AAEval<C, K - 1>::run(t, yy, xx, u);
+          for (int c = 0; c < C; ++c) acc[c] = __fadd_rn(acc[c], __fmul_rn(u[c], wt[k]));
+        }
+        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(rintf(acc[c]));
+        return;
+      }
+      const float fx = rintf(ix), fy = rintf(iy);
+      if (fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1)) {
+        AAEval<C, K - 1>::run(t, (int)fy, (int)fx, v);
+      } else {
+        for (int c = 0; c < C; ++c) v[c] = 0.f;
+      }
+      return;
+    }
+    if (op == OP_SHARPNESS && !(H <= 2 || W <= 2 || y == 0 || x == 0 || y == H - 1 || x == W - 1)) {
+      const float w1 = 1.f / 13.f, w5 = 5.f / 13.f;
+      float acc[C], u[C], xc[C];
+      for (int c = 0; c < C; ++c) acc[c] = 0.f;
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          AAEval<C, K - 1>::run(t, y + dy, x + dx, u);
+          for (int c = 0; c < C; ++c) {
+            acc[c] = __fadd_rn(acc[c], __fmul_rn(dy == 0 && dx == 0 ? w5 : w1, u[c]));
+            if (dy == 0 && dx == 0) xc[c] = u[c];
+          }
+        }
+      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc[c]), xc[c]), p[8], xc[c]));
+      return;
+    }
+    AAEval<C, K - 1>::run(t, y, x, v);
+    aa_point<C>(t, K - 1, op, p, v);
+  }
+};
+
+template <int C>
+struct AAEval<C, 0> {
+  static __device__ __forceinline__ void run(const AACtx& t, int y, int x, float* v) {
+    const unsigned char* q = t.img + ((aa_i64)y * t.W + x) * C;
+    for (int c = 0; c < C; ++c) v[c] = (float)q[c];
+  }
+};
+}  // namespace
+
+// K steps in one pass. Grid (ceil(H W / 256), N), 256 threads.
+template <int C, int K>
+__global__ void gpuaug_autoaug_fused(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+                                     int H, int W, const float* __restrict__ rows, int n,
+                                     const unsigned* __restrict__ minmax, const unsigned long long* __restrict__ gsum,
+                                     const float* __restrict__ lut, int LP) {
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const int npix = H * W;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= npix) return;
+  const int y = i / W, x = i - y * W;
+  const AACtx t{src + (aa_i64)s * npix * C, H, W, n, s, LP, rows, minmax, gsum, lut};
+  float v[C];
+  AAEval<C, K>::run(t, y, x, v);
+  unsigned char* o = dst + ((aa_i64)s * npix + i) * C;
+  for (int c = 0; c < C; ++c) o[c] = (unsigned char)(int)v[c];
+}
+
+// Statistics of step I's input (the image after I steps) for the samples whose op at step I
+// reduces. Grid (blocks per sample, N), 256 threads. Buffers as gpuaug_autoaug_stats, per step.
+template <int C, int I>
+__global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src, int H, int W,
+                                           const float* __restrict__ rows, int n, unsigned* __restrict__ minmax,
+                                           unsigned* __restrict__ hist, unsigned long long* __restrict__ gsum,
+                                           const float* __restrict__ lut, int LP) {
+  __shared__ unsigned sh[C * 256];
+  __shared__ unsigned smm[2 * C];
+  __shared__ unsigned long long ssum;
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const int op = (int)rows[((aa_i64)I * n + s) * AA_P];
+  if (op != OP_CONTRAST && op != OP_AUTOCONTRAST && op != OP_EQUALIZE) return;  // uniform per block
+  const bool eq = op == OP_EQUALIZE;
+  for (int i = threadIdx.x; i < C * 256; i += blockDim.x) sh[i] = 0u;
+  if (threadIdx.x < 2 * C) smm[threadIdx.x] = 0u;
+  if (threadIdx.x == 0) ssum = 0ull;
+  __syncthreads();
+  const int npix = H * W;
+  const AACtx t{src + (aa_i64)s * npix * C, H, W, n, s, LP, rows, minmax, gsum, lut};
+  unsigned mn[C], mx[C];
+  for (int c = 0; c < C; ++c) { mn[c] = 255u; mx[c] = 0u; }
+  unsigned long long sum = 0ull;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += gridDim.x * blockDim.x) {
+    const int y = i / W, x = i - y * W;
+    float f[C];
+    AAEval<C, I>::run(t, y, x, f);
+    unsigned char b[C];
+    for (int c = 0; c < C; ++c) {
+      b[c] = (unsigned char)(int)f[c];
+      mn[c] = min(mn[c], (unsigned)b[c]);
+      mx[c] = max(mx[c], (unsigned)b[c]);
+      if (eq) atomicAdd(&sh[c * 256 + b[c]], 1u);
+    }
+    if (op == OP_CONTRAST) sum += (unsigned long long)(C == 3 ? gray_floor(b) : (float)b[0]);
+  }
+  if (op == OP_AUTOCONTRAST)
+    for (int c = 0; c < C; ++c) { atomicMax(&smm[c], 255u - mn[c]); atomicMax(&smm[C + c], mx[c]); }
+  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, sum);
+  __syncthreads();
+  const aa_i64 row = (aa_i64)I * n + s;
+  if (eq)
+    for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
+      if (sh[i]) atomicAdd(&hist[row * C * 256 + i], sh[i]);
+  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) atomicMax(&minmax[row * 2 * C + threadIdx.x], smm[threadIdx.x]);
+  if (op == OP_CONTRAST && threadIdx.x == 0 && ssum) atomicAdd(&gsum[row], ssum);
+}

@@ -251,6 +251,65 @@ def test_cuda_kernels_host_emulation(monkeypatch, c):
     np.testing.assert_array_equal(_emulated(x, rows_k, emu), apply_ops(x, p))
 
 
+def _emulated_fused(x, rows, emu):
+    """gpuaug.policy.auto._run_cuda_fused (one chunk of <= 4 steps) with host arrays."""
+    n, h, w, c = x.shape
+    kk = rows.shape[0]
+    lp = c * 256 + 1
+    rows = np.ascontiguousarray(rows, np.float32)
+    minmax = np.zeros(kk * n * 2 * c, np.uint32)
+    hist = np.zeros((kk, n, c, 256), np.uint32)
+    gsum = np.zeros(kk * n, np.uint64)
+    lut = np.full((kk, n, lp), np.nan, np.float32)
+    src = np.ascontiguousarray(x)
+    for i in range(kk):
+        if np.isin(rows[i, :, 0], A._STATS).any():
+            emu.get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
+                (2, n), (64,), (src, h, w, rows, n, minmax, hist, gsum, lut, lp))
+            lut[i, :, :c * 256] = A._luts_from_hist(hist[i]).reshape(n, -1)  # equalize.cu's table step
+    dst = np.full_like(src, 0xAB)
+    emu.get_function("auto_augment.cu", f"gpuaug_autoaug_fused<{c}, {kk}>")(
+        (-(-h * w // 64), n), (64,), (src, dst, h, w, rows, n, minmax, gsum, lut, lp))
+    return dst
+
+
+@pytest.mark.parametrize("c", [3, 1])
+def test_fused_kernels_host_emulation(c):
+    """The fused path (all steps in one pass, statistics of intermediate images evaluated on
+    the fly) equals the step-by-step NumPy twin bit for bit."""
+    import cuda_emu
+
+    why = cuda_emu.available()
+    if why:
+        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
+    names = [f"gpuaug_autoaug_fused<{c}, {k}>" for k in (1, 2, 3)] + \
+        [f"gpuaug_autoaug_stats_fused<{c}, {k}>" for k in (0, 1, 2)]
+    key = ("auto_fused", c)
+    if key not in cuda_emu._built:
+        cuda_emu._built[key] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    emu = cuda_emu._built[key]
+    rng = np.random.default_rng(15)
+    x = _images(rng, 16, 8, 11, c)
+    n, h, w = x.shape[:3]
+    cases = []
+    # every op at step 1 after every op at step 0 would be 225 pairs: walk them in 15 shifts
+    ops0 = np.arange(15)[np.arange(n) % 15]
+    for shift in (0, 3, 7, 9, 12):
+        ops1 = (ops0 + shift) % 15
+        ops = np.stack([ops0, ops1], 1)
+        mags = np.array([[MAGS[o][(i + j) % len(MAGS[o])] for j, o in enumerate(row)] for i, row in enumerate(ops)])
+        cases.append((AutoParams(ops, mags), "nearest"))
+    cases.append((gpuaug.RandAugment(3, 20, seed=16).draw(n, (h, w)), "nearest"))
+    cases.append((gpuaug.RandAugment(2, 9, seed=17).draw(n, (h, w)), "bilinear"))
+    for p, interp in cases:
+        k = p.ops.shape[1]
+        rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), h, w, interp == "bilinear").reshape(k, n, -1)
+        got = _emulated_fused(x, rows, emu)
+        ref = apply_ops(x, p, interpolation=interp)
+        bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
+        assert not len(bad), (interp, [p.names()[i] for i in bad])
+
+
 # -- distributions, determinism, replay -----------------------------------------------------
 
 def _chi2_uniform(counts):
@@ -374,7 +433,17 @@ def test_cuda_matches_numpy_twin_gpu(c):
     s.synchronize()
     assert y is out
     np.testing.assert_array_equal(cupy.asnumpy(y), ta(cupy.asnumpy(xb), params=ta.last_params))
-    # in place (out is x), and a PyTorch tensor in when torch is there
+    # the step-by-step launches equal the fused ones; more than 4 steps run in chunks
+    for pol in (gpuaug.RandAugment(2, 9, seed=11), gpuaug.RandAugment(6, 15, seed=12)):
+        p = pol.draw(64, (224, 224))
+        k = p.ops.shape[1]
+        rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), 224, 224).reshape(k, 64, -1)
+        fused = A._run_cuda(xb, rows, None, None, True)
+        steps = A._run_cuda(xb, rows, None, None, False)
+        np.testing.assert_array_equal(cupy.asnumpy(fused), cupy.asnumpy(steps))
+    np.testing.assert_array_equal(cupy.asnumpy(fused[:4]), apply_ops(cupy.asnumpy(xb[:4]), AutoParams(
+        p.ops[:4], p.magnitudes[:4])))
+    # in place (out is x)
     ra = gpuaug.RandAugment(3, 9, seed=10)
     ref = ra(xb)
     xc = xb.copy()

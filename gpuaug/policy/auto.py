@@ -379,8 +379,9 @@ def _apply_numpy(x, rows):
 
 # -- the CUDA path ---------------------------------------------------------------------------
 
-def _run_cuda(x, rows, out, stream):
-    """All K steps on a dense uint8 NHWC CuPy batch; rows (K, N, 9) float32 on the host."""
+def _run_cuda(x, rows, out, stream, fused=True):
+    """All K steps on a dense uint8 NHWC CuPy batch; rows (K, N, 9) float32 on the host.
+    ``fused``: the fused launches (default); else one gpuaug_autoaug_apply launch per step."""
     from gpuaug._stream import on_stream
     from gpuaug._util import cupy_module
     from gpuaug.kernels._cuda import get_function, upload
@@ -400,8 +401,10 @@ def _run_cuda(x, rows, out, stream):
                              f"of shape {x.shape}")
         if out.data.ptr < x.data.ptr + x.nbytes and x.data.ptr < out.data.ptr + out.nbytes:
             with cp.cuda.Device(x.device.id), on_stream(stream):
-                out[...] = _run_cuda(x, rows, None, None)  # overlapping: through a new array
+                out[...] = _run_cuda(x, rows, None, None, fused)  # overlapping: through a new array
             return out
+    if fused:
+        return _run_cuda_fused(x, rows, out, stream)
     with cp.cuda.Device(x.device.id), on_stream(stream):
         if out is None:
             out = cp.empty_like(x)
@@ -441,6 +444,61 @@ def _run_cuda(x, rows, out, stream):
             apply_fn((-(-npix // 256), n), (256,),
                      (src, dst, np.int32(h), np.int32(w), p, minmax if minmax is not None else p,
                       gsum if gsum is not None else p, lut if lut is not None else p, np.int32(lp), np.int32(n)))
+            src = dst
+    return out
+
+
+#: Steps per fused launch (kernels/auto_augment.cu instantiates gpuaug_autoaug_fused<C, 1..4>).
+FUSED_MAX_STEPS = 4
+
+
+def _run_cuda_fused(x, rows, out, stream):
+    """All K steps in ceil(K / 4) fused launches (plus a statistics launch, and a table launch
+    for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`."""
+    from gpuaug._stream import on_stream
+    from gpuaug._util import cupy_module
+    from gpuaug.kernels._cuda import get_function, upload
+
+    cp = cupy_module()
+    k_all, n = rows.shape[0], rows.shape[1]
+    _, h, w, c = x.shape
+    npix, lp = h * w, c * 256 + 1
+    with cp.cuda.Device(x.device.id), on_stream(stream):
+        if out is None:
+            out = cp.empty_like(x)
+        if k_all == 0:
+            out[...] = x
+            return out
+        (rows_all,) = upload(np.ascontiguousarray(rows))
+        chunks = list(range(0, k_all, FUSED_MAX_STEPS))
+        tmp = cp.empty_like(x) if len(chunks) > 1 else None
+        src = x
+        for ci, start in enumerate(chunks):
+            r = rows[start:start + FUSED_MAX_STEPS]
+            kk = r.shape[0]
+            rows_d = rows_all[start:start + kk]
+            dst = out if (len(chunks) - 1 - ci) % 2 == 0 else tmp
+            reduce = [bool(np.isin(r[i, :, 0], _STATS).any()) for i in range(kk)]
+            dummy = rows_d
+            minmax = gsum = lut = dummy
+            if any(reduce):
+                a, b = kk * n * 2 * c, kk * n * c * 258  # 8-byte aligned gsum after minmax and hist
+                buf = cp.zeros(b + 2 * kk * n, cp.uint32)
+                minmax, hist, gsum = buf[:a], buf[a:b], buf[b:].view(cp.uint64)
+                lut = cp.empty((kk, n, lp), cp.float32) if (r[:, :, 0] == 13).any() else dummy
+                bps = max(1, min(64, -(-npix // (256 * 16))))
+                for i in range(kk):
+                    if not reduce[i]:
+                        continue
+                    get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
+                        (bps, n), (256,), (src, np.int32(h), np.int32(w), rows_d, np.int32(n), minmax, hist, gsum,
+                                           lut, np.int32(lp)))
+                    if (r[i, :, 0] == 13).any():
+                        get_function("equalize.cu", "gpuaug_equalize_lut")(
+                            (n * c,), (256,), (hist[i * n * c * 256:], lut[i], np.int32(lp), np.int32(c), np.int32(0)))
+            get_function("auto_augment.cu", f"gpuaug_autoaug_fused<{c}, {kk}>")(
+                (-(-npix // 256), n), (256,), (src, dst, np.int32(h), np.int32(w), rows_d, np.int32(n), minmax, gsum,
+                                               lut, np.int32(lp)))
             src = dst
     return out
 
