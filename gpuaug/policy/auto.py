@@ -2,13 +2,18 @@
 
 torchvision draws one op list per call and applies it to the whole batch; here every sample
 draws its own ops and magnitudes (host NumPy draws, vectorised over the batch, uploaded once
-as a small (K, N, 9) float32 table), and the batch goes through K *steps* for a policy of
-K ops per sample (RandAugment: ``num_ops``; TrivialAugmentWide: 1; AutoAugment: 2). A step is
-one launch of ``gpuaug_autoaug_apply`` (kernels/auto_augment.cu) in which each sample runs its
-own op; a step in which some sample draws Contrast, AutoContrast or Equalize first runs one
-statistics launch (per-image min/max, histograms, grey sum) and, for Equalize, the 256-bin
-table launch of :func:`gpuaug.equalize`. So RandAugment(2, 9) is 2 to 6 launches per batch
-whatever ops were drawn.
+as a small (K, N, 9) float32 table) for a policy of K ops per sample (RandAugment:
+``num_ops``; TrivialAugmentWide: 1; AutoAugment: 2; AugMix: width x depth). On the GPU the
+K steps run fused, up to 4 per launch of ``gpuaug_autoaug_fused`` (kernels/auto_augment.cu):
+each output pixel evaluates its sample's chain (warps as index maps, point-wise ops on the
+way, Sharpness and bilinear warps through nested evaluation), so the batch is written once.
+A step in which some sample draws Contrast, AutoContrast or Equalize first needs statistics
+of the image it sees: one statistics launch that evaluates the steps before it on the fly,
+and for Equalize the 256-bin table launch of :func:`gpuaug.equalize`. RandAugment(2, 9) on
+a batch is one fused launch plus one memset and, per step in which some sample drew a
+reduction op, a statistics launch (and a table launch for Equalize): at most 6, whatever
+ops were drawn. The step-by-step kernel (one launch per step) stays as the
+reference path (``_run_cuda(..., fused=False)``); both give the same bits.
 
 The op sets, magnitude tables, signs and formulas are torchvision's
 (``torchvision.transforms.autoaugment``: ``_augmentation_space`` and ``_apply_op``), with
@@ -636,12 +641,14 @@ class _Policy(Transform):
         return y
 
     def plan(self):
-        """The launches of one call on the GPU, per step (the reduction launches run only in
-        steps where some sample drew Contrast, AutoContrast or Equalize)."""
+        """The launches of one call on the GPU: per chunk of up to 4 steps, one fused launch,
+        after a statistics launch (and Equalize's table launch) for each step in which some
+        sample drew Contrast, AutoContrast or Equalize."""
         lines = []
-        for j in range(self.num_steps):
-            lines.append(f"step {j}: [gpuaug_autoaug_stats + gpuaug_equalize_lut if needed] "
-                         f"gpuaug_autoaug_apply (per-sample op)")
+        for start in range(0, self.num_steps, FUSED_MAX_STEPS):
+            kk = min(FUSED_MAX_STEPS, self.num_steps - start)
+            pre = " ".join(f"[stats<{i}> + equalize_lut if drawn]" for i in range(kk))
+            lines.append(f"steps {start}..{start + kk - 1}: {pre} gpuaug_autoaug_fused<C, {kk}>")
         return lines
 
 
@@ -877,6 +884,12 @@ class AugMix(_Policy):
                 out[...] = y[0] if single else y
                 return out
         return y[0] if single else y
+
+    def plan(self):
+        """Per chain (from the input): its fused launch and statistics launches; then the mix."""
+        one = f"[stats<i> + equalize_lut if drawn, i < {self._depth}] gpuaug_autoaug_fused<C, {self._depth}>"
+        return [f"chain {i}: {one}" for i in range(self.mixture_width)] + [
+            "mix: m0 x + sum_i w_i chain_i (CuPy array ops, float32), truncated to uint8"]
 
     def __repr__(self):
         return (f"AugMix(severity={self.severity}, mixture_width={self.mixture_width}, "
