@@ -426,3 +426,31 @@ __global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src
   if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) atomicMax(&minmax[row * 2 * C + threadIdx.x], smm[threadIdx.x]);
   if (op == OP_CONTRAST && threadIdx.x == 0 && ssum) atomicAdd(&gsum[row], ssum);
 }
+
+// AugMix in one pass: K chains of D steps (rows (K D, N, AA_P), statistics per step in the
+// same order), out = trunc(clamp(w0 x + sum_j w_{j+1} chain_j(x), 0, 255)) in float32, summed
+// in chain order (weights: (N, 1 + K)). Grid (ceil(H W / 256), N), 256 threads.
+template <int C, int D>
+__global__ void gpuaug_augmix_fused(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+                                    int H, int W, const float* __restrict__ rows, int n, int K,
+                                    const unsigned* __restrict__ minmax, const unsigned long long* __restrict__ gsum,
+                                    const float* __restrict__ lut, int LP, const float* __restrict__ weights) {
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const int npix = H * W;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= npix) return;
+  const int y = i / W, x = i - y * W;
+  const unsigned char* img = src + (aa_i64)s * npix * C;
+  const float* w = weights + (aa_i64)s * (K + 1);
+  float mix[C], v[C];
+  for (int c = 0; c < C; ++c) mix[c] = __fmul_rn(w[0], (float)img[(aa_i64)i * C + c]);
+  for (int j = 0; j < K; ++j) {
+    const aa_i64 st = (aa_i64)j * D * n;  // first statistics row of chain j
+    const AACtx t{img, H, W, n, s, LP, rows + st * AA_P, minmax + st * 2 * C, gsum + st, lut + st * LP};
+    AAEval<C, D>::run(t, y, x, v);
+    for (int c = 0; c < C; ++c) mix[c] = __fadd_rn(mix[c], __fmul_rn(w[j + 1], v[c]));
+  }
+  unsigned char* o = dst + ((aa_i64)s * npix + i) * C;
+  for (int c = 0; c < C; ++c) o[c] = trunc_u8(mix[c]);
+}

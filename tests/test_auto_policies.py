@@ -310,6 +310,48 @@ def test_fused_kernels_host_emulation(c):
         assert not len(bad), (interp, [p.names()[i] for i in bad])
 
 
+def test_augmix_fused_kernel_host_emulation():
+    """gpuaug_augmix_fused (chains evaluated per pixel, mixed in float32) equals AugMix's NumPy path."""
+    import cuda_emu
+
+    why = cuda_emu.available()
+    if why:
+        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
+    names = ["gpuaug_augmix_fused<3, 3>"] + [f"gpuaug_autoaug_stats_fused<3, {k}>" for k in (0, 1, 2)]
+    key = ("augmix_fused",)
+    if key not in cuda_emu._built:
+        cuda_emu._built[key] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    emu = cuda_emu._built[key]
+    rng = np.random.default_rng(22)
+    x = _images(rng, 12, 7, 9)
+    n, h, w, c = x.shape
+    am = gpuaug.AugMix(seed=23)
+    p = am.draw(n, (h, w))
+    p.ops[:4, 0] = 12  # reductions at the first steps of chain 0, after a warp in chain 1
+    p.ops[4:8, 3], p.ops[4:8, 4] = 1, 13
+    p.magnitudes[4:8, 3], p.magnitudes[4:8, 4] = 0.2, 0.0
+    ref = am(x, params=p)
+    k, d, lp = 3, 3, c * 256 + 1
+    rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), h, w, True).reshape(k * d, n, -1).astype(np.float32)
+    minmax = np.zeros(k * d * n * 2 * c, np.uint32)
+    hist = np.zeros((k * d, n, c, 256), np.uint32)
+    gsum = np.zeros(k * d * n, np.uint64)
+    lut = np.full((k * d, n, lp), np.nan, np.float32)
+    for j in range(k):
+        st = j * d
+        for i in range(d):
+            if np.isin(rows[st + i, :, 0], A._STATS).any():
+                emu.get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<3, {i}>")(
+                    (2, n), (64,), (x, h, w, np.ascontiguousarray(rows[st:st + d]), n, minmax[st * n * 2 * c:],
+                                    hist[st:], gsum[st * n:], np.ascontiguousarray(lut[st:st + d]), lp))
+                lut[st + i, :, :c * 256] = A._luts_from_hist(hist[st + i]).reshape(n, -1)
+    out = np.full_like(x, 0xAB)
+    weights = np.ascontiguousarray(p.extra["weights"], np.float32)
+    emu.get_function("auto_augment.cu", "gpuaug_augmix_fused<3, 3>")(
+        (-(-h * w // 64), n), (64,), (x, out, h, w, rows, n, k, minmax, gsum, lut, lp, weights))
+    np.testing.assert_array_equal(out, ref)
+
+
 # -- distributions, determinism, replay -----------------------------------------------------
 
 def _chi2_uniform(counts):

@@ -508,6 +508,57 @@ def _run_cuda_fused(x, rows, out, stream):
     return out
 
 
+def _augmix_cuda(x, rows, k, d, weights, out, stream):
+    """AugMix on the GPU: per chain, the statistics launches its reduction steps need; then one
+    launch evaluating every chain per pixel and mixing (rows (k d, N, 9), weights (N, 1 + k))."""
+    from gpuaug._stream import on_stream
+    from gpuaug._util import cupy_module
+    from gpuaug.kernels._cuda import get_function, upload
+
+    cp = cupy_module()
+    n, h, w, c = x.shape
+    npix, lp = h * w, c * 256 + 1
+    if n > 65535 or npix >= 2 ** 31 - 256:
+        raise ValueError(f"x: got {n} images of {h} x {w}; expected at most 65535 images of fewer than 2**31 pixels")
+    if out is not None and (not isinstance(out, cp.ndarray) or out.shape != x.shape or out.dtype != np.uint8
+                            or not out.flags.c_contiguous):
+        raise ValueError(f"out: got {type(out).__name__} of shape {getattr(out, 'shape', None)}; expected a "
+                         f"C-contiguous uint8 CuPy array of shape {x.shape}")
+    with cp.cuda.Device(x.device.id), on_stream(stream):
+        x = cp.ascontiguousarray(x)
+        if out is not None and out.data.ptr < x.data.ptr + x.nbytes and x.data.ptr < out.data.ptr + out.nbytes:
+            out[...] = _augmix_cuda(x, rows, k, d, weights, None, None)  # overlapping: through a new array
+            return out
+        y = cp.empty_like(x) if out is None else out
+        rows_d, wt = upload(np.ascontiguousarray(rows), np.ascontiguousarray(weights, np.float32))
+        steps = k * d
+        minmax = gsum = lut = rows_d
+        reduce = np.isin(rows[:, :, 0], _STATS).any(axis=1)
+        if reduce.any():
+            a, b = steps * n * 2 * c, steps * n * c * 258
+            buf = cp.zeros(b + 2 * steps * n, cp.uint32)
+            minmax, hist, gsum = buf[:a], buf[a:b], buf[b:].view(cp.uint64)
+            lut = cp.empty((steps, n, lp), cp.float32) if (rows[:, :, 0] == 13).any() else rows_d
+            bps = max(1, min(64, -(-npix // (256 * 16))))
+            for j in range(k):
+                st = j * d
+                for i in range(d):
+                    if not reduce[st + i]:
+                        continue
+                    get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
+                        (bps, n), (256,), (x, np.int32(h), np.int32(w), rows_d[st:st + d], np.int32(n),
+                                           minmax[st * n * 2 * c:], hist[st * n * c * 256:], gsum[st * n:],
+                                           lut[st:st + d] if lut is not rows_d else rows_d, np.int32(lp)))
+                    if (rows[st + i, :, 0] == 13).any():
+                        get_function("equalize.cu", "gpuaug_equalize_lut")(
+                            (n * c,), (256,), (hist[(st + i) * n * c * 256:], lut[st + i], np.int32(lp), np.int32(c),
+                                               np.int32(0)))
+        get_function("auto_augment.cu", f"gpuaug_augmix_fused<{c}, {d}>")(
+            (-(-npix // 256), n), (256,), (x, y, np.int32(h), np.int32(w), rows_d, np.int32(n), np.int32(k), minmax,
+                                           gsum, lut, np.int32(lp), wt))
+    return y
+
+
 def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
     """Apply the ops of ``params`` (an :class:`AutoParams`) to a uint8 batch, column by column.
 
@@ -862,6 +913,18 @@ class AugMix(_Policy):
             raise ValueError(f"params: got ops of shape {ops.shape} and weights of shape {weights.shape}; "
                              f"expected (N, width * depth) and (N, 1 + width) with N = {n}")
         d = ops.shape[1] // k
+        if not isinstance(xb, np.ndarray) and d <= FUSED_MAX_STEPS:
+            p = AutoParams(ops, mags)
+            if xb.ndim != 4 or xb.dtype != np.uint8 or xb.shape[3] not in (1, 3):
+                raise ValueError(f"x: got {xb.dtype} array of shape {xb.shape}; expected uint8 (N, H, W, C) NHWC "
+                                 "with C = 1 or 3")
+            if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
+                raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
+                                 f"[0, {len(OP_NAMES)})")
+            rows = step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), xb.shape[1], xb.shape[2],
+                             self.interpolation == "bilinear").reshape(k * d, n, _P)
+            y = _augmix_cuda(xb, rows, k, d, weights, None if single else out, stream)
+            return y[0] if single else y
         xp = np if isinstance(xb, np.ndarray) else __import__("cupy")
         if xp is np:
             wt = weights
