@@ -949,10 +949,10 @@ class AugMix(_Policy):
         return y[0] if single else y
 
     def plan(self):
-        """Per chain (from the input): its fused launch and statistics launches; then the mix."""
-        one = f"[stats<i> + equalize_lut if drawn, i < {self._depth}] gpuaug_autoaug_fused<C, {self._depth}>"
-        return [f"chain {i}: {one}" for i in range(self.mixture_width)] + [
-            "mix: m0 x + sum_i w_i chain_i (CuPy array ops, float32), truncated to uint8"]
+        """The statistics launches of the chains' reduction steps, then one launch that evaluates
+        every chain per pixel and mixes (chains deeper than 4: chain by chain, mixed by CuPy ops)."""
+        return [f"chain {i}: [stats<j> + equalize_lut if drawn, j < {self._depth}]" for i in range(self.mixture_width)] \
+            + [f"gpuaug_augmix_fused<C, {self._depth}>: m0 x + sum_i w_i chain_i(x) in float32, truncated to uint8"]
 
     def __repr__(self):
         return (f"AugMix(severity={self.severity}, mixture_width={self.mixture_width}, "
