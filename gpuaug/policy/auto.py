@@ -951,8 +951,9 @@ class AugMix(_Policy):
     def plan(self):
         """The statistics launches of the chains' reduction steps, then one launch that evaluates
         every chain per pixel and mixes (chains deeper than 4: chain by chain, mixed by CuPy ops)."""
-        return [f"chain {i}: [stats<j> + equalize_lut if drawn, j < {self._depth}]" for i in range(self.mixture_width)] \
-            + [f"gpuaug_augmix_fused<C, {self._depth}>: m0 x + sum_i w_i chain_i(x) in float32, truncated to uint8"]
+        d = self._depth
+        return [f"chain {i}: [stats<j> + equalize_lut if drawn, j < {d}]" for i in range(self.mixture_width)] \
+            + [f"gpuaug_augmix_fused<C, {d}>: m0 x + sum_i w_i chain_i(x) in float32, truncated to uint8"]
 
     def __repr__(self):
         return (f"AugMix(severity={self.severity}, mixture_width={self.mixture_width}, "
