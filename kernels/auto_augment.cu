@@ -294,10 +294,17 @@ __device__ __forceinline__ void aa_point(const AACtx& t, int step, int op, const
 
 template <int C, int K>
 struct AAEval {
-  static __device__ __noinline__ void run(const AACtx& t, int y, int x, float* v) {
+  // One call site of the level below (a loop over the positions the op reads), so inlining
+  // every level keeps the code linear in K.
+  static __device__ __forceinline__ void run(const AACtx& t, int y, int x, float* v) {
     const float* p = t.rows + ((aa_i64)(K - 1) * t.n + t.s) * AA_P;
     const int op = (int)p[0];
     const int H = t.H, W = t.W;
+    // mode 0: the value at (y0, x0) then the point-wise op; 1: zero (outside a nearest warp);
+    // 2: weighted sum over the positions (bilinear: 4 corners, rint; Sharpness: 3x3, blend).
+    int mode = 0, y0 = y, x0 = x, np_ = 1;
+    float wt[4] = {0.f, 0.f, 0.f, 0.f};
+    bool bil = false;
     if (op >= OP_SHEARX && op <= OP_ROTATE) {
       const float xp = __fadd_rn((float)x, __fsub_rn(0.5f, 0.5f * (float)W));
       const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));
@@ -307,46 +314,66 @@ struct AAEval {
       const float iy = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(gy, 1.f), (float)H), 1.f), 0.5f);
       if (p[7] != 0.f) {
         const float x0f = floorf(ix), y0f = floorf(iy);
-        const int x0 = (int)x0f, y0 = (int)y0f;
+        x0 = (int)x0f;
+        y0 = (int)y0f;
         const float wx1 = __fsub_rn(ix, x0f), wx0 = __fsub_rn(__fadd_rn(x0f, 1.f), ix);
         const float wy1 = __fsub_rn(iy, y0f), wy0 = __fsub_rn(__fadd_rn(y0f, 1.f), iy);
-        const float wt[4] = {__fmul_rn(wx0, wy0), __fmul_rn(wx1, wy0), __fmul_rn(wx0, wy1), __fmul_rn(wx1, wy1)};
-        float acc[C], u[C];
-        for (int c = 0; c < C; ++c) acc[c] = 0.f;
-        for (int k = 0; k < 4; ++k) {
-          const int xx = x0 + (k & 1), yy = y0 + (k >> 1);
-          if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
-          AAEval<C, K - 1>::run(t, yy, xx, u);
-          for (int c = 0; c < C; ++c) acc[c] = __fadd_rn(acc[c], __fmul_rn(u[c], wt[k]));
-        }
-        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(rintf(acc[c]));
-        return;
-      }
-      const float fx = rintf(ix), fy = rintf(iy);
-      if (fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1)) {
-        AAEval<C, K - 1>::run(t, (int)fy, (int)fx, v);
+        wt[0] = __fmul_rn(wx0, wy0);
+        wt[1] = __fmul_rn(wx1, wy0);
+        wt[2] = __fmul_rn(wx0, wy1);
+        wt[3] = __fmul_rn(wx1, wy1);
+        mode = 2;
+        bil = true;
+        np_ = 4;
       } else {
-        for (int c = 0; c < C; ++c) v[c] = 0.f;
-      }
-      return;
-    }
-    if (op == OP_SHARPNESS && !(H <= 2 || W <= 2 || y == 0 || x == 0 || y == H - 1 || x == W - 1)) {
-      const float w1 = 1.f / 13.f, w5 = 5.f / 13.f;
-      float acc[C], u[C], xc[C];
-      for (int c = 0; c < C; ++c) acc[c] = 0.f;
-      for (int dy = -1; dy <= 1; ++dy)
-        for (int dx = -1; dx <= 1; ++dx) {
-          AAEval<C, K - 1>::run(t, y + dy, x + dx, u);
-          for (int c = 0; c < C; ++c) {
-            acc[c] = __fadd_rn(acc[c], __fmul_rn(dy == 0 && dx == 0 ? w5 : w1, u[c]));
-            if (dy == 0 && dx == 0) xc[c] = u[c];
-          }
+        const float fx = rintf(ix), fy = rintf(iy);
+        if (fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1)) {
+          x0 = (int)fx;
+          y0 = (int)fy;
+        } else {
+          mode = 1;
+          np_ = 0;
         }
-      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc[c]), xc[c]), p[8], xc[c]));
-      return;
+      }
+    } else if (op == OP_SHARPNESS && !(H <= 2 || W <= 2 || y == 0 || x == 0 || y == H - 1 || x == W - 1)) {
+      mode = 2;
+      np_ = 9;
     }
-    AAEval<C, K - 1>::run(t, y, x, v);
-    aa_point<C>(t, K - 1, op, p, v);
+    float acc[C], u[C], xc[C];
+    for (int c = 0; c < C; ++c) { acc[c] = 0.f; v[c] = 0.f; xc[c] = 0.f; }
+    const float w1 = 1.f / 13.f, w5 = 5.f / 13.f;
+    for (int k = 0; k < np_; ++k) {
+      int yy = y0, xx = x0;
+      float wk = 1.f;
+      if (bil) {
+        xx = x0 + (k & 1);
+        yy = y0 + (k >> 1);
+        if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
+        wk = wt[k];
+      } else if (mode == 2) {  // Sharpness, rows then columns
+        yy = y + k / 3 - 1;
+        xx = x + k % 3 - 1;
+        wk = k == 4 ? w5 : w1;
+      }
+      AAEval<C, K - 1>::run(t, yy, xx, u);
+      if (mode == 0) {
+        for (int c = 0; c < C; ++c) v[c] = u[c];
+      } else {
+        for (int c = 0; c < C; ++c) {
+          acc[c] = __fadd_rn(acc[c], __fmul_rn(u[c], wk));
+          if (k == 4) xc[c] = u[c];
+        }
+      }
+    }
+    if (mode == 0) {
+      aa_point<C>(t, K - 1, op, p, v);
+    } else if (mode == 2) {
+      if (bil) {
+        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(rintf(acc[c]));
+      } else {
+        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc[c]), xc[c]), p[8], xc[c]));
+      }
+    }
   }
 };
 
