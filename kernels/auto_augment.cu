@@ -101,7 +101,8 @@ __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int 
   if (eq)
     for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
       if (sh[i]) atomicAdd(&hist[(aa_i64)s * C * 256 + i], sh[i]);
-  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C) atomicMax(&minmax[(aa_i64)s * 2 * C + threadIdx.x], smm[threadIdx.x]);
+  if (op == OP_AUTOCONTRAST && threadIdx.x < 2 * C)
+    atomicMax(&minmax[(aa_i64)s * 2 * C + threadIdx.x], smm[threadIdx.x]);
   if (op == OP_CONTRAST && threadIdx.x == 0 && ssum) atomicAdd(&gsum[s], ssum);
 }
 
