@@ -122,7 +122,7 @@ def main():
     add("RandAugment(2, 9) rows: one launch per step", lambda: A._run_cuda(x, rows, None, None, False))
     add("gpuaug MixUp(0.8) + soft labels", lambda: mix(x, labels))
     add("gpuaug CutMix(1.0) + soft labels", lambda: cut(x, labels))
-    add("gpuaug MixUp images only (replayed params)", lambda: mix(x, labels, params=mix.last_params))
+    add("gpuaug MixUp + soft labels, replayed params (no draws)", lambda: mix(x, labels, params=mix.last_params))
 
     errors = {}
     try:
