@@ -278,7 +278,8 @@ class ImageFiles(Source):
             decode hands the GIL over per image, so in this process every other Python thread
             running beside it (the training loop's too) slows it down, by up to 100x; in a
             process of its own nothing does. Each process holds a CUDA context (a few hundred
-            MB of GPU memory) and ~6 batch buffers. None (default): decode in this process.
+            MB of GPU memory) and up to 2N + 2 batch buffers (N = gpu_processes; 38.5 MB each
+            for 256x224x224x3). None (default): decode in this process.
 
     Example::
 
