@@ -27,6 +27,7 @@ import numpy as np
 from gpuaug._params import host_size, per_sample
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
 from gpuaug.geometry import _cos_sin
+from gpuaug.policy.transforms import box_matrices
 from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import Boxes, Keypoints, Masks, as_boxes, as_keypoints, as_masks
 
@@ -353,7 +354,7 @@ def resize(images, size, interpolation="bilinear", *, boxes=None, keypoints=None
     interpolation_mode(interpolation)
     n = len(sizes)
     boxes_ = np.concatenate([np.zeros((n, 2)), sizes.astype(np.float64)], axis=1)
-    m = _box_matrices(boxes_, (oh, ow))
+    m = box_matrices(boxes_, (oh, ow))
     out = np.broadcast_to(np.array([oh, ow], np.int64), sizes.shape)
 
     def run(x, k, fill, kw):
@@ -362,17 +363,6 @@ def resize(images, size, interpolation="bilinear", *, boxes=None, keypoints=None
         return gpuaug.resize(x, (oh, ow), "nearest", **kw)
 
     return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check)
-
-
-def _box_matrices(boxes, out_hw):
-    """(N, 3, 3) maps of gpuaug.resized_crop: output pixel x reads ``left + (x + 0.5) * bw / W - 0.5``."""
-    top, left, bh, bw = (boxes[:, k].astype(np.float64) for k in range(4))
-    fy, fx = out_hw[0] / bh, out_hw[1] / bw
-    m = np.zeros((len(boxes), 3, 3))
-    m[:, 0, 0], m[:, 1, 1], m[:, 2, 2] = fx, fy, 1.0
-    m[:, 0, 2] = (0.5 - left) * fx - 0.5
-    m[:, 1, 2] = (0.5 - top) * fy - 0.5
-    return m
 
 
 def resized_crop(images, boxes_, size, interpolation="bilinear", *, boxes=None, keypoints=None, masks=None,
@@ -397,7 +387,7 @@ def resized_crop(images, boxes_, size, interpolation="bilinear", *, boxes=None, 
     if np.any(bx[:, 2:] <= 0):
         raise ValueError(f"boxes_: got {bx.tolist()[:4]}; expected rows (top, left, height, width) with height > 0 "
                          "and width > 0")
-    m = _box_matrices(bx, (oh, ow))
+    m = box_matrices(bx, (oh, ow))
     out = np.broadcast_to(np.array([oh, ow], np.int64), sizes.shape)
 
     def run(x, k, fill, kw):
