@@ -21,7 +21,6 @@ same-size copy. Prints a table; writes $OUT/policies_bench.json when OUT is set.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -32,24 +31,7 @@ import cupy as cp  # noqa: E402
 
 import gpuaug  # noqa: E402
 from gpuaug.policy.auto import AutoParams  # noqa: E402
-
-
-def torch_event_ms(fn, iters, warmup):
-    """Median ms per call between CUDA events around each call (gaps included)."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from _timing import torch_event_ms  # noqa: E402 - tests/gpu/_timing.py
 
 
 def check_policy(pol, x):

@@ -23,7 +23,6 @@ training loop would after checking a dataset once.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -34,25 +33,7 @@ import cupy as cp  # noqa: E402
 
 import gpuaug  # noqa: E402
 from gpuaug.targets import Boxes, Keypoints, Masks  # noqa: E402
-
-
-def torch_event_ms(fn, iters, warmup):
-    """Median ms per call between CUDA events around each call (kornia is host-bound: this
-    includes the gaps its host code leaves, as a training loop sees them)."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from _timing import torch_event_ms  # noqa: E402 - tests/gpu/_timing.py
 
 
 def main():
