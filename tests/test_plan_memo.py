@@ -4,8 +4,8 @@ import itertools
 
 import numpy as np
 
-from gpuaug._batch import as_batch, descriptor_table, layout_key
-from gpuaug.ops._colour import memo_plan, packed_layout, plan
+from gpuaug._batch import as_batch, descriptor_table, layout_key, memo_plan
+from gpuaug.ops._colour import packed_layout, plan
 
 
 def _batches(rng):

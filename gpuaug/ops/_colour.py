@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, layout_key
+from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
 from gpuaug._params import column_stack
 from gpuaug._run import Kernels, run
 from gpuaug._util import cupy_module
@@ -150,25 +150,6 @@ def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False):
         grid, block = grid_2d(int(dst_t[:, 1].max()), int(dst_t[:, 2].max()), n)
         launches.append(Launch("map", kernel_name("{op}", *template), grid, block))
     return launches, nparts
-
-
-_PLANS: dict = {}
-
-
-def memo_plan(keys, args, make):
-    """``make()``, memoised on the batches' :func:`~gpuaug._batch.layout_key` s and ``args``
-    (nothing is memoised for varshape batches, whose key is None). The plan's NumPy analysis
-    of the descriptor tables cost ~100 us per call on the H100 host."""
-    if None in keys:
-        return make()
-    key = (keys, args)
-    got = _PLANS.get(key)
-    if got is None:
-        got = make()
-        if len(_PLANS) >= 512:
-            _PLANS.pop(next(iter(_PLANS)))
-        _PLANS[key] = got
-    return got
 
 
 def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):

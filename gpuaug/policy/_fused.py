@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, layout_key, max_size, same_size
+from gpuaug._batch import Batch, descriptor_table, layout_key, max_size, memo_plan, same_size
 from gpuaug._util import cupy_module
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import channels_of
@@ -265,7 +265,7 @@ def _nparts(cp, n, items):
 def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream)."""
     from gpuaug.kernels._cuda import get_function, upload
-    from gpuaug.ops._colour import memo_plan, packed_layout
+    from gpuaug.ops._colour import packed_layout
 
     cp = cupy_module()
     n, c = src.n, src.channels

@@ -47,7 +47,7 @@ import numpy as np
 
 from gpuaug.scheduler import telemetry as T
 from gpuaug.scheduler._device import Device
-from gpuaug.scheduler._decode import ImageDecodeError
+from gpuaug.scheduler._decode import UNDECODABLE, ImageDecodeError
 from gpuaug.scheduler.sources import ArraySource, Layout, Source, as_source, layout_of
 
 OUTPUTS = ("cupy", "torch")
@@ -822,8 +822,7 @@ class _Run:
         if failed and boxes is not None:
             boxes = boxes[[j for j, im in enumerate(imgs) if im is not None]]
         for j in failed:
-            err = ImageDecodeError(src.files[rec.idx[j]], "the GPU decoder (nvImageCodec) could not decode "
-                                                         "it (truncated, corrupt or unsupported)")
+            err = ImageDecodeError(src.files[rec.idx[j]], UNDECODABLE)
             rec.bad.append((j, *src._skip_or_raise(err)))
         if failed:
             rec.encoded = imgs
