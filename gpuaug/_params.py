@@ -98,7 +98,8 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     """Broadcast ``value`` to shape ``(n,) + shape``.
 
     Returns a float64 (or int64 when ``integer``) NumPy array, or a CuPy array when the
-    value is already on the GPU and ``device`` is True (the op runs there). ``boolean``:
+    value is already on the GPU and ``device`` is True (the op runs there; float64 / int64,
+    except device flags, which keep their dtype for :func:`column_stack`). ``boolean``:
     a flag per sample; host values must be True/False or 0/1 (so that a probability such as
     0.5 passed by mistake is refused rather than read as True). Raises ValueError/TypeError
     naming ``name``, the value and what is accepted.
