@@ -99,9 +99,9 @@ def main():
     from gpuaug.policy import auto as A
 
     p = ra.draw(n, (s, s))
-    rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), s, s).reshape(2, n, -1)
-    add("RandAugment(2, 9) rows: fused launches (default path)", lambda: A._run_cuda(x, rows, None, None, True))
-    add("RandAugment(2, 9) rows: one launch per step", lambda: A._run_cuda(x, rows, None, None, False))
+    steps = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), s, s).reshape(2, n, -1)
+    add("RandAugment(2, 9) rows: fused launches (default path)", lambda: A._run_cuda(x, steps, None, None, True))
+    add("RandAugment(2, 9) rows: one launch per step", lambda: A._run_cuda(x, steps, None, None, False))
     add("gpuaug MixUp(0.8) + soft labels", lambda: mix(x, labels))
     add("gpuaug CutMix(1.0) + soft labels", lambda: cut(x, labels))
     add("gpuaug MixUp + soft labels, replayed params (no draws)", lambda: mix(x, labels, params=mix.last_params))
