@@ -41,9 +41,106 @@ def get_function(filename: str, name_expr: str):
             if fn is None:
                 mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS,
                                      name_expressions=[name_expr])
-                fn = mod.get_function(name_expr)
+                fn = Kernel(mod.get_function(name_expr))
                 _modules[key] = fn
     return fn
+
+
+#: struct codes of the scalar kernel arguments, each stored in its own 8-byte slot
+#: (``kernelParams[i]`` points at slot i; 8 bytes keep every type aligned). Python scalars
+#: are passed as CuPy passes them: int as int64, float as float64, bool as bool.
+_CODES = {np.int8: "b7x", np.uint8: "B7x", np.int16: "h6x", np.uint16: "H6x", np.int32: "i4x",
+          np.uint32: "I4x", np.int64: "q", np.uint64: "Q", np.float32: "f4x", np.float64: "d",
+          np.bool_: "?7x", int: "q", float: "d", bool: "?7x"}
+
+
+class _ArgSpec:
+    """How one signature (the tuple of argument types) is packed: a ``struct`` writing every
+    value into its 8-byte slot, the positions of the arrays (passed as device pointers), and
+    per thread a slot buffer plus the ``void*[]`` that points into it."""
+
+    __slots__ = ("struct", "arrays", "n", "local")
+
+    def __init__(self, types):
+        import struct
+
+        self.arrays = tuple(i for i, t in enumerate(types) if t is _ARRAY or t is type(None))
+        self.struct = struct.Struct("=" + "".join("Q" if i in self.arrays else _CODES[t]
+                                                  for i, t in enumerate(types)))
+        self.n = len(types)
+        self.local = threading.local()
+
+    def buffers(self):
+        """This thread's (slot buffer, address of the pointer array)."""
+        got = getattr(self.local, "bufs", None)
+        if got is None:
+            slots = np.zeros(max(self.n, 1), np.uint64)
+            ptrs = slots.ctypes.data + 8 * np.arange(max(self.n, 1), dtype=np.uint64)
+            got = self.local.bufs = (slots, ptrs, int(ptrs.ctypes.data))
+        return got
+
+
+_ARRAY = None  # cupy.ndarray, set on first launch (cupy is not imported at module import)
+_SPECS: dict = {}
+
+
+class Kernel:
+    """A compiled kernel with CuPy's call signature, ``fn(grid, block, args, shared_mem=0)``,
+    launched with one ``cuLaunchKernel`` on CuPy's current stream.
+
+    CuPy's ``RawKernel.__call__`` converts every argument through its generic machinery
+    (about 15-20 us per launch on the H100's host for a 9-argument kernel). Here the argument
+    types of a call form a signature; its packing (one ``struct.pack_into`` into 8-byte slots,
+    arrays as device pointers) is built once, so a launch costs a few microseconds. Anything
+    the packer does not know (other argument types) goes through CuPy unchanged.
+    Attributes (``max_dynamic_shared_size_bytes``...) are CuPy's.
+    """
+
+    __slots__ = ("raw", "_ptr")
+
+    def __init__(self, raw):
+        object.__setattr__(self, "raw", raw)
+        object.__setattr__(self, "_ptr", None)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.raw, name, value)
+
+    def __call__(self, grid, block, args, *, shared_mem=0, **kw):
+        global _ARRAY, _LAUNCH, _STREAM
+        if _LAUNCH is None:
+            import cupy
+            from cupy_backends.cuda.api.driver import launchKernel
+
+            _ARRAY, _STREAM, _LAUNCH = cupy.ndarray, cupy.cuda.get_current_stream, launchKernel
+        types = tuple(map(type, args))
+        spec = _SPECS.get(types)
+        if spec is None:
+            if kw or not all(t is _ARRAY or t is type(None) or t in _CODES for t in types):
+                self.raw(grid, block, args, shared_mem=shared_mem, **kw)
+                return
+            spec = _SPECS.setdefault(types, _ArgSpec(types))
+        elif kw:
+            self.raw(grid, block, args, shared_mem=shared_mem, **kw)
+            return
+        vals = list(args)
+        for i in spec.arrays:
+            a = vals[i]
+            vals[i] = 0 if a is None else a.data.ptr
+        slots, _, params = spec.buffers()
+        spec.struct.pack_into(slots, 0, *vals)
+        ptr = self._ptr
+        if ptr is None:
+            ptr = self.raw.kernel.ptr
+            object.__setattr__(self, "_ptr", ptr)
+        g = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1, 1)
+        b = (block, 1, 1) if isinstance(block, int) else tuple(block) + (1, 1)
+        _LAUNCH(ptr, g[0], g[1], g[2], b[0], b[1], b[2], shared_mem, _STREAM().ptr, params, 0)
+
+
+_LAUNCH = _STREAM = None
 
 
 def kernel_name(base: str, *template_args) -> str:
@@ -76,6 +173,7 @@ class _Staging:
         self._off = 0
         self._pinned = 0
         self._lock = threading.Lock()
+        self._events = []        # events no chunk waits on any more: re-recorded, not re-created
         self.stats = {"uploads": 0, "bytes": 0, "chunks": 0, "waits": 0}
 
     @staticmethod
@@ -90,6 +188,7 @@ class _Staging:
         for i, c in enumerate(self._free):
             if c["size"] >= total:
                 c = self._free.pop(i)
+                self._events.extend(ev for _, ev in c["events"])  # completed: free to re-record
                 c["events"] = []
                 return c
         size = max(total, self.CHUNK)
@@ -98,6 +197,7 @@ class _Staging:
             for _, ev in chunk["events"]:
                 ev.synchronize()
             self.stats["waits"] += 1
+            self._events.extend(ev for _, ev in chunk["events"])
             chunk["events"] = []
             if chunk["size"] >= total:
                 return chunk
@@ -134,12 +234,13 @@ class _Staging:
             dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
             # One event per stream that read the chunk, recorded behind its latest copy (events
             # are per stream; recorded now, so a stream destroyed later does not matter).
-            ev = cupy.cuda.Event(block=False, disable_timing=True)
+            ev = self._events.pop() if self._events else cupy.cuda.Event(block=False, disable_timing=True)
             ev.record(stream)
             evs = cur["events"]
-            for i, (ptr, _) in enumerate(evs):
+            for i, (ptr, old) in enumerate(evs):
                 if ptr == stream.ptr:
                     evs[i] = (ptr, ev)
+                    self._events.append(old)  # superseded by ev (later on the same stream)
                     break
             else:
                 evs.append((stream.ptr, ev))

@@ -25,8 +25,9 @@ class _Event:
         self.done = False
         self.synced = 0
 
-    def record(self, stream=None):
+    def record(self, stream=None):  # (re-)recorded: pending until the stream reaches it
         self.stream = stream
+        self.done = False
 
     def synchronize(self):
         self.synced += 1
@@ -331,3 +332,88 @@ def test_uploads_do_not_wait_behind_a_busy_stream():
     assert not done.done, "the host waited for the spin kernel"
     assert staging().stats["waits"] == waits
     cp.cuda.Device().synchronize()
+
+
+def test_staging_re_records_completed_events_instead_of_creating_them(staging):
+    st, cp, _ = staging
+    for _ in range(10):
+        for _ in range(16):  # one chunk's worth, then everything completes
+            st.upload([np.zeros(32, np.float64)])
+        for e in cp.events:
+            e.done = True
+    assert st.stats["chunks"] == 1
+    assert len(cp.events) <= 17  # one per upload in flight, not one per upload made (160)
+
+
+# -- the kernel launcher: arguments packed once per signature ---------------------------------
+
+class _FakeArray:
+    def __init__(self, ptr):
+        self.data = types.SimpleNamespace(ptr=ptr)
+
+
+def _launcher(monkeypatch):
+    import ctypes
+
+    from gpuaug.kernels import _cuda
+
+    launches = []
+
+    def launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * 8).from_address(params)
+        launches.append(dict(f=f, grid=(gx, gy, gz), block=(bx, by, bz), smem=smem, stream=stream,
+                             slots=[ptrs[i] for i in range(8)]))
+
+    monkeypatch.setattr(_cuda, "_LAUNCH", launch)
+    monkeypatch.setattr(_cuda, "_ARRAY", _FakeArray)
+    monkeypatch.setattr(_cuda, "_STREAM", lambda: types.SimpleNamespace(ptr=77))
+    monkeypatch.setattr(_cuda, "_SPECS", {})
+    return _cuda.Kernel(types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))), launches
+
+
+def test_kernel_launch_packs_each_argument_into_its_slot(monkeypatch):
+    import ctypes
+
+    k, launches = _launcher(monkeypatch)
+    args = (_FakeArray(0xABC0), None, np.int32(-7), np.uint32(2 ** 32 - 1), np.float32(1.5),
+            np.int64(-2 ** 40), 3, 0.25)
+    k((5, 6), (32, 8), args, shared_mem=4096)
+    (got,) = launches
+    assert got["f"] == 1234 and got["grid"] == (5, 6, 1) and got["block"] == (32, 8, 1)
+    assert got["smem"] == 4096 and got["stream"] == 77
+
+    def read(i, ctype):
+        return ctype.from_address(got["slots"][i]).value
+    assert read(0, ctypes.c_uint64) == 0xABC0 and read(1, ctypes.c_uint64) == 0
+    assert read(2, ctypes.c_int32) == -7 and read(3, ctypes.c_uint32) == 2 ** 32 - 1
+    assert read(4, ctypes.c_float) == 1.5 and read(5, ctypes.c_int64) == -2 ** 40
+    assert read(6, ctypes.c_int64) == 3 and read(7, ctypes.c_double) == 0.25
+    assert all(s % 8 == 0 for s in got["slots"])  # every slot aligned for any scalar type
+
+
+def test_kernel_launch_reuses_the_signature_and_sees_new_values(monkeypatch):
+    import ctypes
+
+    from gpuaug.kernels import _cuda
+
+    k, launches = _launcher(monkeypatch)
+    for i in range(3):
+        k((1,), (256,), (_FakeArray(4096 * (i + 1)), np.int32(i)))
+    assert len(_cuda._SPECS) == 1
+    assert [ctypes.c_uint64.from_address(g["slots"][0]).value for g in launches[-1:]] == [3 * 4096]
+    assert ctypes.c_int32.from_address(launches[-1]["slots"][1]).value == 2
+
+
+def test_kernel_launch_hands_unknown_argument_types_to_cupy(monkeypatch):
+    k, launches = _launcher(monkeypatch)
+    seen = []
+
+    class Raw:
+        kernel = types.SimpleNamespace(ptr=1)
+
+        def __call__(self, grid, block, args, shared_mem=0, **kw):
+            seen.append((grid, block, args, shared_mem))
+    object.__setattr__(k, "raw", Raw())
+    odd = np.complex64(1j)
+    k((1,), (1,), (odd,), shared_mem=8)
+    assert seen == [((1,), (1,), (odd,), 8)] and not launches
