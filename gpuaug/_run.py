@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuaug._batch import Batch, descriptor_table, max_size
-from gpuaug._stream import check_stream, on_stream
+from gpuaug._stream import check_stream, on_device
 from gpuaug._util import check_choice, cupy_module, simulator
 
 BACKENDS = ("cuda", "numba", "cpu")
@@ -96,8 +96,7 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     if hook is not None:
         hook(batch, kernels, params, shapes, fill, dtype, channels, layout)
     if batch.device:
-        cp = cupy_module()
-        with cp.cuda.Device(batch.device_id()), on_stream(stream):
+        with on_device(batch.device_id(), stream):
             result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
             if backend == "cuda":
                 _run_cuda(batch, dst, kernels, params, extra, template, fast)

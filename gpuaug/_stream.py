@@ -89,3 +89,57 @@ class on_stream:
             ctx, self._ctx = self._ctx, None
             return ctx.__exit__(*exc)
         return False
+
+
+class _Nothing:
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NOTHING = _Nothing()
+_GET_DEVICE = None
+
+
+class _OnDevice:
+    __slots__ = ("dev", "stream")
+
+    def __init__(self, dev, stream):
+        self.dev = dev
+        self.stream = on_stream(stream)
+
+    def __enter__(self):
+        import cupy
+
+        self.dev = cupy.cuda.Device(self.dev)
+        self.dev.__enter__()
+        try:
+            return self.stream.__enter__()
+        except BaseException:
+            self.dev.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            self.stream.__exit__(*exc)
+        finally:
+            self.dev.__exit__(*exc)
+        return False
+
+
+def on_device(dev: int, stream):
+    """``with cupy.cuda.Device(dev), on_stream(stream)``, as one context; nothing at all when
+    ``dev`` is already current and ``stream`` is None (an op call's common case: entering
+    both cost several microseconds of each call's host time)."""
+    global _GET_DEVICE
+    if _GET_DEVICE is None:
+        from cupy_backends.cuda.api.runtime import getDevice
+
+        _GET_DEVICE = getDevice
+    if stream is None and dev == _GET_DEVICE():
+        return _NOTHING
+    return _OnDevice(dev, stream)

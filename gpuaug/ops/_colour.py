@@ -96,9 +96,9 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
         return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                    channels=channels)
     cp = cupy_module()
-    from gpuaug._stream import on_stream
+    from gpuaug._stream import on_device
 
-    with cp.cuda.Device(b.device_id()), on_stream(stream):
+    with on_device(b.device_id(), stream):
         params = column_stack(cols, b.n)
         if backend == "numba":
             if mean is not None:

@@ -24,7 +24,7 @@ import numpy as np
 from gpuaug._batch import Batch, descriptor_table, max_over, max_size
 from gpuaug._params import per_sample
 from gpuaug._run import _launch
-from gpuaug._stream import check_stream, on_stream
+from gpuaug._stream import check_stream, on_device
 from gpuaug._util import cupy_module
 
 
@@ -56,8 +56,7 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     """
     check_stream(stream)
     if batch.device:
-        cp = cupy_module()
-        with cp.cuda.Device(batch.device_id()), on_stream(stream):
+        with on_device(batch.device_id(), stream):
             result, dst = batch.alloc(out, batch.shapes)
             if backend == "cuda":
                 _run_cuda(batch, dst, params, cu_file, plan(dst))

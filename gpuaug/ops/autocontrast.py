@@ -47,12 +47,12 @@ def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
 
 def _rows_cuda(b, stream):
     """Step 1 on the GPU: (N, 2C + 1) float32 rows on the caller's stream."""
-    from gpuaug._stream import on_stream
+    from gpuaug._stream import on_device
     from gpuaug.kernels._cuda import get_function, kernel_name, upload
 
     cp = cupy_module()
     n, c = b.n, b.channels
-    with cp.cuda.Device(b.device_id()), on_stream(stream):
+    with on_device(b.device_id(), stream):
         rows = cp.empty((n, 2 * c + 1), cp.float32)
         if n:
             (tab,) = upload(descriptor_table(b))
@@ -85,10 +85,9 @@ def _rows_numba(b, target, stream):
 
     if not b.device:
         return work()
-    cp = cupy_module()
-    from gpuaug._stream import on_stream
+    from gpuaug._stream import on_device
 
-    with cp.cuda.Device(b.device_id()), on_stream(stream):
+    with on_device(b.device_id(), stream):
         return work()
 
 

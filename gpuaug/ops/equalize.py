@@ -56,12 +56,12 @@ def equalize(x, *, out=None, layout="NHWC", stream=None, backend=None):
 
 def _tables_cuda(b, stream):
     """Passes 1 and 2 on the GPU: (N, C*256 + 1) float32 tables on the caller's stream."""
-    from gpuaug._stream import on_stream
+    from gpuaug._stream import on_device
     from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
 
     cp = cupy_module()
     n, c = b.n, b.channels
-    with cp.cuda.Device(b.device_id()), on_stream(stream):
+    with on_device(b.device_id(), stream):
         hist = cp.zeros((n, c, 256), cp.uint32)
         tables = cp.empty((n, c * 256 + 1), cp.float32)
         nvec = _dense_u8_vectors(b, nhwc_only=True)
@@ -110,10 +110,9 @@ def _tables_numba(b, target, stream):
 
     if not b.device:
         return work()
-    cp = cupy_module()
-    from gpuaug._stream import on_stream
+    from gpuaug._stream import on_device
 
-    with cp.cuda.Device(b.device_id()), on_stream(stream):
+    with on_device(b.device_id(), stream):
         return work()
 
 
