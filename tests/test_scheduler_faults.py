@@ -32,7 +32,7 @@ import pytest
 
 import gpuaug
 from gpuaug.scheduler import ArraySource, FakeDevice
-from gpuaug.scheduler._core import _Run
+from gpuaug.scheduler._run import _Run
 
 Scheduler = gpuaug.Scheduler
 DEADLINE = 30.0  # seconds a consumer may run before the test fails as hung

@@ -32,6 +32,8 @@ Batches are ~3 MiB, so one kept buffer is well above the tolerance;
 test_leak_check_catches_a_kept_staging_buffer checks that it is.
 """
 import gc
+import importlib.util
+import os
 import threading
 
 import numpy as np
@@ -54,39 +56,19 @@ def _cp():
     return cupy
 
 
-class CountingCuda(CudaDevice):
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self._acct_lock = threading.Lock()
-        self.pinned = self.device = self.pinned_n = self.device_n = 0
+def _soak():
+    """tests/gpu/soak.py, whose ``counting`` wrapper (a Device counting the scheduler's own
+    pinned and device allocations) these tests share."""
+    spec = importlib.util.spec_from_file_location(
+        "_gpuaug_soak", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu", "soak.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
-    def _add(self, kind, nbytes, n):
-        with self._acct_lock:
-            setattr(self, kind, getattr(self, kind) + nbytes)
-            setattr(self, kind + "_n", getattr(self, kind + "_n") + n)
 
-    def alloc_pinned(self, nbytes):
-        buf = super().alloc_pinned(nbytes)
-        self._add("pinned", buf.nbytes, 1)
-        return buf
-
-    def free_pinned(self, buf):
-        n = buf.nbytes
-        super().free_pinned(buf)
-        self._add("pinned", -n, -1)
-
-    def alloc_device(self, nbytes):
-        buf = super().alloc_device(nbytes)
-        self._add("device", buf.nbytes, 1)
-        return buf
-
-    def free_device(self, buf):
-        n = buf.nbytes
-        super().free_device(buf)
-        self._add("device", -n, -1)
-
-    def usage(self):
-        return (self.pinned, self.pinned_n, self.device, self.device_n)
+_SOAK = _soak()
+CountingCuda = _SOAK.counting(CudaDevice)
+NOTHING_HELD = dict.fromkeys(_SOAK.ACCT, 0)
 
 
 class KeepingCuda(CountingCuda):
@@ -141,8 +123,7 @@ def assert_no_leak(scenario, runs=RUNS):
         _settle()
         left = [t.name for t in threading.enumerate() if t not in threads and t.is_alive()]
         assert left == [], f"run {i}: threads left: {left}\n{stacks()}"
-        assert dev.usage() == (0, 0, 0, 0), \
-            f"run {i}: the scheduler still holds (pinned bytes, buffers, device bytes, buffers) {dev.usage()}"
+        assert dev.acct == NOTHING_HELD, f"run {i}: the scheduler still holds {dev.acct}"
         assert pool.used_bytes() == pool_used, \
             f"run {i}: CuPy pool used bytes {pool_used} before, {pool.used_bytes()} after"
         outside.append(device_outside())

@@ -492,7 +492,9 @@ def _gpu_child_job(paths, seed, crop, scale, ratio, max_pixels):
     """Read, check, decode and crop one batch; returns (buffer index, IPC handle, buffer
     size, images kept, per-path error reason or None). The kept images fill the buffer's
     first rows in order."""
-    import gpuaug
+    from gpuaug._registry import REGISTRY
+
+    resized_crop = REGISTRY["resized_crop"].func
 
     st = _CHILD
     cp, stream = st["cp"], st["stream"]
@@ -513,7 +515,7 @@ def _gpu_child_job(paths, seed, crop, scale, ratio, max_pixels):
         if kept:
             boxes = crop_boxes([a.shape[:2] for a in kept], seed, crop, scale, ratio)
             dense = cp.ndarray((len(kept), h, w, c), np.uint8, memptr=cp.cuda.MemoryPointer(mem, 0))
-            gpuaug.resized_crop(kept, boxes.astype(np.float32), (h, w), out=dense)
+            resized_crop(kept, boxes.astype(np.float32), (h, w), out=dense)
     stream.synchronize()
     return b, handle, mem.size, len(kept), errs
 

@@ -498,7 +498,9 @@ class ImageFiles(Source):
         default the whole images), or the list itself without a ``size``."""
         if self.size is None or not images:
             return images
-        import gpuaug
+        from gpuaug._registry import REGISTRY
+
+        resized_crop = REGISTRY["resized_crop"].func
 
         if boxes is None:
             sizes = np.asarray([a.shape[:2] for a in images], np.int64)
@@ -511,7 +513,7 @@ class ImageFiles(Source):
         dense = xp.empty((len(images), *self.size, c), np.uint8)
         # one launch over the decoded (varshape) images, written into the dense batch (one out=
         # check for the batch: a list of row views cost one check per image, ~5 ms per batch)
-        gpuaug.resized_crop(images, boxes.astype(np.float32), self.size, out=dense)
+        resized_crop(images, boxes.astype(np.float32), self.size, out=dense)
         return dense
 
     def close(self):

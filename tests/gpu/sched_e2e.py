@@ -195,7 +195,7 @@ class ThreadProfiles:
     """cProfile inside every scheduler thread (patches _Run._thread_main for one run)."""
 
     def __init__(self):
-        from gpuaug.scheduler import _core
+        from gpuaug.scheduler import _run as _core
 
         self.core, self.orig, self.profiles, self.cpu = _core, _core._Run._thread_main, {}, {}
         me = self
