@@ -67,6 +67,10 @@ LAYOUTS = ("NHWC", "NCHW")
 BACKENDS = ("cuda", "numba", "cpu")
 
 
+#: ``Param.high`` for "the input dtype's maximum": 255.0 for uint8, 1.0 for float16/float32.
+DTYPE_MAX = "dtype max"
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of an op.
@@ -75,6 +79,14 @@ class Param:
     sample). ``shape``: the shape of one sample's value (``()`` for a number,
     ``(2, 3)`` for an affine matrix). ``kind``: "float", "int", "bool", "choice",
     "size" (host-only: it decides the output shape) or "other".
+
+    The accepted values, which the bad-input tests and docs/errors.md are generated from:
+    ``low`` / ``high``: the smallest / largest accepted value (``low_open``: ``low`` itself
+    is refused; ``high=DTYPE_MAX``: the input dtype's maximum); ``nonzero``: 0 is refused;
+    ``choices``: the only accepted values. ``expect``: what the op's error message says
+    after "expected " for a value outside the range, where it is not :func:`per_sample`'s
+    ``values >= low`` / ``values > low`` / ``values <= high``; ``range_doc``: the words for
+    docs/errors.md where the bounds alone do not say it.
     """
 
     name: str
@@ -84,6 +96,44 @@ class Param:
     kind: str = "float"
     choices: tuple = ()
     doc: str = ""
+    low: Any = None
+    high: Any = None
+    low_open: bool = False
+    nonzero: bool = False
+    expect: str = ""
+    range_doc: str = ""
+
+    @property
+    def bounded(self):
+        """Whether some value of the right type and shape is refused (a range, a choice, a flag)."""
+        return (self.low is not None or self.high is not None or self.nonzero or bool(self.choices)
+                or (self.kind == "bool" and self.per_sample))
+
+    def high_for(self, dtype):
+        """``high`` for an input of ``dtype`` (resolves :data:`DTYPE_MAX`)."""
+        if self.high == DTYPE_MAX:
+            return 255.0 if str(dtype) == "uint8" else 1.0
+        return self.high
+
+    def range_text(self):
+        """The accepted values in words (docs/errors.md's per-op ranges), "" when unbounded."""
+        if self.range_doc:
+            return self.range_doc
+        if self.kind == "bool":
+            return "True/False or 0/1 per sample" if self.per_sample else "True or False"
+        if self.choices:
+            return ", ".join("None" if c is None else str(c) for c in self.choices)
+        hi = "255 (uint8) or 1 (floats)" if self.high == DTYPE_MAX else self.high
+        if self.low is not None and hi is not None and not self.low_open:
+            return f"{'integers ' if self.kind == 'int' else ''}in [{self.low}, {hi}]"
+        words = []
+        if self.low is not None:
+            words.append(f"{'>' if self.low_open else '>='} {self.low}")
+        if hi is not None:
+            words.append(f"<= {hi}")
+        if self.nonzero:
+            words.append("!= 0")
+        return " and ".join(words)
 
 
 @dataclass(frozen=True)
@@ -95,7 +145,9 @@ class OpSpec:
     per-sample keyword arguments that the demo, benchmarks and DALI tests use.
     ``kernels``: where its twins live (CUDA C file/template, Numba module/function), for
     compile checks. ``geometric``: the op moves pixels (vs. changes their values). ``changes_shape``:
-    the output's height/width may differ from the input's.
+    the output's height/width may differ from the input's. ``demo``: the parameters ``gpuaug
+    demo`` shows it with, a dict or a tuple of dicts, one tile each (None: its example).
+    ``range_notes``: docs/errors.md's words for checks across parameters.
     """
 
     name: str
@@ -111,6 +163,8 @@ class OpSpec:
     example: Callable | None = None
     kernels: Any = None  # gpuaug._run.Kernels: where the CUDA C and Numba twins live
     doc: str = field(default="", repr=False)
+    demo: dict | None = None  # parameters for ``gpuaug demo`` (one 256x256 photo); None: the example
+    range_notes: str = ""  # docs/errors.md: what the Params' ranges do not say (windows, sizes)
 
     @property
     def param_names(self):
@@ -127,7 +181,8 @@ class _Registry(Mapping):
         if self._specs is None:
             specs = {}
             for mod in OP_MODULES:
-                m = importlib.import_module(f"gpuaug.ops.{mod}")
+                # a dotted name is a module outside gpuaug.ops (tests register throwaway ops so)
+                m = importlib.import_module(mod if "." in mod else f"gpuaug.ops.{mod}")
                 for spec in m.SPECS:
                     if spec.name in specs:
                         raise RuntimeError(f"op {spec.name!r} registered twice")

@@ -57,8 +57,11 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("box_blur", box_blur, params=(
-        Param("kernel_size", None, kind="int", doc="odd window size 1..255 (required)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=box_blur.__doc__),
+        Param("kernel_size", None, kind="int", low=1, high=255, expect="odd sizes from 1 to 255",
+              range_doc="odd, 1..255",
+              doc="odd window size 1..255 (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=box_blur.__doc__,
+        demo={"kernel_size": 9}),
 )
 
 __all__ = ["box_blur"]

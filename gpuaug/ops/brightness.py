@@ -50,8 +50,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("brightness", brightness, params=(
-        Param("factor", None, doc="multiplier >= 0 (1: unchanged)"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=brightness.__doc__),
+        Param("factor", None, low=0, doc="multiplier >= 0 (1: unchanged)"),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=brightness.__doc__,
+        demo={"factor": 1.5}),
 )
 
 __all__ = ["brightness"]

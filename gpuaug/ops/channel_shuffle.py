@@ -57,9 +57,10 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("channel_shuffle", channel_shuffle, params=(
-        Param("permutation", None, shape=("C",), kind="int",
+        Param("permutation", None, shape=("C",), kind="int", range_doc="a permutation of 0..C-1 per sample",
               doc="source channel of each output channel (a permutation of 0..C-1)"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=channel_shuffle.__doc__),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=channel_shuffle.__doc__,
+        demo={"permutation": [2, 0, 1]}),
 )
 
 __all__ = ["channel_shuffle"]

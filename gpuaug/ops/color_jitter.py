@@ -76,11 +76,12 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("color_jitter", color_jitter, params=(
-        Param("brightness", 1.0, doc="brightness factor >= 0 (1: unchanged)"),
-        Param("contrast", 1.0, doc="contrast factor >= 0 (1: unchanged)"),
-        Param("saturation", 1.0, doc="saturation factor >= 0 (1: unchanged)"),
-        Param("hue", 0.0, doc="hue shift in turns, in [-0.5, 0.5] (0: unchanged)"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=color_jitter.__doc__),
+        Param("brightness", 1.0, low=0, doc="brightness factor >= 0 (1: unchanged)"),
+        Param("contrast", 1.0, low=0, doc="contrast factor >= 0 (1: unchanged)"),
+        Param("saturation", 1.0, low=0, doc="saturation factor >= 0 (1: unchanged)"),
+        Param("hue", 0.0, low=-0.5, high=0.5, doc="hue shift in turns, in [-0.5, 0.5] (0: unchanged)"),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=color_jitter.__doc__,
+        demo={"brightness": 1.3, "contrast": 1.4, "saturation": 1.8, "hue": 0.1}),
 )
 
 __all__ = ["color_jitter"]

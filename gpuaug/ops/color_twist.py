@@ -56,7 +56,8 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("color_twist", color_twist, params=(
         Param("matrix", None, shape=(3, 4), doc="affine colour matrix on [0, 1] values"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=color_twist.__doc__),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=color_twist.__doc__,
+        demo={"matrix": [[0.393, 0.769, 0.189, 0.0], [0.349, 0.686, 0.168, 0.0], [0.272, 0.534, 0.131, 0.0]]}),
 )
 
 __all__ = ["color_twist"]

@@ -61,8 +61,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("contrast", contrast, params=(
-        Param("factor", None, doc="blend factor >= 0 with the mean gray (1: unchanged)"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=contrast.__doc__),
+        Param("factor", None, low=0, doc="blend factor >= 0 with the mean gray (1: unchanged)"),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=contrast.__doc__,
+        demo={"factor": 1.8}),
 )
 
 __all__ = ["contrast"]

@@ -218,15 +218,19 @@ def _center_crop_example(rng, n, h, w):
 
 SPECS = (
     OpSpec("crop", crop, params=(
-        Param("top", 0, kind="int", doc="first row of the window"),
-        Param("left", 0, kind="int", doc="first column of the window"),
-        Param("height", None, kind="size", doc="window height (host ints; equal in a uniform batch)"),
-        Param("width", None, kind="size", doc="window width (host ints; equal in a uniform batch)"),
-    ), changes_shape=True, example=_crop_example, kernels=KERNELS, doc=crop.__doc__),
+        Param("top", 0, kind="int", low=0, doc="first row of the window"),
+        Param("left", 0, kind="int", low=0, doc="first column of the window"),
+        Param("height", None, kind="size", low=1, doc="window height (host ints; equal in a uniform batch)"),
+        Param("width", None, kind="size", low=1, doc="window width (host ints; equal in a uniform batch)"),
+    ), changes_shape=True, example=_crop_example, kernels=KERNELS, doc=crop.__doc__,
+        range_notes="one output size per uniform batch; the window inside every image",
+        demo={"top": 40, "left": 60, "height": 160, "width": 140}),
     OpSpec("center_crop", center_crop, params=(
-        Param("size", None, per_sample=False, shape=(2,), kind="size",
+        Param("size", None, per_sample=False, shape=(2,), kind="size", low=1, expect="positive sizes",
+              range_doc="int or (h, w) > 0 (larger than the image pads with zeros, as torchvision)",
               doc="(height, width) or int; zero padding where larger than the image"),
-    ), changes_shape=True, example=_center_crop_example, kernels=KERNELS, doc=center_crop.__doc__),
+    ), changes_shape=True, example=_center_crop_example, kernels=KERNELS, doc=center_crop.__doc__,
+        demo={"size": (160, 160)}),
 )
 
 __all__ = ["crop", "center_crop"]

@@ -127,18 +127,22 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("crop_mirror_normalize", crop_mirror_normalize, params=(
-        Param("crop", None, per_sample=False, kind="size", doc="window (h, w); None: whole image"),
-        Param("crop_pos", (0.5, 0.5), shape=(2,), doc="window position (y, x) in [0, 1]"),
+        Param("crop", None, per_sample=False, kind="size", range_doc="(h, w) no larger than any image",
+              doc="window (h, w); None: whole image"),
+        Param("crop_pos", (0.5, 0.5), shape=(2,), low=0, high=1, doc="window position (y, x) in [0, 1]"),
         Param("mirror", False, kind="bool", doc="flip the window left-right"),
         Param("mean", 0.0, shape=("C",), doc="per-channel mean, input units"),
-        Param("std", 1.0, shape=("C",), doc="per-channel standard deviation, input units, non-zero"),
+        Param("std", 1.0, shape=("C",), nonzero=True, expect="non-zero values",
+              doc="per-channel standard deviation, input units, non-zero"),
         Param("dtype", "float32", per_sample=False, kind="choice", choices=("float16", "float32"),
               doc="output dtype"),
         Param("output_layout", "NCHW", per_sample=False, kind="choice", choices=LAYOUTS,
               doc="output layout"),
         Param("pad_output", False, per_sample=False, kind="bool", doc="pad 3 channels to 4 (zeros)"),
     ), geometric=False, changes_shape=True, example=_example, kernels=KERNELS,
-        doc=crop_mirror_normalize.__doc__),
+        doc=crop_mirror_normalize.__doc__,
+        demo={"crop": (200, 200), "mirror": True, "mean": [123.7, 116.3, 103.5], "std": [58.4, 57.1, 57.4],
+              "output_layout": "NHWC"}),
 )
 
 __all__ = ["crop_mirror_normalize"]

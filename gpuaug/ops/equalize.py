@@ -118,7 +118,7 @@ def _tables_numba(b, target, stream):
 
 SPECS = (
     OpSpec("equalize", equalize, params=(), geometric=False, example=None, kernels=KERNELS,
-           doc=equalize.__doc__),
+           doc=equalize.__doc__, demo={}),
 )
 
 __all__ = ["equalize"]

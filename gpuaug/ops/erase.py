@@ -109,9 +109,12 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("erase", erase, params=(
         Param("boxes", None, shape=(None, 4), kind="int",
+              range_doc="(K, 4) or (N, K, 4) ints, height and width >= 0, coordinates below 2**24 "
+                        "(boxes may leave the image: clipped)",
               doc="(K, 4) or (N, K, 4) boxes (top, left, height, width), required"),
         Param("value", 0, doc="fill value: per sample, per channel or (N, C)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=erase.__doc__),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=erase.__doc__,
+        demo={"boxes": [[40, 40, 60, 80]], "value": 0}),
 )
 
 __all__ = ["erase"]

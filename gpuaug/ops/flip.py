@@ -93,7 +93,8 @@ SPECS = (
     OpSpec("flip", flip, params=(
         Param("horizontal", True, kind="bool", doc="flip left-right"),
         Param("vertical", False, kind="bool", doc="flip top-bottom"),
-    ), example=_example, kernels=KERNELS, doc=flip.__doc__),
+    ), example=_example,
+        demo=({"horizontal": True}, {"horizontal": False, "vertical": True}), kernels=KERNELS, doc=flip.__doc__),
 )
 
 __all__ = ["flip"]

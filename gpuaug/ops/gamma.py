@@ -54,9 +54,10 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("gamma", gamma, params=(
-        Param("gamma", doc="exponent >= 0"),
+        Param("gamma", low=0, doc="exponent >= 0"),
         Param("gain", 1.0, doc="multiplier after the power"),
-    ), geometric=False, example=_example, kernels=KERNELS, doc=gamma.__doc__),
+    ), geometric=False, example=_example, kernels=KERNELS, doc=gamma.__doc__,
+        demo={"gamma": 0.5}),
 )
 
 __all__ = ["gamma"]

@@ -102,9 +102,13 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("gaussian_blur", gaussian_blur, params=(
-        Param("sigma", None, doc="standard deviation in pixels, > 0 (required)"),
-        Param("kernel_size", None, kind="int", doc="odd size 1..255; default from sigma as OpenCV"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_blur.__doc__),
+        Param("sigma", None, low=0.0, low_open=True, doc="standard deviation in pixels, > 0 (required)"),
+        Param("kernel_size", None, kind="int", low=1, high=255, expect="odd sizes from 1 to 255",
+              range_doc="odd, 1..255",
+              doc="odd size 1..255; default from sigma as OpenCV"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_blur.__doc__,
+        range_notes="without `kernel_size`, `sigma` small enough for a kernel of at most 255",
+        demo={"sigma": 3.0}),
 )
 
 __all__ = ["gaussian_blur"]

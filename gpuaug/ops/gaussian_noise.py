@@ -80,9 +80,12 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("gaussian_noise", gaussian_noise, params=(
         Param("mean", 0.0, doc="noise mean, in the dtype's units"),
-        Param("std", None, doc="noise standard deviation >= 0, in the dtype's units (required)"),
-        Param("seed", None, per_sample=False, kind="int", doc="Philox key, int in [0, 2**64) (required)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_noise.__doc__),
+        Param("std", None, low=0.0, doc="noise standard deviation >= 0, in the dtype's units (required)"),
+        Param("seed", None, per_sample=False, kind="int", low=0, high=2 ** 64 - 1,
+              expect="an int in [0, 2**64)", range_doc="an int in [0, 2**64) (required)",
+              doc="Philox key, int in [0, 2**64) (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_noise.__doc__,
+        demo={"std": 25.0, "seed": 1}),
 )
 
 __all__ = ["gaussian_noise"]

@@ -53,9 +53,10 @@ def grayscale(x, num_output_channels=1, *, out=None, layout="NHWC", stream=None,
 
 SPECS = (
     OpSpec("grayscale", grayscale, params=(
-        Param("num_output_channels", 1, per_sample=False, kind="choice", choices=(1, 3),
+        Param("num_output_channels", 1, per_sample=False, kind="choice", choices=(1, 3), expect="1 or 3",
               doc="channels of the output (equal gray values)"),
-    ), channels=CHANNELS, geometric=False, example=None, kernels=KERNELS, doc=grayscale.__doc__),
+    ), channels=CHANNELS, geometric=False, example=None, kernels=KERNELS, doc=grayscale.__doc__,
+        demo={"num_output_channels": 3}),
 )
 
 __all__ = ["grayscale"]

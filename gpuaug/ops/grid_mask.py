@@ -85,11 +85,14 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("grid_mask", grid_mask, params=(
-        Param("tile", None, doc="grid period in pixels, > 0 (required)"),
-        Param("ratio", None, doc="dropped square side / tile, in [0, 1] (required)"),
+        Param("tile", None, low=0.0, low_open=True,
+              range_doc="> 0 and, as float32 (the kernels' precision), neither 0 nor inf (1.4e-45 to 3.4e+38)",
+              doc="grid period in pixels, > 0 (required)"),
+        Param("ratio", None, low=0.0, high=1.0, doc="dropped square side / tile, in [0, 1] (required)"),
         Param("angle", 0.0, doc="grid rotation in degrees"),
         Param("shift", (0.0, 0.0), shape=(2,), doc="grid offset (shift_y, shift_x) in pixels"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=grid_mask.__doc__),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=grid_mask.__doc__,
+        demo={"tile": 48, "ratio": 0.4, "angle": 20.0}),
 )
 
 __all__ = ["grid_mask"]

@@ -54,8 +54,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("hue", hue, params=(
-        Param("shift", None, doc="hue shift in turns, in [-0.5, 0.5]"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=hue.__doc__),
+        Param("shift", None, low=-0.5, high=0.5, doc="hue shift in turns, in [-0.5, 0.5]"),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=hue.__doc__,
+        demo={"shift": 0.3}),
 )
 
 __all__ = ["hue"]

@@ -37,7 +37,8 @@ def invert(x, *, out=None, layout="NHWC", stream=None, backend=None):
 
 
 SPECS = (
-    OpSpec("invert", invert, params=(), geometric=False, example=None, kernels=KERNELS, doc=invert.__doc__),
+    OpSpec("invert", invert, params=(), geometric=False, example=None, kernels=KERNELS, doc=invert.__doc__,
+           demo={}),
 )
 
 __all__ = ["invert"]

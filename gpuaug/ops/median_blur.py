@@ -61,7 +61,8 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("median_blur", median_blur, params=(
         Param("kernel_size", None, kind="int", choices=(3, 5), doc="window size, 3 or 5 (required)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=median_blur.__doc__),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=median_blur.__doc__,
+        demo={"kernel_size": 5}),
 )
 
 __all__ = ["median_blur"]

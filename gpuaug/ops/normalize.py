@@ -66,12 +66,14 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("normalize", normalize, params=(
         Param("mean", shape=("C",), doc="per-channel mean, input units"),
-        Param("std", shape=("C",), doc="per-channel standard deviation, input units, non-zero"),
+        Param("std", shape=("C",), nonzero=True, expect="non-zero values",
+              doc="per-channel standard deviation, input units, non-zero"),
         Param("dtype", "float32", per_sample=False, kind="choice", choices=("float16", "float32"),
               doc="output dtype"),
         Param("output_layout", None, per_sample=False, kind="choice", choices=(None,) + LAYOUTS,
               doc="output layout (None: the input's)"),
-    ), geometric=False, example=_example, kernels=KERNELS, doc=normalize.__doc__),
+    ), geometric=False, example=_example, kernels=KERNELS, doc=normalize.__doc__,
+        demo={"mean": [123.7, 116.3, 103.5], "std": [58.4, 57.1, 57.4]}),
 )
 
 __all__ = ["normalize"]

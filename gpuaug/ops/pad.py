@@ -92,12 +92,13 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("pad", pad, params=(
-        Param("padding", 0, shape=(4,), kind="int",
+        Param("padding", 0, shape=(4,), kind="int", low=0,
               doc="(top, bottom, left, right), host ints >= 0; output sizes must agree in a batch"),
         Param("mode", "constant", per_sample=False, kind="choice", choices=tuple(MODES),
               doc="border rule, as numpy.pad"),
         Param("value", 0.0, doc="fill value for mode 'constant'"),
-    ), changes_shape=True, example=_example, kernels=KERNELS, doc=pad.__doc__),
+    ), changes_shape=True, example=_example, kernels=KERNELS, doc=pad.__doc__,
+        demo={"padding": (32, 32, 32, 32), "mode": "reflect"}),
 )
 
 __all__ = ["pad"]

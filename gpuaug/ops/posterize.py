@@ -49,8 +49,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("posterize", posterize, params=(
-        Param("bits", kind="int", doc="bits kept, 1..8"),
-    ), geometric=False, example=_example, kernels=KERNELS, doc=posterize.__doc__),
+        Param("bits", kind="int", low=1, high=8, doc="bits kept, 1..8"),
+    ), geometric=False, example=_example, kernels=KERNELS, doc=posterize.__doc__,
+        demo={"bits": 3}),
 )
 
 __all__ = ["posterize"]

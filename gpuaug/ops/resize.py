@@ -96,10 +96,12 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("resize", resize, params=(
-        Param("size", None, per_sample=False, kind="size", doc="output (height, width); an int: square"),
+        Param("size", None, per_sample=False, kind="size", low=1, expect="positive sizes",
+              doc="output (height, width); an int: square"),
         Param("interpolation", "bilinear", per_sample=False, kind="choice",
               choices=tuple(INTERPOLATIONS), doc="OpenCV INTER_NEAREST / INTER_LINEAR / INTER_AREA"),
-    ), example=_example, kernels=KERNELS, changes_shape=True, doc=resize.__doc__),
+    ), example=_example, kernels=KERNELS, changes_shape=True, doc=resize.__doc__,
+        demo={"size": (96, 160)}),
 )
 
 __all__ = ["resize"]

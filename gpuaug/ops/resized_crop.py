@@ -103,11 +103,15 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("resized_crop", resized_crop, params=(
-        Param("boxes", None, shape=(4,), kind="float", doc="per-sample (top, left, height, width)"),
-        Param("size", None, per_sample=False, kind="size", doc="output (height, width); an int: square"),
+        Param("boxes", None, shape=(4,), kind="float",
+              range_doc="finite, height and width > 0 (may leave the image: reads are clamped to its edge)",
+              doc="per-sample (top, left, height, width)"),
+        Param("size", None, per_sample=False, kind="size", low=1, expect="positive sizes",
+              doc="output (height, width); an int: square"),
         Param("interpolation", "bilinear", per_sample=False, kind="choice",
               choices=tuple(INTERPOLATIONS), doc="OpenCV INTER_NEAREST / INTER_LINEAR / INTER_AREA"),
-    ), example=_example, kernels=KERNELS, changes_shape=True, doc=resized_crop.__doc__),
+    ), example=_example, kernels=KERNELS, changes_shape=True, doc=resized_crop.__doc__,
+        demo={"boxes": [60.0, 70.0, 120.0, 120.0], "size": (256, 256)}),
 )
 
 __all__ = ["resized_crop"]

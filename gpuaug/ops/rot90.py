@@ -90,8 +90,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("rot90", rot90, params=(
-        Param("k", 1, kind="int", doc="quarter turns counter-clockwise (-3..3)"),
-    ), changes_shape=True, example=_example, kernels=KERNELS, doc=rot90.__doc__),
+        Param("k", 1, kind="int", low=-3, high=3, expect="integers in -3..3", range_doc="integers in -3..3",
+              doc="quarter turns counter-clockwise (-3..3)"),
+    ), changes_shape=True, example=_example, demo={"k": 1}, kernels=KERNELS, doc=rot90.__doc__),
 )
 
 __all__ = ["rot90"]

@@ -77,9 +77,10 @@ SPECS = (
     OpSpec("rotate", rotate, params=(
         Param("angle", 0.0, doc="degrees, counter-clockwise"),
         Param("center", None, shape=(2,), doc="(cx, cy) pixels; None: the image centre"),
-        Param("scale", 1.0, doc="zoom factor"),
+        Param("scale", 1.0, nonzero=True, expect="non-zero numbers", doc="zoom factor"),
         *_warp.sampling_params(),
-    ), example=_example, kernels=KERNELS, doc=rotate.__doc__),
+    ), example=_example, kernels=KERNELS, doc=rotate.__doc__, demo={"angle": 30.0},
+        range_notes="`angle`, `center`, `fill` finite"),
 )
 
 __all__ = ["rotate"]

@@ -79,10 +79,13 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("salt_and_pepper", salt_and_pepper, params=(
-        Param("prob", None, doc="probability in [0, 1] that a pixel is replaced (required)"),
-        Param("salt_vs_pepper", 0.5, doc="fraction in [0, 1] of replaced pixels that are salt"),
-        Param("seed", None, per_sample=False, kind="int", doc="Philox key, int in [0, 2**64) (required)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=salt_and_pepper.__doc__),
+        Param("prob", None, low=0.0, high=1.0, doc="probability in [0, 1] that a pixel is replaced (required)"),
+        Param("salt_vs_pepper", 0.5, low=0.0, high=1.0, doc="fraction in [0, 1] of replaced pixels that are salt"),
+        Param("seed", None, per_sample=False, kind="int", low=0, high=2 ** 64 - 1,
+              expect="an int in [0, 2**64)", range_doc="an int in [0, 2**64) (required)",
+              doc="Philox key, int in [0, 2**64) (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=salt_and_pepper.__doc__,
+        demo={"prob": 0.08, "seed": 1}),
 )
 
 __all__ = ["salt_and_pepper"]

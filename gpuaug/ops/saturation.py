@@ -52,8 +52,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("saturation", saturation, params=(
-        Param("factor", None, doc="blend factor >= 0 with the pixel's gray (0: grayscale, 1: unchanged)"),
-    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=saturation.__doc__),
+        Param("factor", None, low=0, doc="blend factor >= 0 with the pixel's gray (0: grayscale, 1: unchanged)"),
+    ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=saturation.__doc__,
+        demo={"factor": 2.0}),
 )
 
 __all__ = ["saturation"]

@@ -65,8 +65,9 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("sharpen", sharpen, params=(
-        Param("factor", None, doc="sharpness factor >= 0: 0 smooth, 1 identity, > 1 sharper (required)"),
-    ), example=_example, kernels=KERNELS, geometric=False, doc=sharpen.__doc__),
+        Param("factor", None, low=0.0, doc="sharpness factor >= 0: 0 smooth, 1 identity, > 1 sharper (required)"),
+    ), example=_example, kernels=KERNELS, geometric=False, doc=sharpen.__doc__,
+        demo={"factor": 4.0}),
 )
 
 __all__ = ["sharpen"]

@@ -5,7 +5,7 @@ import numpy as np
 
 from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
-from gpuaug._registry import OpSpec, Param
+from gpuaug._registry import DTYPE_MAX, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops._intensity import top, u8_vec_fast
 from gpuaug.ops._launch import float32_at_least
@@ -54,8 +54,10 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("solarize", solarize, params=(
-        Param("threshold", doc="values >= threshold are inverted (input units: 0..255 uint8, 0..1 floats)"),
-    ), geometric=False, example=_example, kernels=KERNELS, doc=solarize.__doc__),
+        Param("threshold", low=0, high=DTYPE_MAX,
+              doc="values >= threshold are inverted (input units: 0..255 uint8, 0..1 floats)"),
+    ), geometric=False, example=_example, kernels=KERNELS, doc=solarize.__doc__,
+        demo={"threshold": 128}),
 )
 
 __all__ = ["solarize"]

@@ -107,7 +107,7 @@ def tiles_fast(kcol=-1):
 
 SPECS = (
     OpSpec("transpose", transpose, params=(), changes_shape=True,
-           example=lambda rng, n, h, w: {}, kernels=KERNELS, doc=transpose.__doc__),
+           example=lambda rng, n, h, w: {}, demo={}, kernels=KERNELS, doc=transpose.__doc__),
 )
 
 __all__ = ["transpose"]

@@ -93,12 +93,16 @@ def _example(rng, n, h, w):
 
 SPECS = (
     OpSpec("warp_affine", warp_affine, params=(
-        Param("matrix", None, shape=(2, 3), doc="source -> destination affine matrix"),
-        Param("size", None, per_sample=False, kind="size", doc="output (height, width)"),
+        Param("matrix", None, shape=(2, 3),
+              range_doc="finite and invertible (abs(det) above 1e-12 x the product of its row norms)",
+              doc="source -> destination affine matrix"),
+        Param("size", None, per_sample=False, kind="size", low=1, expect="positive sizes",
+              doc="output (height, width)"),
         *_warp.sampling_params(),
         Param("inverse_map", False, per_sample=False, kind="bool",
               doc="matrix maps destination to source"),
-    ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_affine.__doc__),
+    ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_affine.__doc__,
+        demo={"matrix": [[1.0, 0.3, -30.0], [0.1, 1.0, 0.0]]}),
 )
 
 __all__ = ["warp_affine"]

@@ -107,12 +107,16 @@ def homography(src, dst):
 
 SPECS = (
     OpSpec("warp_perspective", warp_perspective, params=(
-        Param("matrix", None, shape=(3, 3), doc="source -> destination homography"),
-        Param("size", None, per_sample=False, kind="size", doc="output (height, width)"),
+        Param("matrix", None, shape=(3, 3),
+              range_doc="finite and invertible (abs(det) above 1e-12 x the product of its row norms)",
+              doc="source -> destination homography"),
+        Param("size", None, per_sample=False, kind="size", low=1, expect="positive sizes",
+              doc="output (height, width)"),
         *_warp.sampling_params(),
         Param("inverse_map", False, per_sample=False, kind="bool",
               doc="matrix maps destination to source"),
-    ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_perspective.__doc__),
+    ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_perspective.__doc__,
+        demo={"matrix": [[1.0, 0.2, 0.0], [0.05, 1.0, 0.0], [0.0008, 0.0006, 1.0]]}),
 )
 
 __all__ = ["warp_perspective"]
