@@ -464,6 +464,23 @@ def memo_plan(keys, args, make):
     return got
 
 
+def _table_key(batch: Batch):
+    """What a dense batch's descriptor table is a function of (None for varshape). The
+    itemsize too: byte strides alone collided (a uint8 view with stride 2 and a contiguous
+    float16 array at a reused address have the same byte strides)."""
+    if batch.varshape:
+        return None
+    v = batch.nhwc
+    return (v.data.ptr if batch.device else v.__array_interface__["data"][0], v.shape, v.strides, v.itemsize)
+
+
+def table_item(batch: Batch):
+    """``(key, table)`` for :func:`gpuaug.kernels._cuda.stage`: a dense batch's table is keyed,
+    so its device copy comes from the constant cache (no upload in a loop)."""
+    key = _table_key(batch)
+    return (None if key is None else ("table",) + key), descriptor_table(batch)
+
+
 def descriptor_table(batch: Batch) -> np.ndarray:
     """int64 (N, 6) table: address, height, width and element strides y, x, c per sample.
 
@@ -471,14 +488,11 @@ def descriptor_table(batch: Batch) -> np.ndarray:
     so one kernel signature serves both.
     """
     n = batch.n
-    if not batch.varshape:  # a pure function of pointer, shape and strides: cached
-        v = batch.nhwc
-        # The itemsize too: byte strides alone collided (a uint8 view with stride 2 and a
-        # contiguous float16 array at a reused address have the same byte strides).
-        key = (v.data.ptr if batch.device else v.__array_interface__["data"][0], v.shape, v.strides, v.itemsize)
+    key = _table_key(batch)
+    if key is not None:  # a pure function of pointer, shape and strides: cached
         t = _TABLES.get(key)
         if t is None:
-            t = _dense_table(v)
+            t = _dense_table(batch.nhwc)
             t.flags.writeable = False
             if len(_TABLES) >= 256:
                 _TABLES.pop(next(iter(_TABLES)))

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, max_size
+from gpuaug._batch import Batch, max_size, table_item
 from gpuaug._stream import check_stream, on_device
+from gpuaug._params import param_item
 from gpuaug._util import check_choice, cupy_module, simulator
 
 BACKENDS = ("cuda", "numba", "cpu")
@@ -110,30 +111,36 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
 
 
 def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=None, fast=None):
-    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
-    cp = cupy_module()
+    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name
 
     n = src.n
     launch = fast(src, dst) if fast is not None else None
     if launch is not None:
-        if isinstance(params, np.ndarray):
-            (par,) = upload(np.ascontiguousarray(params, np.float32).reshape(n, -1))
-        else:
-            par = cp.ascontiguousarray(params, dtype=cp.float32)
+        (par,) = device_params(params, n)
         launch(par)
         return
     p = np.asarray(params.shape[1], np.int32)
-    tables = [descriptor_table(src), descriptor_table(dst)]
-    if isinstance(params, np.ndarray):
-        src_t, dst_t, par = upload(*tables, np.ascontiguousarray(params, np.float32).reshape(n, -1))
-    else:
-        src_t, dst_t = upload(*tables)
-        par = cp.ascontiguousarray(params, dtype=cp.float32)
+    src_t, dst_t, par = device_params(params, n, src, dst)
     template = template or (src.dtype.name, src.channels)
     fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
     hmax, wmax = max_size(dst.shapes)
     grid, block = grid_2d(hmax, wmax, n)
     fn(grid, block, (src_t, dst_t, par, np.int32(p), np.int32(n)) + tuple(extra))
+
+
+def device_params(params, n, *batches):
+    """The device copies of ``batches``' descriptor tables, then of the (n, P) parameters, as
+    float32 (what every kernel reads): host parameters and tables travel in one staged copy
+    from pinned memory, or come from the constant cache (dense batches' tables, parameter
+    matrices whose rows are all equal); device parameters are used in place when they are
+    already contiguous float32. The one way host data reaches a CUDA C launch."""
+    from gpuaug.kernels._cuda import stage
+
+    items = [table_item(b) for b in batches]
+    if isinstance(params, np.ndarray):
+        return stage(*items, param_item(params, n))
+    cp = cupy_module()
+    return stage(*items) + [cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)]
 
 
 def contiguous_rows(src: Batch, dst: Batch):

@@ -271,6 +271,81 @@ def upload(*arrays):
     return staging().upload(arrays)
 
 
+class _Constants:
+    """Device copies of host arrays that are pure functions of a key: descriptor tables of
+    dense batches (keyed by address, shape and strides) and per-sample parameter matrices whose
+    rows are all equal (scalar arguments). A loop of calls on same-shaped batches then uploads
+    nothing: CuPy's pool hands the same addresses back, so the keys repeat.
+
+    An entry is made by one staged upload on the current stream, with an event behind it; a
+    call on another stream waits for that event on the device (never on the host) until it
+    has completed. Entries are never written after they are made. Past ``LIMIT`` entries the
+    cache is dropped after a device synchronisation (a kernel on another stream may still
+    read an entry, and CuPy's pool would hand its memory to the stream that made it).
+    """
+
+    LIMIT = 4096
+
+    def __init__(self):
+        self._d = {}
+        self._lock = threading.Lock()
+        self.stats = {"hits": 0, "made": 0, "drops": 0}
+
+    def get(self, key, host):
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        e = self._d.get(key)
+        if e is not None:
+            arr, ev, sptr = e
+            if ev is not None and sptr != stream.ptr:
+                if ev.done:
+                    self._d[key] = (arr, None, sptr)
+                else:
+                    stream.wait_event(ev)
+            self.stats["hits"] += 1
+            return arr
+        with self._lock:
+            if len(self._d) >= self.LIMIT:
+                cupy.cuda.Device().synchronize()
+                self._d.clear()
+                self.stats["drops"] += 1
+            (arr,) = upload(host)
+            ev = cupy.cuda.Event(block=False, disable_timing=True)
+            ev.record(stream)
+            self._d[key] = (arr, ev, stream.ptr)
+            self.stats["made"] += 1
+        return arr
+
+
+_constants = {}
+
+
+def constants(dev=None) -> _Constants:
+    """The constant cache of device ``dev`` (default: the current device)."""
+    import cupy
+
+    if dev is None:
+        dev = cupy.cuda.runtime.getDevice()
+    c = _constants.get(dev)
+    if c is None:
+        c = _constants.setdefault(dev, _Constants())
+    return c
+
+
+def stage(*items):
+    """Host arrays -> device arrays on the current stream. Each item is ``(key, host)``: a
+    keyed one comes from the constant cache (uploaded the first time only), the others travel
+    together in one staged copy."""
+    keyed = [k is not None for k, _ in items]
+    fresh = upload(*(h for (k, h), c in zip(items, keyed) if not c)) if not all(keyed) else []
+    out, it = [], iter(fresh)
+    cache = constants() if any(keyed) else None
+    for (k, h), c in zip(items, keyed):
+        out.append(cache.get(k, h) if c else next(it))
+    return out
+
+
 def grid_2d(h: int, w: int, n: int, block=(32, 8)):
     """Grid and block for one thread per output pixel; z walks the samples."""
     return ((w + block[0] - 1) // block[0], (h + block[1] - 1) // block[1], min(n, 65535)), \

@@ -334,6 +334,58 @@ def test_uploads_do_not_wait_behind_a_busy_stream():
     cp.cuda.Device().synchronize()
 
 
+@pytest.mark.gpu
+def test_scalar_calls_in_a_loop_upload_nothing():
+    """Same shapes, same scalars: descriptor tables and parameters come from the constant
+    cache after the first call (no staged upload at all), with the same bits out."""
+    import cupy as cp
+    from gpuaug.kernels._cuda import staging
+    rng = np.random.default_rng(5)
+    x = cp.asarray(rng.integers(0, 256, (8, 32, 48, 3), dtype=np.uint8))
+    calls = [lambda: gpuaug.normalize(x, (120.0, 110.0, 100.0), (50.0, 60.0, 70.0)),
+             lambda: gpuaug.center_crop(x, (16, 16)),
+             lambda: gpuaug.gaussian_blur(x, sigma=1.5),
+             lambda: gpuaug.color_jitter(x, brightness=1.1, contrast=0.9, saturation=1.2),
+             lambda: gpuaug.rotate(x, 10.0),
+             lambda: gpuaug.flip(x)]
+    for call in calls:
+        want = call()
+        keep = [call() for _ in range(2)]  # outputs kept alive: new addresses, new tables once
+        del keep
+        before = staging().stats["uploads"]
+        for _ in range(5):
+            got = call()
+            del got
+        got = call()
+        assert staging().stats["uploads"] == before
+        cp.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+def test_constant_cache_on_a_second_stream_waits_for_the_first_upload():
+    """A constant made on a stream held up by a spin kernel, then used at once on a second
+    stream: the second stream waits for it on the device, and the result is right."""
+    import cupy as cp
+    from gpuaug.kernels._cuda import constants
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }''', "spin")
+    rng = np.random.default_rng(6)
+    x = cp.asarray(rng.integers(0, 256, (4, 16, 16, 3), dtype=np.uint8))
+    gains = float(rng.uniform(0.5, 1.5))  # a scalar no earlier test used: a new constant
+    want = gpuaug.brightness(cp.asnumpy(x), gains)
+    cp.cuda.Device().synchronize()
+    a, b = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with a:
+        spin((1,), (1,), (np.uint64(200_000_000),))
+        gpuaug.brightness(x, gains)  # makes the parameter matrix behind the spin
+    made = constants().stats["made"]
+    with b:
+        got = gpuaug.brightness(x, gains)
+    assert constants().stats["made"] == made  # from the cache
+    b.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
 def test_staging_re_records_completed_events_instead_of_creating_them(staging):
     st, cp, _ = staging
     for _ in range(10):
@@ -417,3 +469,111 @@ def test_kernel_launch_hands_unknown_argument_types_to_cupy(monkeypatch):
     odd = np.complex64(1j)
     k((1,), (1,), (odd,), shared_mem=8)
     assert seen == [((1,), (1,), (odd,), 8)] and not launches
+
+
+# -- the constant cache: tables and scalar parameters uploaded once ---------------------------
+
+def test_param_item_keys_only_matrices_whose_rows_are_bit_identical():
+    from gpuaug._params import param_item
+
+    key, p = param_item(np.tile([1.5, -2.0], (8, 1)), 8)
+    assert key is not None and p.dtype == np.float32 and p.shape == (8, 2) and p.flags.c_contiguous
+    assert param_item(np.arange(16.0).reshape(8, 2), 8)[0] is None  # per-sample values travel each call
+    zero, negzero = param_item(np.zeros((4, 1)), 4)[0], param_item(np.full((4, 1), -0.0), 4)[0]
+    assert zero != negzero  # -0.0 is not +0.0 to a kernel (1 / x): bits, not ==
+    mixed = np.zeros((4, 1))
+    mixed[2] = -0.0
+    assert param_item(mixed, 4)[0] is None
+    assert param_item(np.full((4, 1), np.nan), 4)[0] is not None  # one NaN pattern: still one matrix
+    assert param_item(np.ones((4, 2)), 4)[0] != param_item(np.ones((2, 4)), 2)[0]  # shape is in the key
+
+
+class _CStream:
+    def __init__(self, ptr):
+        self.ptr = ptr
+        self.waited = []
+
+    def wait_event(self, ev):
+        self.waited.append(ev)
+
+
+@pytest.fixture()
+def constants(monkeypatch):
+    from gpuaug.kernels import _cuda
+
+    cur = [_CStream(7)]
+    syncs = []
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(
+        Event=lambda **kw: _Event(), get_current_stream=lambda: cur[0],
+        Device=lambda: types.SimpleNamespace(synchronize=lambda: syncs.append(1)))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    uploads = []
+
+    def upload(*arrays):
+        uploads.append(arrays)
+        return [("dev", a.tobytes()) for a in arrays]
+    monkeypatch.setattr(_cuda, "upload", upload)
+    return _cuda._Constants(), cur, uploads, syncs
+
+
+def test_constants_upload_a_key_once(constants):
+    cache, cur, uploads, _ = constants
+    a = np.arange(6, dtype=np.int64)
+    first = cache.get(("t", 1), a)
+    assert cache.get(("t", 1), a) is first and len(uploads) == 1
+    assert cache.get(("t", 2), a + 1) == ("dev", (a + 1).tobytes()) and len(uploads) == 2
+    assert cache.stats == {"hits": 1, "made": 2, "drops": 0}
+
+
+def test_constants_another_stream_waits_on_the_device_until_the_upload_is_done(constants):
+    cache, cur, uploads, _ = constants
+    cache.get("k", np.zeros(3))
+    ev = cache._d["k"][1]
+    cur[0] = other = _CStream(9)
+    cache.get("k", np.zeros(3))
+    assert other.waited == [ev]  # a device-side wait, not a host one
+    ev.done = True
+    cache.get("k", np.zeros(3))
+    assert other.waited == [ev] and cache._d["k"][1] is None  # done: no more waits, ever
+    assert len(uploads) == 1
+
+
+def test_constants_same_stream_never_waits(constants):
+    cache, cur, _, _ = constants
+    for _ in range(3):
+        cache.get("k", np.zeros(3))
+    assert cur[0].waited == []
+
+
+def test_constants_drop_everything_after_a_sync_past_the_limit(constants):
+    cache, _, uploads, syncs = constants
+    cache.LIMIT = 4
+    for i in range(4):
+        cache.get(i, np.full(2, i))
+    assert not syncs
+    cache.get(99, np.zeros(2))
+    assert syncs == [1] and set(cache._d) == {99} and cache.stats["drops"] == 1
+
+
+def test_stage_keyed_items_from_the_cache_the_rest_in_one_upload(constants, monkeypatch):
+    from gpuaug.kernels import _cuda
+
+    cache, _, uploads, _ = constants
+    monkeypatch.setattr(_cuda, "constants", lambda dev=None: cache)
+    t, p, q = np.arange(4), np.ones(2), np.zeros(3)
+    out = _cuda.stage(("tab", t), (None, p), (None, q))
+    assert out == [("dev", t.tobytes()), ("dev", p.tobytes()), ("dev", q.tobytes())]
+    assert [len(u) for u in uploads] == [2, 1]  # the fresh pair together, then the keyed one
+    _cuda.stage(("tab", t), (None, p))
+    assert [len(u) for u in uploads] == [2, 1, 1]  # the table came from the cache
+
+
+def test_table_item_keys_dense_batches_by_address_shape_strides_and_itemsize():
+    from gpuaug._batch import _table_key, as_batch, table_item
+
+    x = np.zeros((2, 4, 5, 3), np.uint8)
+    key, t = table_item(as_batch(x))
+    assert key[0] == "table" and key[2:] == (x.shape, x.strides, 1) and t.shape == (2, 6)
+    assert table_item(as_batch(x.view(np.uint8)[:, :, ::2]))[0] != key
+    assert _table_key(as_batch([np.zeros((3, 3, 1), np.uint8), np.zeros((4, 2, 1), np.uint8)])) is None

@@ -153,17 +153,14 @@ def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False):
 
 
 def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
-    from gpuaug.kernels._cuda import get_function, upload
+    from gpuaug._run import device_params
+    from gpuaug.kernels._cuda import get_function
     cp = cupy_module()
 
     n = b.n
     result, dst = b.alloc(out, b.shapes, channels=channels)
     src_t, dst_t = descriptor_table(b), descriptor_table(dst)
-    if isinstance(params, np.ndarray):
-        src_d, dst_d, par = upload(src_t, dst_t, np.ascontiguousarray(params, np.float32).reshape(n, -1))
-    else:
-        src_d, dst_d = upload(src_t, dst_t)
-        par = cp.ascontiguousarray(params, dtype=cp.float32)
+    src_d, dst_d, par = device_params(params, n, b, dst)
     P, N = np.int32(par.shape[1]), np.int32(n)
     args = (b.dtype.name, b.channels, dst.channels, n, None if mean is None else mean[0],
             _multiprocessors(cp), channels is not None)

@@ -138,35 +138,46 @@ def u8_vec_fast(filename, name, nhwc_only=False):
     return fast
 
 
+def _cmn_vec_geometry(src, dst, filename, base, out_channels):
+    """(kernel name, grid) of cmn_vec_fast for these batches, or None when the outputs do not
+    suit it (a function of the batches' layout keys: memoised)."""
+    from gpuaug._batch import descriptor_table
+    from gpuaug.kernels._cuda import kernel_name
+
+    t = descriptor_table(dst)
+    isz = dst.dtype.itemsize
+    unit = 4 * isz
+    planar = bool(np.all(t[:, 4] == 1))
+    inter = bool(np.all(t[:, 4] == out_channels) and np.all(t[:, 5] == 1))
+    if not (planar or inter) or np.any(t[:, 2] % 4) or np.any(t[:, 0] % unit) or np.any((t[:, 3] * isz) % unit):
+        return None
+    if planar and out_channels > 1 and np.any((t[:, 5] * isz) % unit):
+        return None
+    name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
+                       *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
+    hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
+    return name, (-(-wmax // (4 * 32)), -(-hmax // 32), min(src.n, 65535))
+
+
 def cmn_vec_fast(filename, base, out_channels):
     """A run() ``fast=`` hook for crop/mirror/normalize: four output pixels per thread with
     aligned vector stores, when every output row is a whole number of 4-value vectors
     and every output address and stride is aligned to one (loads take any strides)."""
 
     def fast(src, dst):
-        from gpuaug._batch import descriptor_table
+        from gpuaug._batch import layout_key, memo_plan, table_item
+        from gpuaug.kernels._cuda import get_function, stage
 
-        t = descriptor_table(dst)
-        isz = dst.dtype.itemsize
-        unit = 4 * isz
-        planar = bool(np.all(t[:, 4] == 1))
-        inter = bool(np.all(t[:, 4] == out_channels) and np.all(t[:, 5] == 1))
-        if not (planar or inter) or np.any(t[:, 2] % 4) or np.any(t[:, 0] % unit) or np.any((t[:, 3] * isz) % unit):
+        geo = memo_plan((layout_key(src), layout_key(dst)), ("cmn_vec", filename, base, out_channels),
+                        lambda: _cmn_vec_geometry(src, dst, filename, base, out_channels))
+        if geo is None:
             return None
-        if planar and out_channels > 1 and np.any((t[:, 5] * isz) % unit):
-            return None
-        from gpuaug.kernels._cuda import get_function, kernel_name, upload
-
-        name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
-                           *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
+        name, grid = geo
         fn = get_function(filename, name)
-        hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
         n = src.n
-        grid = (-(-wmax // (4 * 32)), -(-hmax // 32), min(n, 65535))
-        st = descriptor_table(src)
 
         def launch(par):
-            src_t, dst_t = upload(st, t)
+            src_t, dst_t = stage(table_item(src), table_item(dst))
             fn(grid, (32, 8, 1), (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)))
         return launch
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuaug._batch import Batch, descriptor_table, max_over, max_size
+from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import per_sample
-from gpuaug._run import _launch
+from gpuaug._run import _launch, device_params
 from gpuaug._stream import check_stream, on_device
 from gpuaug._util import cupy_module
 
@@ -70,16 +70,10 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
 
 
 def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
-    from gpuaug.kernels._cuda import get_function, kernel_name, upload
+    from gpuaug.kernels._cuda import get_function, kernel_name
 
-    cp = cupy_module()
     n = src.n
-    tables = [descriptor_table(src), descriptor_table(dst)]
-    if isinstance(params, np.ndarray):
-        src_t, dst_t, par = upload(*tables, np.ascontiguousarray(params, np.float32).reshape(n, -1))
-    else:
-        src_t, dst_t = upload(*tables)
-        par = cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)
+    src_t, dst_t, par = device_params(params, n, src, dst)
     fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels, *plan.template))
     if plan.shared_mem > _SMEM_LIMIT and fn.max_dynamic_shared_size_bytes < plan.shared_mem:
         fn.max_dynamic_shared_size_bytes = plan.shared_mem  # opt in (Hopper: up to 227 KiB)
@@ -244,10 +238,10 @@ def rows_fast(cu_file, name):
     """A ``fast`` hook for :func:`gpuaug._run.run` that launches the replace_rows kernel
     ``name<T, C>`` (any batch: it reads the descriptor tables) instead of one thread per pixel."""
     def fast(src, dst):
-        from gpuaug.kernels._cuda import get_function, kernel_name, upload
+        from gpuaug.kernels._cuda import get_function, kernel_name, stage
 
         fn = get_function(cu_file, kernel_name(name, src.dtype.name, src.channels))
-        src_t, dst_t = upload(descriptor_table(src), descriptor_table(dst))
+        src_t, dst_t = stage(table_item(src), table_item(dst))
         grid, block = rows_grid(dst)
 
         def launch(par):

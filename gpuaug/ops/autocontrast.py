@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch, descriptor_table
+from gpuaug._batch import as_batch, table_item
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
@@ -48,14 +48,14 @@ def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
 def _rows_cuda(b, stream):
     """Step 1 on the GPU: (N, 2C + 1) float32 rows on the caller's stream."""
     from gpuaug._stream import on_device
-    from gpuaug.kernels._cuda import get_function, kernel_name, upload
+    from gpuaug.kernels._cuda import get_function, kernel_name, stage
 
     cp = cupy_module()
     n, c = b.n, b.channels
     with on_device(b.device_id(), stream):
         rows = cp.empty((n, 2 * c + 1), cp.float32)
         if n:
-            (tab,) = upload(descriptor_table(b))
+            (tab,) = stage(table_item(b))
             fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_stats", b.dtype.name, c))
             fn((n,), (256,), (tab, rows, np.int32(2 * c + 1), np.int32(n)))
     return rows

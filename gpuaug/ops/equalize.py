@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch, descriptor_table, max_size
+from gpuaug._batch import as_batch, max_size, table_item
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
@@ -57,7 +57,7 @@ def equalize(x, *, out=None, layout="NHWC", stream=None, backend=None):
 def _tables_cuda(b, stream):
     """Passes 1 and 2 on the GPU: (N, C*256 + 1) float32 tables on the caller's stream."""
     from gpuaug._stream import on_device
-    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, upload
+    from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, stage
 
     cp = cupy_module()
     n, c = b.n, b.channels
@@ -69,7 +69,7 @@ def _tables_cuda(b, stream):
             fn = get_function("equalize.cu", f"gpuaug_equalize_hist_u8<{c}>")
             fn(vec_grid(n, nvec), (VEC_THREADS,), (b.arrays[0], np.int32(nvec), hist, np.int32(n)))
         else:
-            (tab,) = upload(descriptor_table(b))
+            (tab,) = stage(table_item(b))
             fn = get_function("equalize.cu", kernel_name("gpuaug_equalize_hist", b.dtype.name, c))
             hmax, wmax = max_size(b.shapes)
             grid, block = grid_2d(hmax, wmax, n)
