@@ -372,7 +372,8 @@ def test_constant_cache_on_a_second_stream_waits_for_the_first_upload():
     rng = np.random.default_rng(6)
     x = cp.asarray(rng.integers(0, 256, (4, 16, 16, 3), dtype=np.uint8))
     gains = float(rng.uniform(0.5, 1.5))  # a scalar no earlier test used: a new constant
-    want = gpuaug.brightness(cp.asnumpy(x), gains)
+    x5 = cp.concatenate([x, x[:1]])  # 5 samples: another parameter matrix, made now and waited for
+    want = cp.asnumpy(gpuaug.brightness(x5, gains)[:4])
     cp.cuda.Device().synchronize()
     a, b = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     with a:
