@@ -22,6 +22,7 @@ Scheduler is made for a GPU.
 from gpuaug.scheduler._core import DeviceBatch, Scheduler, epoch_batches
 from gpuaug.scheduler._decode import DEFAULT_MAX_PIXELS, ImageDecodeError
 from gpuaug.scheduler._device import CudaDevice, Device, FakeDevice
+from gpuaug.scheduler._pinned import free_pinned_pool, set_pinned_pool_limit
 from gpuaug.scheduler.sources import (ArraySource, ImageFiles, ImageFolder, IterableSource, Layout, Source,
                                       as_source, decode_image)
 from gpuaug.scheduler.telemetry import BatchTiming, Stats, ascii_timeline, chrome_trace, summarize
@@ -29,4 +30,4 @@ from gpuaug.scheduler.telemetry import BatchTiming, Stats, ascii_timeline, chrom
 __all__ = ["Scheduler", "DeviceBatch", "epoch_batches", "Device", "CudaDevice", "FakeDevice",
            "ArraySource", "ImageFiles", "ImageFolder", "IterableSource", "Layout", "Source", "as_source",
            "decode_image", "BatchTiming", "Stats", "ascii_timeline", "chrome_trace", "summarize",
-           "ImageDecodeError", "DEFAULT_MAX_PIXELS"]
+           "ImageDecodeError", "DEFAULT_MAX_PIXELS", "set_pinned_pool_limit", "free_pinned_pool"]

@@ -82,8 +82,12 @@ class Scheduler:
             epoch cost most of the copy rate).
         copy_stream, compute_stream: run the copies / augments on these streams instead
             of two new non-blocking ones.
-        keep_buffers: keep streams and buffers between epochs (default: freed at the end
-            of each epoch, when the loop is left, and by ``close()``).
+        keep_buffers: keep streams and device buffers between epochs (default: freed at
+            the end of each epoch, when the loop is left, and by ``close()``). The pinned
+            ring is kept between epochs anyway (cudaHostAlloc is slow) and ``close()``
+            hands it to the process's pinned pool for the next scheduler on the device (at
+            most 1 GiB idle per device: ``gpuaug.scheduler.set_pinned_pool_limit``,
+            ``free_pinned_pool``); a FakeDevice does so only with ``pinned_pool_bytes``.
         progress: show a progress bar (tqdm if importable).
         max_timings: per-batch telemetry kept for ``stats()``/``timings()``/``timeline()``:
             the most recent batches of the epoch (about 0.6 kB each, so an endless
@@ -214,7 +218,7 @@ class Scheduler:
             self._run = None
             if not self.keep_buffers:
                 with self.device.context():
-                    self._res.free()
+                    self._res.free(keep_pinned=True)
             raise
         self.epoch += 1
         try:
@@ -237,7 +241,8 @@ class Scheduler:
                     # run's buffers and streams and free them when they end; new ones here
                     old = self._res
                     self._res = Resources(self.device, self.depth, *old._given)
-                    self._res.pinned_reallocs, self._res.device_reallocs = old.pinned_reallocs, old.device_reallocs
+                    for c in ("pinned_reallocs", "device_reallocs", "pinned_allocs"):
+                        setattr(self._res, c, getattr(old, c))
                 if run is self._run:  # not an older epoch's iterator finalised late
                     self._timings = run.timings
 

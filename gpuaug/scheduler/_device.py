@@ -96,6 +96,11 @@ class Device:
     def free_pinned(self, buf: HostBuffer):
         raise NotImplementedError
 
+    def pinned_pool(self):
+        """The :class:`~gpuaug.scheduler._pinned.PinnedPool` that keeps this device's idle
+        pinned buffers, or None: no pool, and a scheduler frees its ring every epoch."""
+        return None
+
     def register_host(self, array: np.ndarray):
         """Page-lock an existing host array in place (so copies from it are async DMA)."""
         raise NotImplementedError
@@ -237,6 +242,11 @@ class CudaDevice(Device):
     def free_pinned(self, buf):
         buf.array = None
         self._rt.freeHost(buf.ptr)
+
+    def pinned_pool(self):
+        from gpuaug.scheduler._pinned import cuda_pool
+
+        return cuda_pool(self.id)  # one per device ordinal and process
 
     def _page_locked(self, ptr, n):
         """Whether [ptr, ptr + n) already lies in page-locked host memory (cudaHostAlloc,
@@ -447,6 +457,10 @@ class FakeDevice(Device):
         h2d_gbps: simulated copy bandwidth in GB/s (None: only ``copy_ms``).
         compute_ms: simulated minimum time of every ``launch`` (the augment step).
         compute_jitter_ms: optional extra random time per launch (uniform in [0, x)).
+        pinned_pool_bytes: None (default): no pinned pool, so a scheduler's ring is freed
+            at every epoch's end; an int: a pool of this device's own keeping at most that
+            many idle bytes (as every CUDA device has: the ring is kept from epoch to epoch
+            and ``close()`` hands it to the pool), ``pool.clear()`` frees it.
 
     Counters: ``pinned_allocs``, ``pinned_frees``, ``pinned_live`` (bytes),
     ``device_allocs``, ``device_frees``, ``device_live``, ``registered``, ``streams_live``
@@ -482,6 +496,7 @@ class FakeDevice(Device):
     errors: list = field(default_factory=list)
     log: list = field(default_factory=list)
     max_log: int | None = None
+    pinned_pool_bytes: int | None = None
 
     HOST = _HostStream()
 
@@ -495,6 +510,11 @@ class FakeDevice(Device):
         self._rng = np.random.default_rng(self.seed)
         if self.max_log is not None:
             self.log = deque(self.log, maxlen=self.max_log)
+        self.pool = None
+        if self.pinned_pool_bytes is not None:
+            from gpuaug.scheduler._pinned import PinnedPool
+
+            self.pool = PinnedPool(self.pinned_pool_bytes)
 
     def usage(self):
         """What is allocated now: pinned and device bytes and buffers, streams, registrations."""
@@ -527,6 +547,9 @@ class FakeDevice(Device):
             self.pinned_live += n
             self._live_pinned.add(id(buf))
         return buf
+
+    def pinned_pool(self):
+        return self.pool
 
     def free_pinned(self, buf):
         with self._lock:

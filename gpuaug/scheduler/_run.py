@@ -850,14 +850,15 @@ class _Run:
                                   "frees the staging buffers when it ends", RuntimeWarning, stacklevel=3)
                 return False
             # under _closing: a second close() returns only once the buffers are given back
-            self._finish(free=not self.s.keep_buffers)
+            self._finish(free=not self.s.keep_buffers, keep_pinned=True)
             return True
         finally:
             self._closing.release()
 
-    def _finish(self, free):
+    def _finish(self, free, keep_pinned=False):
         """After every thread has ended: release held batches, wait for the streams, drop the
-        batch records, free the buffers (``free``). Runs once."""
+        batch records, free the buffers (``free``; the pinned ring stays with ``keep_pinned``
+        when the device pools pinned memory). Runs once."""
         with self.lock:
             if self.finished:
                 return
@@ -885,5 +886,5 @@ class _Run:
             self.progress.close()
         if free:
             with dev.context():
-                self.res.free(keep_registration=True)
+                self.res.free(keep_registration=True, keep_pinned=keep_pinned)
 

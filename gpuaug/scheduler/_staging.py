@@ -1,5 +1,12 @@
 """The scheduler's staging resources: streams, the pinned host ring and the device input
-slots, kept by a :class:`Resources` from run to run."""
+slots, kept by a :class:`Resources` from run to run.
+
+The pinned ring is kept from epoch to epoch whenever the device has a pinned pool (every
+CUDA device; a FakeDevice made with ``pinned_pool_bytes``): an epoch's end frees the device
+slots and streams (unless ``keep_buffers``) but not the ring, and ``close()`` hands the
+ring to the pool (:mod:`gpuaug.scheduler._pinned`) for the next scheduler. A device
+without a pool gets its ring freed at every epoch's end, as before the pool existed.
+"""
 from __future__ import annotations
 
 import threading
@@ -8,13 +15,17 @@ from gpuaug.scheduler._device import Device
 
 
 class Resources:
-    """Streams and buffers of a scheduler; kept across epochs with ``keep_buffers``."""
+    """Streams and buffers of a scheduler: the pinned ring kept across epochs when the device
+    pools pinned memory, everything with ``keep_buffers``. Counters: ``pinned_reallocs`` /
+    ``device_reallocs`` (a slot grown), ``pinned_allocs`` (ring buffers made, not taken
+    from the pool)."""
 
     def __init__(self, dev: Device, depth, copy_stream, compute_stream):
         self.dev, self.depth = dev, depth
         self.pinned = [None] * depth
         self.dbufs = [None] * depth
-        self.pinned_reallocs = self.device_reallocs = 0
+        self.pinned_reallocs = self.device_reallocs = self.pinned_allocs = 0
+        self.pool = dev.pinned_pool()
         self._given = (copy_stream, compute_stream)
         self.copy = self.compute = None
         self.registered = None
@@ -33,10 +44,22 @@ class Resources:
             return buf
         if buf is not None:
             self.pinned_reallocs += 1
-            self.dev.free_pinned(buf)
+            self._drop_pinned(buf)
             self.pinned[s] = None
-        self.pinned[s] = self.dev.alloc_pinned(nbytes)
+        if self.pool is None:
+            self.pinned[s] = self.dev.alloc_pinned(nbytes)
+            self.pinned_allocs += 1
+        else:
+            self.pinned[s], fresh = self.pool.take(self.dev, nbytes)
+            self.pinned_allocs += fresh
         return self.pinned[s]
+
+    def _drop_pinned(self, buf):
+        """A ring buffer no copy reads any more: to the pool, else freed."""
+        if self.pool is not None:
+            self.pool.give(buf)
+        else:
+            self.dev.free_pinned(buf)
 
     def device_slot(self, s, nbytes, before_free=None):
         buf = self.dbufs[s]
@@ -55,18 +78,21 @@ class Resources:
         if self.registered is None:
             self.registered = (self.dev.register_host(array), array)
 
-    def free(self, keep_registration=False):
-        """Give back buffers and streams; ``keep_registration``: leave a ``pin_source`` array
-        page-locked (between epochs: registering 0.9 GB again every epoch cut pin_source from
-        42 to 12 GB/s on the H100; close() unregisters it)."""
+    def free(self, keep_registration=False, keep_pinned=False):
+        """Give back buffers and streams (every copy from the ring must have completed);
+        ``keep_registration``: leave a ``pin_source`` array page-locked (between epochs:
+        registering 0.9 GB again every epoch cut pin_source from 42 to 12 GB/s on the H100;
+        close() unregisters it); ``keep_pinned``: keep the pinned ring, when the device
+        pools pinned memory (between epochs: cudaHostAlloc page-locks every page, ~20 ms
+        per 38.5 MB slot on the H100)."""
         with self._freeing:
-            self._free(keep_registration)
+            self._free(keep_registration, keep_pinned and self.pool is not None)
 
-    def _free(self, keep_registration=False):
+    def _free(self, keep_registration=False, keep_pinned=False):
         dev = self.dev
         for i, b in enumerate(self.pinned):
-            if b is not None:
-                dev.free_pinned(b)
+            if b is not None and not keep_pinned:
+                self._drop_pinned(b)
                 self.pinned[i] = None
         for i, b in enumerate(self.dbufs):
             if b is not None:

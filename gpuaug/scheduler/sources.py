@@ -135,6 +135,11 @@ class Source:
         return None
 
 
+#: Up to this many runs of consecutive indices, a chunk is read with one slice copy per run;
+#: beyond, with one gather (np.take).
+_FEW_RUNS = 8
+
+
 def _runs(idx):
     """Split an index array into (start, stop) runs of consecutive indices."""
     idx = np.asarray(idx, np.int64)
@@ -185,11 +190,23 @@ class ArraySource(Source):
         return Layout.uniform((len(indices),) + self.images.shape[1:], self.images.dtype)
 
     def read(self, indices, out):
-        pos = 0
-        for a, b in _runs(indices):
-            # plain slice copies (memcpy, GIL released) for consecutive runs
-            np.copyto(out[pos:pos + b - a], self.images[a:b])
-            pos += b - a
+        runs = _runs(indices)
+        if len(runs) <= _FEW_RUNS:
+            pos = 0
+            for a, b in runs:
+                # plain slice copies (memcpy, GIL released) for consecutive runs
+                np.copyto(out[pos:pos + b - a], self.images[a:b])
+                pos += b - a
+            return
+        # shuffled or sharded: one gather for the whole chunk. np.take releases the GIL for
+        # all of it (a copyto per sample took and released the GIL once per sample, and each
+        # take-back can wait out the interpreter's switch interval behind a busy thread);
+        # mode="clip" because "raise" with out= gathers into a temporary first.
+        idx = np.asarray(indices, np.intp)
+        if idx.min() < 0 or idx.max() >= len(self.images):
+            raise IndexError(f"indices: got {int(idx.min())}..{int(idx.max())}; expected indices in "
+                             f"[0, {len(self.images)})")
+        np.take(self.images, idx, axis=0, out=out, mode="clip")
 
     def labels(self, indices):
         if self._labels is None:
