@@ -28,10 +28,13 @@ __device__ __forceinline__ bool gpuaug_map_point(const double* m, double x, doub
 //   fmt:     0 xyxy, 1 xywh, 2 cxcywh (input and output)
 //   drop:    0: keep every box (clip only); 1: keep a box when its clipped area is > 0 and
 //            >= min_vis x the area of its unclipped mapped box (Albumentations' rule)
+//   keep_in: with has_keep, one byte per input row: 0 drops the row whatever its map
+//            (RandomIoUCrop's boxes whose centre is outside the crop); else not read
 #define GPUAUG_BOX_ARGS(T)                                                                                  \
   const T *__restrict__ src, T *__restrict__ dst, int *__restrict__ index, int *__restrict__ count_out,            \
       const long long *__restrict__ starts, const int *__restrict__ counts, const int *__restrict__ spans,          \
-      const double *__restrict__ mats, const double *__restrict__ lims, int n, int fmt, double min_vis, int drop
+      const double *__restrict__ mats, const double *__restrict__ lims, const unsigned char *__restrict__ keep_in, \
+      int n, int fmt, double min_vis, int drop, int has_keep
 #define GPUAUG_POINT_ARGS(T)                                                                                \
   const T *__restrict__ psrc, T *__restrict__ pdst, const unsigned char *__restrict__ vis_in,                     \
       unsigned char *__restrict__ vis_out, const double *__restrict__ pmats, const double *__restrict__ plims,     \
@@ -86,7 +89,7 @@ __device__ __forceinline__ void gpuaug_boxes_of(int w, int lane, GPUAUG_BOX_ARGS
       const double cx1 = fmin(fmax(lx, 0.0), W), cx2 = fmin(fmax(hx, 0.0), W);
       const double cy1 = fmin(fmax(ly, 0.0), H), cy2 = fmin(fmax(hy, 0.0), H);
       const double clipped = (cx2 - cx1) * (cy2 - cy1);
-      keep = ok && (!drop || (clipped > 0.0 && clipped >= min_vis * area));
+      keep = ok && (!drop || (clipped > 0.0 && clipped >= min_vis * area)) && (!has_keep || keep_in[s0 + j]);
       if (fmt == 0) {
         o0 = cx1; o1 = cy1; o2 = cx2; o3 = cy2;
       } else if (fmt == 1) {
@@ -119,8 +122,8 @@ template <typename T>
 __global__ void gpuaug_target_boxes(GPUAUG_BOX_ARGS(T)) {
   const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
   if (w >= n) return;  // whole warps: blockDim.x is a multiple of 32
-  gpuaug_boxes_of<T>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, n, fmt,
-                     min_vis, drop);
+  gpuaug_boxes_of<T>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, keep_in, n,
+                     fmt, min_vis, drop, has_keep);
 }
 
 // One thread per keypoint (n samples x k points). lims: (x_lo, x_hi, y_lo, y_hi) per sample;
@@ -153,10 +156,106 @@ __global__ void gpuaug_target_both(GPUAUG_BOX_ARGS(TB), GPUAUG_POINT_ARGS(TP), i
   if ((int)blockIdx.x < box_blocks) {
     const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
     if (w < n)
-      gpuaug_boxes_of<TB>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, n, fmt,
-                          min_vis, drop);
+      gpuaug_boxes_of<TB>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, keep_in,
+                          n, fmt, min_vis, drop, has_keep);
     return;
   }
   const long long t = (blockIdx.x - (long long)box_blocks) * blockDim.x + threadIdx.x;
   if (t < (long long)pn * pk) gpuaug_point_at<TP>(t, psrc, pdst, vis_in, vis_out, pmats, plims, pn, pk);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RandomIoUCrop (SSD; torchvision v2's rules) per sample, the crop chosen on the device from
+// the sample's boxes. The random numbers come from a counter-based hash of the sample's key
+// (gpuaug_mix64: splitmix64's finaliser), so the NumPy twin (gpuaug/targets/safe_crops.py)
+// draws the same numbers; the float maths uses __dmul_rn / __dadd_rn (never contracted into an
+// FMA), so both twins take the same decisions bit for bit.
+//
+// Per round r (counter base = r * (2 * trials + 1)): word(base) picks a minimum IoU among opts
+// (a value >= 1 means "no crop"); then per trial t, words base + 1 + 2t and base + 2 + 2t give
+// four uniforms: scales u0, u1 (width, height), positions u2, u3. A trial is taken when the crop
+// is non-empty, its aspect ratio new_w / new_h is within [min_ar, max_ar], some box's centre
+// lies strictly inside it and one of those boxes has IoU >= the round's minimum with it. The
+// first trial taken wins; after `rounds` rounds without one (or with no boxes) the sample
+// keeps its whole image.
+__device__ __forceinline__ unsigned long long gpuaug_mix64(unsigned long long key, unsigned long long c) {
+  unsigned long long z = key + (c + 1ull) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+#define GPUAUG_TWO_M32 2.3283064365386963e-10  // 2^-32
+
+//   boxes:  xyxy pixel coordinates (double), sample i's at rows starts[i] .. starts[i] + counts[i]
+//   sizes:  (h, w) per sample;  keys: one 64-bit key per sample
+//   opts:   n_opt minimum IoUs;  cfg: min_scale, max_scale, min_ar, max_ar
+//   window: (top, left, height, width) per sample;  within: per row, 1 where the box's centre is
+//           inside the chosen crop (every row < counts[i] is written)
+__global__ void gpuaug_iou_crop_select(const double* __restrict__ boxes, const long long* __restrict__ starts,
+                                       const int* __restrict__ counts, const int* __restrict__ sizes,
+                                       const unsigned long long* __restrict__ keys, const double* __restrict__ opts,
+                                       const double* __restrict__ cfg, int* __restrict__ window,
+                                       unsigned char* __restrict__ within, int n, int n_opt, int rounds, int trials) {
+  const int w_ = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+  if (w_ >= n) return;  // whole warps
+  const int lane = threadIdx.x & 31;
+  const long long s0 = starts[w_];
+  const int cnt = counts[w_];
+  const int H = sizes[2 * w_], W = sizes[2 * w_ + 1];
+  const unsigned long long key = keys[w_];
+  const double min_s = cfg[0], max_s = cfg[1], min_ar = cfg[2], max_ar = cfg[3];
+  const double ds = max_s - min_s;
+  int top = 0, left = 0, ch = H, cw = W;
+  bool found = false;
+  for (int r = 0; r < rounds && cnt > 0 && !found; ++r) {
+    const unsigned long long base = (unsigned long long)r * (2ull * trials + 1ull);
+    const unsigned long long wo = gpuaug_mix64(key, base) >> 32;
+    const double thr = opts[(int)((wo * (unsigned long long)n_opt) >> 32)];
+    if (thr >= 1.0) break;  // "no crop"
+    for (int t = 0; t < trials; ++t) {
+      const unsigned long long a = gpuaug_mix64(key, base + 1ull + 2ull * t);
+      const unsigned long long b = gpuaug_mix64(key, base + 2ull + 2ull * t);
+      const double u0 = (double)(a >> 32) * GPUAUG_TWO_M32, u1 = (double)(a & 0xffffffffull) * GPUAUG_TWO_M32;
+      const double u2 = (double)(b >> 32) * GPUAUG_TWO_M32, u3 = (double)(b & 0xffffffffull) * GPUAUG_TWO_M32;
+      const int nw = (int)__dmul_rn((double)W, __dadd_rn(min_s, __dmul_rn(ds, u0)));
+      const int nh = (int)__dmul_rn((double)H, __dadd_rn(min_s, __dmul_rn(ds, u1)));
+      if (nw <= 0 || nh <= 0) continue;
+      const double ar = (double)nw / (double)nh;
+      if (!(min_ar <= ar && ar <= max_ar)) continue;
+      const int l = (int)__dmul_rn((double)(W - nw), u2), tp = (int)__dmul_rn((double)(H - nh), u3);
+      const double L = l, T = tp, R = l + nw, B = tp + nh;
+      const double area_c = __dmul_rn(R - L, B - T);
+      bool ok = false;
+      for (int j = lane; j < cnt; j += 32) {
+        const double* q = boxes + (s0 + j) * 4;
+        const double cx = __dmul_rn(0.5, __dadd_rn(q[0], q[2])), cy = __dmul_rn(0.5, __dadd_rn(q[1], q[3]));
+        if (!(L < cx && cx < R && T < cy && cy < B)) continue;
+        const double iw = fmax(fmin(q[2], R) - fmax(q[0], L), 0.0), ih = fmax(fmin(q[3], B) - fmax(q[1], T), 0.0);
+        const double inter = __dmul_rn(iw, ih);
+        const double area_b = __dmul_rn(q[2] - q[0], q[3] - q[1]);
+        ok |= inter / __dsub_rn(__dadd_rn(area_b, area_c), inter) >= thr;
+      }
+      if (__ballot_sync(GPUAUG_FULL_MASK, ok)) {  // warp-uniform: every lane drew the same trial
+        top = tp;
+        left = l;
+        ch = nh;
+        cw = nw;
+        found = true;
+        break;
+      }
+    }
+  }
+  for (int j = lane; j < cnt; j += 32) {
+    const double* q = boxes + (s0 + j) * 4;
+    const double cx = __dmul_rn(0.5, __dadd_rn(q[0], q[2])), cy = __dmul_rn(0.5, __dadd_rn(q[1], q[3]));
+    within[s0 + j] = (unsigned char)(!found || ((double)left < cx && cx < (double)(left + cw) && (double)top < cy &&
+                                                cy < (double)(top + ch)));
+  }
+  if (lane == 0) {
+    window[4 * w_] = top;
+    window[4 * w_ + 1] = left;
+    window[4 * w_ + 2] = ch;
+    window[4 * w_ + 3] = cw;
+  }
 }

@@ -39,10 +39,14 @@ static inline unsigned __ballot_sync(unsigned, bool p) {
 }
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
+static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
+static inline double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
+static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 """
 
 NAMES = ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>", "gpuaug_target_points<double>",
-         "gpuaug_target_points<float>", "gpuaug_target_both<float, float>", "gpuaug_target_both<double, double>"]
+         "gpuaug_target_points<float>", "gpuaug_target_both<float, float>", "gpuaug_target_both<double, double>",
+         "gpuaug_iou_crop_select"]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +73,8 @@ def _mats(n, rng, h, w):
 @pytest.mark.parametrize("fmt", ["xyxy", "xywh", "cxcywh"])
 @pytest.mark.parametrize("mv", [None, 0.0, 0.5])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_box_kernel_equals_numpy_twin(emu, fmt, mv, dtype):
+@pytest.mark.parametrize("with_keep", [False, True])
+def test_box_kernel_equals_numpy_twin(emu, fmt, mv, dtype, with_keep):
     rng = np.random.default_rng(1)
     n, m, h, w = 5, 45, 30, 40  # 45 boxes: two ballot passes
     x1, y1 = rng.uniform(-10, w, (n, m)), rng.uniform(-10, h, (n, m))
@@ -82,15 +87,24 @@ def test_box_kernel_equals_numpy_twin(emu, fmt, mv, dtype):
     boxes = Boxes(data, fmt, counts=counts, min_visibility=mv)
     mats = target_matrices(mats3, sizes, sizes, True, False)
     lims = sizes[:, ::-1].astype(np.float64).copy()
-    host = _map_boxes_host(boxes, mats, lims, {"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt], mv or 0.0, mv is not None)
+    keep = rng.random((n, m)) < 0.6 if with_keep else None
+    host = _map_boxes_host(boxes, mats, lims, {"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt], mv or 0.0, mv is not None,
+                           keep)
+    if with_keep:  # the twin honours keep: rows it drops are gone
+        plain = _map_boxes_host(boxes, mats, lims, {"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt], mv or 0.0,
+                                mv is not None)
+        assert (host.counts <= plain.counts).all() and host.counts.sum() < plain.counts.sum()
+        assert keep[np.arange(n)[:, None].repeat(m, 1)[host.index >= 0], host.index[host.index >= 0]].all()
     out = np.full_like(data, np.nan)
     index = np.full((n, m), -7, np.int32)
     cnt = np.full(n, -7, np.int32)
     starts = np.arange(n, dtype=np.int64) * m
     spans = np.full(n, m, np.int32)
     fn = emu.get_function("targets.cu", f"gpuaug_target_boxes<{'float' if dtype == np.float32 else 'double'}>")
-    fn((n,), (32,), (data, out, index, cnt, starts, counts, spans, mats, lims, np.int32(n),
-                     np.int32({"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt]), float(mv or 0.0), np.int32(mv is not None)))
+    kin = keep.astype(np.uint8) if with_keep else index
+    fn((n,), (32,), (data, out, index, cnt, starts, counts, spans, mats, lims, kin, np.int32(n),
+                     np.int32({"xyxy": 0, "xywh": 1, "cxcywh": 2}[fmt]), float(mv or 0.0), np.int32(mv is not None),
+                     np.int32(with_keep)))
     np.testing.assert_array_equal(cnt, host.counts)
     np.testing.assert_array_equal(index, host.index)  # every slot written: kept rows, then -1
     np.testing.assert_allclose(out, host.data, atol=1e-4 if dtype == np.float32 else 1e-9)
@@ -190,3 +204,59 @@ def test_device_glue_boxes_and_keypoints_in_one_launch(glue, ragged):
         np.testing.assert_allclose(got_b.data, want_b.data, atol=1e-4)
     np.testing.assert_allclose(got_k.data, want_k.data, atol=1e-4)
     np.testing.assert_array_equal(got_k.visibility, want_k.visibility)
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_iou_crop_select_kernel_equals_numpy_twin(glue, ragged, monkeypatch):
+    """gpuaug_iou_crop_select through safe_crops' device path (emulated) == the NumPy twin:
+    windows and kept rows, with samples that take a crop in the first trials, after several
+    rounds, never (no boxes), and more than 32 boxes (lanes loop)."""
+    import contextlib
+
+    import gpuaug._stream
+    from gpuaug.targets import safe_crops
+
+    monkeypatch.setattr(safe_crops, "cupy_module", lambda: _FakeSafeCupy)
+    monkeypatch.setattr(gpuaug._stream, "on_stream", lambda s: contextlib.nullcontext())
+    rng = np.random.default_rng(9)
+    n, m = 10, 37
+    sizes = np.stack([rng.integers(20, 80, n), rng.integers(20, 80, n)], 1)
+    x1, y1 = rng.uniform(-5, 60, (n, m)), rng.uniform(-5, 60, (n, m))
+    d = np.stack([x1, y1, x1 + rng.uniform(1, 30, (n, m)), y1 + rng.uniform(1, 30, (n, m))], -1)
+    counts = rng.integers(0, m + 1, n).astype(np.int32)
+    counts[0], counts[1] = 0, m
+    keys = rng.integers(0, 2 ** 63, n, dtype=np.int64)
+    opts = (0.0, 0.5, 0.9, 0.95, 1.0)
+    b = Boxes([d[i, :counts[i]] for i in range(n)]) if ragged else Boxes(d, counts=counts)
+    want_w, want_in = safe_crops.iou_crop_windows(b, sizes, keys, sampler_options=opts, trials=6, rounds=4)
+    dev = _DevBoxes(b)
+    got_w, got_in = safe_crops.iou_crop_windows(dev, sizes, keys, sampler_options=opts, trials=6, rounds=4)
+    np.testing.assert_array_equal(got_w, want_w)
+    if ragged:
+        for g, w_ in zip(got_in, want_in):
+            np.testing.assert_array_equal(g, w_)
+    else:
+        np.testing.assert_array_equal(got_in, want_in)
+    assert (want_w != np.stack([np.zeros(n), np.zeros(n), sizes[:, 0], sizes[:, 1]], 1)).any(axis=1).sum() >= 3
+
+
+class _FakeSafeCupy(_FakeCupy):
+    float64, uint8, inf = np.float64, np.uint8, np.inf
+    stack, where, arange, zeros = (staticmethod(np.stack), staticmethod(np.where), staticmethod(np.arange),
+                                   staticmethod(np.zeros))
+    asnumpy = staticmethod(np.asarray)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.full(shape, -77, dtype)
+
+
+class _DevBoxes(Boxes):
+    """Host boxes that take safe_crops' device path (the emulator reads host memory)."""
+
+    def __init__(self, b):
+        self.__dict__.update(b.__dict__)
+
+    @property
+    def device(self):
+        return True

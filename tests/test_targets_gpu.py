@@ -18,7 +18,8 @@ def test_targets_cu_compiles():
     from gpuaug.kernels._cuda import check_compile
 
     check_compile("targets.cu", ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>",
-                                 "gpuaug_target_points<float>", "gpuaug_target_points<double>"])
+                                 "gpuaug_target_points<float>", "gpuaug_target_points<double>",
+                                 "gpuaug_target_both<float, float>", "gpuaug_iou_crop_select"])
 
 
 def _boxes(n, m, h, w, dtype=np.float32):
@@ -158,3 +159,50 @@ def test_side_stream_and_bad_device_input():
         T.flip(cp.zeros((n, h, w, 3), cp.uint8), boxes=cp.asarray(bad))
     with pytest.raises(ValueError, match="masks: sample 0 is 16x15"):
         T.flip(cp.zeros((n, h, w, 3), cp.uint8), masks=cp.zeros((n, h, w - 1), cp.uint8))
+
+
+@gpu
+@pytest.mark.parametrize("ragged", [False, True])
+def test_iou_crop_select_on_the_gpu_equals_the_numpy_twin(ragged):
+    cp = _cp()
+    n, m = 64, 45
+    sizes = np.stack([RNG.integers(24, 300, n), RNG.integers(24, 300, n)], 1)
+    d = np.concatenate([_boxes(1, m, int(h), int(w), np.float64) for h, w in sizes])
+    counts = RNG.integers(0, m + 1, n).astype(np.int32)
+    keys = RNG.integers(0, 2 ** 63, n, dtype=np.int64)
+    if ragged:
+        host = Boxes([d[i, :counts[i]] for i in range(n)])
+        dev = Boxes([cp.asarray(d[i, :counts[i]]) for i in range(n)])
+    else:
+        host, dev = Boxes(d, counts=counts), Boxes(cp.asarray(d), counts=cp.asarray(counts))
+    kw = dict(sampler_options=[0.1, 0.5, 0.9, 0.95], trials=20, rounds=8)
+    wh, ih = T.iou_crop_windows(host, sizes, keys, **kw)
+    wd, idev = T.iou_crop_windows(dev, sizes, keys, **kw)
+    np.testing.assert_array_equal(wd, wh)
+    if ragged:
+        for a, b_ in zip(idev, ih):
+            np.testing.assert_array_equal(cp.asnumpy(a), b_)
+    else:
+        np.testing.assert_array_equal(cp.asnumpy(idev), ih)
+
+
+@gpu
+def test_safe_crops_in_compose_on_the_gpu():
+    cp = _cp()
+    n, h, w = 12, 60, 80
+    x = RNG.integers(0, 256, (n, h, w, 3)).astype(np.uint8)
+    b = _boxes(n, 30, h, w)
+    lab = RNG.integers(0, 90, (n, 30)).astype(np.int32)
+    for crop in (T.RandomIoUCrop(32), T.RandomSizedBBoxSafeCrop((32, 40))):
+        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), crop, gpuaug.ColorJitter(0.2)])
+        hb = Boxes(b, labels=lab)
+        db = Boxes(cp.asarray(b), labels=cp.asarray(lab))
+        ph = T.sample_policy(pol, x, boxes=hb, seed=2)
+        pd = T.sample_policy(pol, cp.asarray(x), boxes=db, seed=2)
+        np.testing.assert_array_equal(pd[1]["window"], ph[1]["window"])
+        yh, bh = pol(x, params=ph, boxes=hb)
+        yd, bd = pol(cp.asarray(x), params=pd, boxes=db)
+        np.testing.assert_array_equal(bd.counts.get(), bh.counts)
+        _close(bd.data, bh.data, 1e-4)
+        np.testing.assert_array_equal(bd.labels.get(), bh.labels)
+        assert np.abs(yd.get().astype(int) - yh).max() <= 1

@@ -30,7 +30,9 @@ every op:
 So ``gpuaug.targets.<op>(images, <the op's own arguments>, boxes=..., keypoints=...,
 masks=...)`` mirrors each geometric op with the same signature, and
 ``Compose(...)(images, boxes=..., keypoints=..., masks=...)`` applies a policy's drawn
-parameters to all of them (:mod:`gpuaug.targets._policy`).
+parameters to all of them (:mod:`gpuaug.targets._policy`). Crops that choose their window
+from the boxes, :class:`RandomIoUCrop` (SSD) and :class:`RandomSizedBBoxSafeCrop`, are
+policy transforms defined here (:mod:`gpuaug.targets.safe_crops`).
 
 Conventions (see the containers): boxes in continuous pixel coordinates (the image spans
 ``[0, W]``, torchvision's convention); keypoints at pixel centres by default (the images'
@@ -38,11 +40,14 @@ convention: a point stays on the pixel it marks), ``coords="continuous"`` as box
 as label maps (N, H, W) or one-hot (N, K, H, W), uint8, int32 or bool.
 """
 from gpuaug.targets._apply import map_boxes, map_keypoints, map_targets, target_matrices
+from gpuaug.targets._policy import sample_policy
 from gpuaug.targets._types import FORMATS, Boxes, Keypoints, Masks
 from gpuaug.targets.ops import (Targets, apply_matrices, center_crop, crop, flip, pad, resize, resized_crop, rot90,
                                 rotate, transpose, warp_affine, warp_perspective)
+from gpuaug.targets.safe_crops import RandomIoUCrop, RandomSizedBBoxSafeCrop, bbox_safe_windows, iou_crop_windows
 
 __all__ = ["Boxes", "Keypoints", "Masks", "Targets", "FORMATS", "map_boxes", "map_keypoints", "map_targets",
            "target_matrices",
            "apply_matrices", "flip", "crop", "center_crop", "pad", "resize", "resized_crop", "rot90", "transpose",
-           "rotate", "warp_affine", "warp_perspective"]
+           "rotate", "warp_affine", "warp_perspective",
+           "RandomIoUCrop", "RandomSizedBBoxSafeCrop", "iou_crop_windows", "bbox_safe_windows", "sample_policy"]

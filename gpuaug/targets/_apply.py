@@ -48,8 +48,9 @@ def _check_n(name, n, want):
 
 
 # ------------------------------------------------------------------------------ boxes
-def _boxes_numpy(flat, sid, mats, lims, fmt, min_vis, drop):
-    """flat (T, 4) boxes of samples sid (T,) -> (T, 4) mapped, clipped boxes and keep (T,)."""
+def _boxes_numpy(flat, sid, mats, lims, fmt, min_vis, drop, keep_in=None):
+    """flat (T, 4) boxes of samples sid (T,) -> (T, 4) mapped, clipped boxes and keep (T,);
+    ``keep_in`` (T,) bools drop rows whatever their map."""
     b = flat.astype(np.float64)
     x1, y1, x2, y2 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
     if fmt == 1:
@@ -75,6 +76,8 @@ def _boxes_numpy(flat, sid, mats, lims, fmt, min_vis, drop):
         clipped = (cx2 - cx1) * (cy2 - cy1)
     with np.errstate(invalid="ignore"):
         keep = ok & (clipped > 0) & (clipped >= min_vis * area) if drop else ok.copy()
+    if keep_in is not None:
+        keep &= keep_in
     if fmt == 0:
         out = np.stack([cx1, cy1, cx2, cy2], axis=1)
     elif fmt == 1:
@@ -99,8 +102,25 @@ def _compact(out, keep, n, m, dtype):
 _BLOCK = 256
 
 
-def _box_setup(boxes, matrices, in_sizes, out_sizes, check):
-    """(boxes, mats (N, 9), lims (N, 2), fmt code, min_vis, drop) after the checks."""
+def _check_keep(keep, boxes):
+    """``keep``: per input row, bools (padded: (N, M); ragged: a list of (M_i,)), on the boxes' side."""
+    if keep is None:
+        return None
+    if boxes.padded:
+        if isinstance(keep, list) or tuple(keep.shape) != tuple(boxes.data.shape[:2]):
+            raise ValueError(f"keep: got {_shape(keep)}; expected {tuple(boxes.data.shape[:2])} bools (one per row)")
+        return keep
+    if not isinstance(keep, list) or [tuple(k.shape) for k in keep] != [(a.shape[0],) for a in boxes.data]:
+        raise ValueError("keep: expected a list of (M_i,) bools, one per sample's boxes")
+    return keep
+
+
+def _shape(a):
+    return f"a list of {len(a)}" if isinstance(a, list) else f"shape {tuple(a.shape)}"
+
+
+def _box_setup(boxes, matrices, in_sizes, out_sizes, check, keep=None):
+    """(boxes, mats (N, 9), lims (N, 2), fmt code, min_vis, drop, keep) after the checks."""
     from gpuaug.targets._types import as_boxes
 
     boxes = as_boxes(boxes)
@@ -115,14 +135,15 @@ def _box_setup(boxes, matrices, in_sizes, out_sizes, check):
         check_boxes_values(boxes)
     mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
     lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
-    return boxes, mats, lims, FORMATS[boxes.format], boxes.min_visibility or 0.0, boxes.min_visibility is not None
+    return (boxes, mats, lims, FORMATS[boxes.format], boxes.min_visibility or 0.0, boxes.min_visibility is not None,
+            _check_keep(keep, boxes))
 
 
 class _DeviceBoxes:
     """The device side of one map_boxes call: inputs flattened (padded: as is; ragged: one
     concatenation), outputs allocated, the host rows to upload and the kernel arguments."""
 
-    def __init__(self, boxes, mats, lims, fmt, mv, drop):
+    def __init__(self, boxes, mats, lims, fmt, mv, drop, keep=None):
         cp = cupy_module()
         n = boxes.n
         self.boxes, self.n = boxes, n
@@ -142,6 +163,13 @@ class _DeviceBoxes:
         self.data = data
         self.out = cp.empty_like(data)
         self.index = cp.empty(data.shape[:-1], cp.int32)
+        if keep is None:
+            self.keep = self.index  # not read (has_keep 0)
+        elif boxes.padded:
+            self.keep = cp.ascontiguousarray(cp.asarray(keep).astype(cp.uint8))
+        else:
+            self.keep = (cp.concatenate([cp.asarray(k).astype(cp.uint8) for k in keep]) if data.shape[0]
+                         else cp.zeros(0, cp.uint8))
         self.count_out = cp.empty(n, cp.int32)
         self.host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims, np.float64), self.starts, spans]
         self.dev_counts = None
@@ -149,14 +177,15 @@ class _DeviceBoxes:
             self.host.append(counts.astype(np.int32))
         else:
             self.dev_counts = cp.ascontiguousarray(counts, dtype=cp.int32)
-        self.scalars = (np.int32(n), np.int32(fmt), np.float64(mv), np.int32(drop))
+        self.scalars = (np.int32(n), np.int32(fmt), np.float64(mv), np.int32(drop), np.int32(keep is not None))
         self.ctype = "float" if data.dtype == np.float32 else "double"
         self.blocks = (n * 32 + _BLOCK - 1) // _BLOCK
 
     def args(self, dev):
         """Kernel arguments, with ``dev`` the uploaded ``host`` rows."""
         cnt = self.dev_counts if self.dev_counts is not None else dev[4]
-        return (self.data, self.out, self.index, self.count_out, dev[2], cnt, dev[3], dev[0], dev[1]) + self.scalars
+        return (self.data, self.out, self.index, self.count_out, dev[2], cnt, dev[3], dev[0], dev[1],
+                self.keep) + self.scalars
 
     def result(self):
         b = self.boxes
@@ -197,20 +226,22 @@ def map_boxes(boxes, matrices, in_sizes, out_sizes, *, check=True, stream=None):
     return map_targets(boxes, None, matrices, in_sizes, out_sizes, check=check, stream=stream)[0]
 
 
-def _map_boxes_host(boxes, mats, lims, fmt, mv, drop):
+def _map_boxes_host(boxes, mats, lims, fmt, mv, drop, keep_in=None):
     n = boxes.n
     if boxes.padded:
         d = boxes.data
         m = d.shape[1]
         sid = np.repeat(np.arange(n), m)
-        out, keep = _boxes_numpy(d.reshape(-1, 4), sid, mats, lims, fmt, mv, drop)
+        kin = None if keep_in is None else np.asarray(keep_in, bool).reshape(-1)
+        out, keep = _boxes_numpy(d.reshape(-1, 4), sid, mats, lims, fmt, mv, drop, kin)
         if boxes.counts is not None:
             keep &= (np.arange(m)[None, :] < np.asarray(boxes.counts)[:, None]).reshape(-1)
         res, index, cnt = _compact(out, keep, n, m, d.dtype)
         return boxes.like(res, counts=cnt, index=index)
     res, idx = [], []
     for i, a in enumerate(boxes.data):
-        out, keep = _boxes_numpy(a.reshape(-1, 4), np.full(a.shape[0], i), mats, lims, fmt, mv, drop)
+        kin = None if keep_in is None else np.asarray(keep_in[i], bool)
+        out, keep = _boxes_numpy(a.reshape(-1, 4), np.full(a.shape[0], i), mats, lims, fmt, mv, drop, kin)
         res.append(out[keep].astype(a.dtype))
         idx.append(np.nonzero(keep)[0].astype(np.int32))
     return boxes.like(res, index=idx)
@@ -307,9 +338,11 @@ def map_keypoints(keypoints, matrices, in_sizes, out_sizes, *, check=True, strea
     return map_targets(None, keypoints, matrices, in_sizes, out_sizes, check=check, stream=stream)[1]
 
 
-def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, stream=None):
+def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, stream=None, keep=None):
     """:func:`map_boxes` and :func:`map_keypoints` together (either may be None); on the GPU,
     boxes and keypoints of the batch go in ONE upload and ONE launch (gpuaug_target_both).
+    ``keep``: per input box row, bools on the boxes' side (padded: (N, M); ragged: a list):
+    False drops the row whatever its map (e.g. RandomIoUCrop's boxes centred outside the crop).
     Returns ``(boxes, keypoints)``.
 
     Example::
@@ -322,11 +355,11 @@ def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, 
         >>> b.data[0, 0].tolist(), k.data[0, 0].tolist()
         ([1.0, 1.0, 3.0, 3.0], [2.0, 2.0])
     """
-    bs = _box_setup(boxes, matrices, in_sizes, out_sizes, check) if boxes is not None else None
+    bs = _box_setup(boxes, matrices, in_sizes, out_sizes, check, keep) if boxes is not None else None
     ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, check) if keypoints is not None else None
     rb = rk = None
     if bs is not None and not bs[0].device:
-        rb = _map_boxes_host(*bs)
+        rb = _follow(bs[0], _map_boxes_host(*bs))
         bs = None
     if ps is not None and not ps[0].device:
         rk = ps[0].like(*_points_numpy(ps[0].data, ps[0].visibility, ps[1], ps[2]))
@@ -340,10 +373,31 @@ def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, 
         dp = _DevicePoints(*ps) if ps is not None else None
         _launch(db, dp)
         if db is not None:
-            rb = db.result()
+            rb = _follow(bs[0], db.result())
         if dp is not None:
             rk = dp.result()
     return rb, rk
+
+
+def _gather_rows(a, idx):
+    """a[i, idx[i, r]] per sample (padded, -1 where idx < 0), or a[i][idx[i]] (ragged lists)."""
+    if isinstance(idx, list):
+        return [ai[ii] for ai, ii in zip(a, idx)]
+    xp = np if isinstance(idx, np.ndarray) else cupy_module()
+    a = xp.asarray(a)
+    g = xp.take_along_axis(a, xp.maximum(idx, 0).astype(xp.int64), axis=1)
+    return xp.where(idx >= 0, g, xp.asarray(-1, a.dtype))
+
+
+def _follow(inp: Boxes, out: Boxes):
+    """The output's index through the input's own (an index into the original boxes) and the
+    labels gathered along."""
+    rel = out.index
+    if inp.labels is not None:
+        out.labels = _gather_rows(inp.labels, rel)
+    if inp.index is not None:
+        out.index = _gather_rows(inp.index, rel)
+    return out
 
 
 def _launch(db, dp):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuaug._util import cupy_module
 from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import as_boxes, as_keypoints, as_masks, check_boxes_values, check_keypoints_values
 from gpuaug.targets.ops import _check_masks, _planes, warp_masks
@@ -47,31 +48,120 @@ class PolicyTargets:
             _check_masks(self.masks, np.asarray(sizes))
         self.sizes = np.asarray(sizes, np.int64)
 
-    def run(self, policy, params, dtype, stream=None, backend=None):
-        """Apply the policy's stages to the targets; returns them in the order given
-        (boxes, keypoints, masks)."""
-        from gpuaug.policy import _fused as F
-
-        bx, kp, ms = self.boxes, self.keypoints, self.masks
-        sizes = self.sizes
+    def resolve(self, policy, params, dtype, stream=None):
+        """Choose the windows of the policy's box-aware crops (:class:`RandomIoUCrop`,
+        :class:`RandomSizedBBoxSafeCrop`) from the boxes as they are at each of them: mapped
+        through the stages before it as :meth:`run` maps them, and through the geometry before
+        it in its own stage (clipped, nothing dropped). The windows (and RandomIoUCrop's kept
+        rows, as rows of the stage's input boxes) go into ``params``, so ``last_params``
+        replays them. Returns ``params``."""
+        aware = [i for i, t in enumerate(policy.transforms) if _aware(t)]
+        if not aware:
+            return params
+        if self.boxes is None:
+            raise ValueError(f"boxes: {type(policy.transforms[aware[0]]).__name__} chooses its crop from the boxes; "
+                             "pass boxes= (an (N, 0, 4) array for images without any)")
+        bx, sizes = self.boxes, self.sizes
         for kind, spec in policy._items(dtype):
             if kind != "fused" or not spec.geometry:
                 continue
-            m, out, fill = None, sizes, None
+            if spec.geometry[0] > aware[-1]:
+                break
+            m, out, keep = None, sizes, None
             for i in spec.geometry:
                 t = policy.transforms[i]
+                if _aware(t):
+                    at = bx if m is None else _unfiltered(bx, m, sizes, out, stream)
+                    t.resolve(params.values[i], at, out, stream)
+                    w = params.values[i].get("within")
+                    if w is not None:
+                        if m is not None:
+                            w = params.values[i]["within"] = _rows_back(w, at, bx)
+                        keep = w if keep is None else _and(keep, w)
                 mi = t.matrices(params.values[i], out)
                 m = mi if m is None else np.matmul(mi, m)
                 out = np.asarray(t.out_sizes(out), np.int64)
-                if t.needs_fill() and fill is None:
-                    fill = t.fill
+            if spec.geometry[-1] < aware[-1]:
+                bx, _ = map_targets(bx, None, m, sizes, out, check=False, stream=stream, keep=keep)
+            sizes = out
+        return params
+
+    def run(self, policy, params, dtype, stream=None, backend=None):
+        """Apply the policy's stages to the targets; returns them in the order given
+        (boxes, keypoints, masks)."""
+        bx, kp, ms = self.boxes, self.keypoints, self.masks
+        sizes = self.sizes
+        for geo, m, out, fill in _stages(policy, params, dtype, sizes):
             if bx is not None or kp is not None:
-                bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream)
+                bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream,
+                                     keep=_stage_keep(policy, params, geo) if bx is not None else None)
             if ms is not None:
                 ms = _stage_masks(ms, m, out, fill is not None, stream, backend)
             sizes = out
         res = {"boxes": bx, "keypoints": kp, "masks": ms}
         return tuple(res[k] for k in self.given)
+
+
+def _stages(policy, params, dtype, sizes):
+    """Per fused stage with geometry: (policy indices, composed matrix, output sizes, the
+    stage's fill or None): the composition :func:`gpuaug.policy._fused.build` makes."""
+    for kind, spec in policy._items(dtype):
+        if kind != "fused" or not spec.geometry:
+            continue
+        m, out, fill = None, sizes, None
+        for i in spec.geometry:
+            t = policy.transforms[i]
+            mi = t.matrices(params.values[i], out)
+            m = mi if m is None else np.matmul(mi, m)
+            out = np.asarray(t.out_sizes(out), np.int64)
+            if t.needs_fill() and fill is None:
+                fill = t.fill
+        yield list(spec.geometry), m, out, fill
+        sizes = out
+
+
+def _aware(t):
+    return getattr(t, "box_aware", False)
+
+
+def _unfiltered(bx, m, sizes, out, stream):
+    """``bx`` mapped by ``m`` and clipped, no row dropped (but by a perspective that sends a
+    corner to infinity); the result's ``index`` gives each row's row in ``bx``."""
+    tmp = bx.like(bx.data, counts=bx.counts)
+    tmp.min_visibility = None
+    return map_targets(tmp, None, m, sizes, out, check=False, stream=stream)[0]
+
+
+def _rows_back(w, at, bx):
+    """Per-row flags of ``at`` (rows ``at.index`` of ``bx``) as flags of ``bx``'s rows."""
+    if isinstance(w, list):
+        res = []
+        for wi, ii, bi in zip(w, at.index, bx.data):
+            xp = np if isinstance(wi, np.ndarray) else cupy_module()
+            r = xp.zeros(bi.shape[0], bool)
+            r[ii] = wi[:len(ii)]
+            res.append(r)
+        return res
+    xp = np if isinstance(w, np.ndarray) else cupy_module()
+    idx = xp.asarray(at.index)
+    res = xp.zeros(bx.data.shape[:2], bool)
+    ii, rr = xp.nonzero(idx >= 0)
+    res[ii, idx[ii, rr]] = w[ii, rr]
+    return res
+
+
+def _stage_keep(policy, params, geo):
+    """The AND of the stage's box-aware crops' kept rows (rows of the stage's input), or None."""
+    keep = None
+    for i in geo:
+        w = params.values[i].get("within") if getattr(policy.transforms[i], "box_aware", False) else None
+        if w is not None:
+            keep = w if keep is None else _and(keep, w)
+    return keep
+
+
+def _and(a, b):
+    return [x & y for x, y in zip(a, b)] if isinstance(a, list) else a & b
 
 
 def _stage_masks(ms, m, out, constant, stream, backend):
@@ -87,3 +177,27 @@ def _stage_masks(ms, m, out, constant, stream, backend):
                       "constant" if constant else "replicate", np.tile(fill, (p, 1)),
                       dict(stream=stream, backend=backend), inverse_map=True)
     return ms.like(back(data))
+
+
+def sample_policy(policy, x, *, boxes, seed=None, layout="NHWC", stream=None):
+    """Draw a policy's parameters for ``x`` and resolve its box-aware crops from ``boxes``
+    (:class:`RandomIoUCrop`, :class:`RandomSizedBBoxSafeCrop`): the :class:`PolicyParams` to
+    pass as ``policy(x, params=p, boxes=boxes, ...)``.
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> from gpuaug.targets import RandomSizedBBoxSafeCrop, sample_policy
+        >>> pol = gpuaug.Compose([RandomSizedBBoxSafeCrop(16)])
+        >>> x = np.zeros((1, 32, 32, 3), np.uint8)
+        >>> p = sample_policy(pol, x, boxes=np.array([[[4.0, 4.0, 20.0, 12.0]]]), seed=0)
+        >>> p[0]["window"].shape
+        (1, 4)
+    """
+    from gpuaug._batch import as_batch
+    from gpuaug.policy.compose import _batch_sizes
+
+    b = as_batch(x, layout)
+    sizes = _batch_sizes(b)
+    params = policy._sample(b.n, sizes, seed)
+    return PolicyTargets(b, sizes, boxes).resolve(policy, params, b.dtype.name, stream)

@@ -58,8 +58,13 @@ class Boxes:
             of the area of the transformed (unclipped) box, as Albumentations'
             ``min_visibility``; boxes left with no area are dropped at any value. None:
             never drop (boxes are only clipped, as torchvision's transforms do).
-        index: set by the transforms: for each output row, the row of the input it came
-            from (padded: ``(N, M)`` int32, -1 in the padding; ragged: a list of arrays).
+        index: set by the transforms: for each output row, the row of the original input it
+            came from, through every transform since (padded: ``(N, M)`` int32, -1 in the
+            padding; ragged: a list of arrays).
+        labels: per-box values that follow the boxes (class ids, scores ...): padded
+            ``(N, M)`` or ragged, a list of ``(M_i,)``, on the boxes' side. The transforms
+            gather them as they drop and compact boxes (padding rows get -1), so
+            ``out.labels`` stays aligned with ``out.data``.
         check: refuse NaN / inf coordinates and inverted boxes before anything is computed
             (for boxes on the GPU that is one reduction and one synchronisation); False
             skips it (e.g. in a training loop, for boxes already checked once).
@@ -78,7 +83,7 @@ class Boxes:
     """
 
     def __init__(self, data, format="xyxy", normalized=False, counts=None, min_visibility=0.0, index=None,
-                 check=True):
+                 check=True, labels=None):
         if format not in FORMATS:
             raise ValueError(f"format: got {format!r}; expected one of {', '.join(map(repr, FORMATS))}")
         if not isinstance(normalized, (bool, np.bool_)):
@@ -120,6 +125,26 @@ class Boxes:
         self.data, self.format, self.normalized = data, format, bool(normalized)
         self.counts, self.min_visibility, self.index = counts, min_visibility, index
         self.check = bool(check)
+        self.labels = None if labels is None else self._check_labels(labels)
+
+    def _check_labels(self, labels):
+        if self.padded:
+            lab = _as_array(labels, "labels")
+            if tuple(lab.shape) != tuple(self.data.shape[:2]):
+                raise ValueError(f"labels: got shape {tuple(lab.shape)}; expected {tuple(self.data.shape[:2])} "
+                                 "(one per box row)")
+            if _xp(lab) is not _xp(self.data):
+                raise TypeError("labels: is on the other side of boxes (NumPy vs CUDA); put both on one side")
+            return lab
+        if not isinstance(labels, (list, tuple)) or len(labels) != len(self.data):
+            raise ValueError(f"labels: expected a list of {len(self.data)} arrays (one per sample), like the boxes")
+        out = []
+        for i, (lab, a) in enumerate(zip(labels, self.data)):
+            lab = _as_array(lab, f"labels[{i}]")
+            if tuple(lab.shape) != (a.shape[0],):
+                raise ValueError(f"labels[{i}]: got shape {tuple(lab.shape)}; expected ({a.shape[0]},) (one per box)")
+            out.append(lab)
+        return out
 
     @property
     def padded(self):
@@ -140,6 +165,7 @@ class Boxes:
         out.data, out.format, out.normalized = data, self.format, self.normalized
         out.counts, out.min_visibility, out.index = counts, self.min_visibility, index
         out.check = self.check
+        out.labels = None
         return out
 
     def __repr__(self):

@@ -145,7 +145,7 @@ def _masks_run(masks, sizes, run, stream, backend):
     return masks.like(back(run(views, k, fill, dict(stream=stream, backend=backend))))
 
 
-def _finish(sizes, out_sizes, m, boxes, keypoints, masks, mask_run, stream, backend, check):
+def _finish(sizes, out_sizes, m, boxes, keypoints, masks, mask_run, stream, backend, check, keep=None):
     """Validate every target, then map boxes and keypoints and run the masks."""
     n = len(sizes)
     bx = kp = ms = None
@@ -167,7 +167,9 @@ def _finish(sizes, out_sizes, m, boxes, keypoints, masks, mask_run, stream, back
             check_boxes_values(bx)
         if kp is not None and kp.check:
             check_keypoints_values(kp)
-    rb, rk = map_targets(bx, kp, m, sizes, out_sizes, check=False, stream=stream)
+    if keep is not None and bx is None:
+        raise ValueError("keep: given without boxes; keep selects box rows")
+    rb, rk = map_targets(bx, kp, m, sizes, out_sizes, check=False, stream=stream, keep=keep)
     rm = _masks_run(ms, sizes, mask_run, stream, backend) if ms is not None else None
     return Targets(rb, rk, rm)
 
@@ -217,8 +219,10 @@ def flip(images, horizontal=True, vertical=False, *, boxes=None, keypoints=None,
 
 
 def crop(images, top, left, height, width, *, boxes=None, keypoints=None, masks=None, layout="NHWC",
-         stream=None, backend=None, check=True):
+         stream=None, backend=None, check=True, keep=None):
     """Targets of :func:`gpuaug.crop`: a shift by ``(-left, -top)``, clipped to ``height x width``.
+    ``keep``: per box row, bools (padded (N, M), ragged a list): False drops the row (e.g.
+    the ``within`` of :func:`gpuaug.targets.iou_crop_windows`).
 
     Example::
 
@@ -248,7 +252,7 @@ def crop(images, top, left, height, width, *, boxes=None, keypoints=None, masks=
 
         return gpuaug.crop(x, _rep(t, k, 0), _rep(le, k, 0), _rep(hs, k, 0), _rep(ws, k, 0), **kw)
 
-    return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check)
+    return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check, keep)
 
 
 def center_crop(images, size, *, boxes=None, keypoints=None, masks=None, layout="NHWC", stream=None,
@@ -366,10 +370,10 @@ def resize(images, size, interpolation="bilinear", *, boxes=None, keypoints=None
 
 
 def resized_crop(images, boxes_, size, interpolation="bilinear", *, boxes=None, keypoints=None, masks=None,
-                 layout="NHWC", stream=None, backend=None, check=True):
+                 layout="NHWC", stream=None, backend=None, check=True, keep=None):
     """Targets of :func:`gpuaug.resized_crop` (its ``boxes`` argument is ``boxes_`` here, the
     crop windows (top, left, height, width); ``boxes=`` are the targets). The windows are
-    rounded to float32 as the op rounds them.
+    rounded to float32 as the op rounds them. ``keep``: as :func:`crop`'s.
 
     Example::
 
@@ -395,7 +399,7 @@ def resized_crop(images, boxes_, size, interpolation="bilinear", *, boxes=None, 
 
         return gpuaug.resized_crop(x, _rep(bx, k, 1), (oh, ow), "nearest", **kw)
 
-    return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check)
+    return _finish(sizes, out, m, boxes, keypoints, masks, run, stream, backend, check, keep)
 
 
 def rot90(images, k=1, *, boxes=None, keypoints=None, masks=None, layout="NHWC", stream=None, backend=None,
