@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import gpuaug
+import refs
 from conftest import HAS_GPU
 from helpers import SIM, gpu
 
@@ -93,13 +94,11 @@ def host(v):
 
 # Parameters that decide the output shape must be host values: a CUDA array there is refused
 # with TypeError ("... must be known on the host", docs/errors.md; test_shape_deciding_
-# parameters_must_be_host_values). That is the output sizes (kind "size"), pad's padding
-# and, for the non-square (12x10) images used here, rot90's k.
-HOST_ONLY = {"pad": {"padding"}, "rot90": {"k"}}
-
-
+# parameters_must_be_host_values). That is the output sizes (kind "size") and what an op's
+# tests/refs module lists in HOST_ONLY (pad's padding and, for the non-square 12x10 images
+# used here, rot90's k).
 def host_only(name):
-    return {p.name for p in spec(name).params if p.kind == "size"} | HOST_ONLY.get(name, set())
+    return {p.name for p in spec(name).params if p.kind == "size"} | set(refs.get(name, "HOST_ONLY", ()))
 
 
 def call(name, x, where, host_args=(), **kw):
@@ -474,79 +473,55 @@ def test_scalar_parameters_refuse_matrices_and_strings(name, pname):
     assert p.kind in ("float", "int", "bool", "size")
 
 
-# Out-of-range values: (op, overrides of the example, exception, regex). Every op with a
-# parameter that has a range appears; OPS_WITHOUT_RANGES lists the others.
-OUT_OF_RANGE = [
-    ("flip", {"horizontal": 0.5}, ValueError, r"^horizontal: got 0.5; expected True/False or 0/1 per sample \(a flag, not a probability"),
-    ("flip", {"vertical": [0, 2, 1]}, ValueError, r"^vertical: got \[0, 2, 1\]; expected True/False or 0/1"),
-    ("rot90", {"k": 4}, ValueError, r"^k: got 4; expected integers in -3..3"),
-    ("rot90", {"k": 1.5}, ValueError, r"^k: got 1.5; expected integers$"),
-    ("crop", {"top": -1}, ValueError, r"^top: got -1; expected values >= 0$"),
-    ("crop", {"height": 0}, ValueError, r"^height: got 0; expected values >= 1$"),
-    ("crop", {"top": 5, "height": 10}, ValueError,
-     r"^top, height: sample 0 has top=5 and height=10, which ends at 15, outside its 12x10 image; expected 0 <= top <= 12 - height$"),
-    ("crop", {"height": [4, 5, 4]}, ValueError, r"^height, width: give per-sample output sizes .* that differ; a uniform batch has one output size"),
-    ("center_crop", {"size": 0}, ValueError, r"^size: got 0; expected positive sizes$"),
-    ("center_crop", {"size": (4, 5, 6)}, ValueError, r"^size: got \[4, 5, 6\]; expected an int or a pair \(height, width\) of ints$"),
-    ("center_crop", {"size": 2.5}, ValueError, r"^size: got 2.5; expected an int or a pair \(height, width\) of ints$"),
-    ("pad", {"padding": -1}, ValueError, r"^padding: got -1; expected values >= 0$"),
-    ("pad", {"padding": 2 ** 20}, ValueError, r"^out: an output image would hold \d+ elements; .* at most 2147483647"),
-    ("warp_affine", {"matrix": np.zeros((2, 3))}, ValueError, r"^matrix: sample 0 is singular or numerically so \(determinant 0"),
-    ("warp_affine", {"size": -4}, ValueError, r"^size: got -4; expected positive sizes$"),
-    ("warp_perspective", {"matrix": np.diag([1.0, 1.0, 0.0])}, ValueError, r"^matrix: sample 0 is singular or numerically so"),
-    ("rotate", {"scale": 0}, ValueError, r"^scale: got 0; expected non-zero numbers"),
-    ("resize", {"size": (0, 4)}, ValueError, r"^size: got \[0, 4\]; expected positive sizes$"),
-    ("resize", {"size": (10 ** 5, 10 ** 5)}, ValueError, r"^out: an output image would hold 30000000000 elements"),
-    ("resized_crop", {"boxes": [0, 0, -4, 4]}, ValueError, r"^boxes: got \[0, 0, -4, 4\]; expected rows \(top, left, height, width\) with height > 0 and width > 0$"),
-    ("resized_crop", {"size": 0}, ValueError, r"^size: got 0; expected positive sizes$"),
-    ("gamma", {"gamma": -1}, ValueError, r"^gamma: got -1; expected values >= 0$"),
-    ("solarize", {"threshold": 256}, ValueError, r"^threshold: got 256; expected values <= 255.0$"),
-    ("solarize", {"threshold": -1}, ValueError, r"^threshold: got -1; expected values >= 0$"),
-    ("posterize", {"bits": 0}, ValueError, r"^bits: got 0; expected values >= 1$"),
-    ("posterize", {"bits": 9}, ValueError, r"^bits: got 9; expected values <= 8$"),
-    ("normalize", {"std": 0}, ValueError, r"^std: got 0; expected non-zero values$"),
-    ("crop_mirror_normalize", {"std": [1, 0, 1]}, ValueError, r"^std: got \[1, 0, 1\]; expected non-zero values$"),
-    ("crop_mirror_normalize", {"crop": (20, 4)}, ValueError, r"^crop: got \(20, 4\); image 0 is 12x10; expected a window no larger than every image$"),
-    ("crop_mirror_normalize", {"crop_pos": (1.5, 0)}, ValueError, r"^crop_pos: got \[1.5, 0.0\]; expected values <= 1$"),
-    ("crop_mirror_normalize", {"mirror": 0.5}, ValueError, r"^mirror: got 0.5; expected True/False or 0/1 per sample"),
-    ("gaussian_blur", {"sigma": 0}, ValueError, r"^sigma: got 0; expected values > 0.0$"),
-    ("gaussian_blur", {"sigma": 1e30}, ValueError, r"^sigma: got 1e\+30, whose default kernel size exceeds 255; pass a smaller sigma or a kernel_size$"),
-    ("gaussian_blur", {"kernel_size": 4}, ValueError, r"^kernel_size: got 4; expected odd sizes from 1 to 255$"),
-    ("gaussian_blur", {"kernel_size": -3}, ValueError, r"^kernel_size: got -3; expected odd sizes from 1 to 255$"),
-    ("box_blur", {"kernel_size": 257}, ValueError, r"^kernel_size: got 257; expected odd sizes from 1 to 255$"),
-    ("box_blur", {"kernel_size": 0}, ValueError, r"^kernel_size: got 0; expected odd sizes from 1 to 255$"),
-    ("sharpen", {"factor": -1}, ValueError, r"^factor: got -1; expected values >= 0.0$"),
-    ("median_blur", {"kernel_size": 7}, ValueError, r"^kernel_size: got 7; expected one of 3, 5$"),
-    ("gaussian_noise", {"std": -1}, ValueError, r"^std: got -1; expected values >= 0.0$"),
-    ("gaussian_noise", {"seed": -1}, ValueError, r"^seed: got -1; expected an int in \[0, 2\*\*64\)$"),
-    ("gaussian_noise", {"seed": 2 ** 64}, ValueError, r"^seed: got 18446744073709551616; expected an int in \[0, 2\*\*64\)$"),
-    ("gaussian_noise", {"seed": 1.5}, TypeError, r"^seed: got 1.5; expected an int in \[0, 2\*\*64\)"),
-    ("gaussian_noise", {"seed": None}, TypeError, r"^seed: got None; expected an int in \[0, 2\*\*64\)"),
-    ("salt_and_pepper", {"prob": 1.5}, ValueError, r"^prob: got 1.5; expected values <= 1.0$"),
-    ("salt_and_pepper", {"prob": -0.1}, ValueError, r"^prob: got -0.1; expected values >= 0.0$"),
-    ("salt_and_pepper", {"salt_vs_pepper": 2}, ValueError, r"^salt_vs_pepper: got 2; expected values <= 1.0$"),
-    ("erase", {"boxes": [[0, 0, -1, 4]]}, ValueError, r"^boxes: got a negative height or width \(-1\); expected sizes >= 0$"),
-    ("erase", {"boxes": [[0, 0, 2 ** 25, 4]]}, ValueError, r"^boxes: got coordinates beyond 2\*\*24; expected pixel coordinates$"),
-    ("erase", {"boxes": [0, 0, 4]}, ValueError, r"^boxes: got shape \(3,\); expected \(K, 4\) boxes"),
-    ("grid_mask", {"tile": 0}, ValueError, r"^tile: got 0; expected values > 0.0$"),
-    ("grid_mask", {"ratio": 1.5}, ValueError, r"^ratio: got 1.5; expected values <= 1.0$"),
-    ("brightness", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
-    ("contrast", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
-    ("saturation", {"factor": -0.5}, ValueError, r"^factor: got -0.5; expected values >= 0$"),
-    ("hue", {"shift": 0.6}, ValueError, r"^shift: got 0.6; expected values <= 0.5$"),
-    ("hue", {"shift": -0.6}, ValueError, r"^shift: got -0.6; expected values >= -0.5$"),
-    ("color_jitter", {"hue": 0.75}, ValueError, r"^hue: got 0.75; expected values <= 0.5$"),
-    ("color_jitter", {"saturation": -1}, ValueError, r"^saturation: got -1; expected values >= 0$"),
-    ("channel_shuffle", {"permutation": [0, 0, 1]}, ValueError,
-     r"^permutation: got \[0, 0, 1\] \(sample 0\); expected a permutation of 0..2 \(each channel index once\)$"),
-    ("channel_shuffle", {"permutation": [0, 1, 3]}, ValueError, r"^permutation: got \[0, 1, 3\] \(sample 0\); expected a permutation of 0..2"),
-    ("grayscale", {"num_output_channels": 2}, ValueError, r"^num_output_channels: got 2; expected 1 or 3$"),
-]
-OPS_WITHOUT_RANGES = {"transpose", "invert", "equalize", "autocontrast", "color_twist"}  # no parameter with a range
+# Out-of-range values: (op, overrides of the example, exception, regex), generated from the
+# registry: a row per bound of every Param (``low``/``high``/``nonzero``/numeric ``choices``,
+# per-sample flags), the message as :func:`gpuaug._params.per_sample` words it unless the Param
+# says otherwise (``expect``), plus the rows each op declares in tests/refs/<op>.py (``BAD``:
+# windows, matrices, seeds of the wrong type, ...).
+def _bound_rows(name):
+    rows = []
+    for p in spec(name).params:
+        shaped = p.per_sample and bool(p.shape)
+
+        def row(bad, default, exc=ValueError, p=p, shaped=shaped):
+            bad = int(bad) if isinstance(bad, float) and bad.is_integer() else bad
+            value = np.full(sample_shape(p), bad).tolist() if shaped else bad
+            shown = ".*" if shaped else re.escape(str(bad))
+            rows.append((name, {p.name: value}, exc,
+                         rf"^{p.name}: got {shown}; expected {re.escape(p.expect or default)}(\s\(|$)"))
+
+        if p.kind == "bool" and p.per_sample:
+            row(0.5, "True/False or 0/1 per sample")
+        if p.low is not None:
+            row(p.low if p.low_open else p.low - 1, f"values {'>' if p.low_open else '>='} {p.low}")
+        if p.high is not None:
+            hi = p.high_for(x_().dtype)
+            row(hi + 1, f"values <= {hi}")
+        if p.nonzero:
+            row(0, "non-zero values")
+        if p.choices and all(isinstance(c, (int, float)) for c in p.choices):  # string choices: below
+            row(max(p.choices) + 2, "one of " + ", ".join(map(str, p.choices)))
+    return rows
 
 
-def test_out_of_range_table_covers_every_op():
-    assert {op for op, *_ in OUT_OF_RANGE} | OPS_WITHOUT_RANGES == set(OPS)
+def _declared_rows(name):
+    return [(name, over, exc, pattern) for over, exc, pattern in refs.get(name, "BAD", ())]
+
+
+OUT_OF_RANGE = [r for name in OPS for r in _bound_rows(name) + _declared_rows(name)]
+
+
+def test_out_of_range_table_covers_every_bound():
+    """Every bounded Param has a row, and every declared row names a parameter of its op."""
+    covered = {(op, k) for op, over, *_ in OUT_OF_RANGE for k in over}
+    assert {(n, p.name) for n in OPS for p in spec(n).params
+            if p.bounded and p.kind != "choice" or p.kind == "choice" and p.name in NUMERIC_CHOICE} <= covered
+    for op, over, *_ in OUT_OF_RANGE:
+        assert set(over) <= set(spec(op).param_names), (op, over)
+
+
+NUMERIC_CHOICE = {p.name for n in OPS for p in spec(n).params
+                  if p.choices and all(isinstance(c, (int, float)) for c in p.choices)}
 
 
 @pytest.mark.parametrize("where", PARSE)

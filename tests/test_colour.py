@@ -12,8 +12,14 @@ import ref_colour as R
 from gpuaug.ops._colour import packed_layout
 from helpers import check_op, gpu, quantize, random_images
 
-COLOUR_OPS = ("brightness", "contrast", "saturation", "hue", "color_jitter", "color_twist", "grayscale",
-              "channel_shuffle")
+
+def _packed(spec):
+    """Whether the op's kernels have the colour family's packed fast path (ops/_colour.colour_kernels)."""
+    return any(v.startswith(spec.kernels.cu[1] + "_packed") for v in spec.kernels.variants)
+
+
+#: the colour ops: every registry op built on the colour family's kernels (packed fast path)
+COLOUR_OPS = tuple(n for n, s in gpuaug.registry.items() if s.kernels is not None and _packed(s))
 
 
 def _table(addr, h, w, c, sy=None, sx=None, sc=1):

@@ -30,11 +30,13 @@ import numpy as np
 import pytest
 
 import gpuaug
+import refs
 from gpuaug import random as GR
 from helpers import DTYPES, LAYOUTS, SIM, assert_close, from_layout, gpu, random_images, to_layout
 
 OPS = sorted(gpuaug.registry)
-NOISE = ("gaussian_noise", "salt_and_pepper")
+#: the noise ops: every op with a ``seed`` parameter (pure functions of seed and position)
+NOISE = tuple(n for n in OPS if "seed" in gpuaug.registry[n].param_names)
 
 
 def noise_kw(name, n, dtype, seed, rng):
@@ -60,15 +62,15 @@ def slice_params(name, kw, n, idx):
 
 
 def example(name, rng, n, h, w, dtype="uint8"):
-    """The registry's example parameters (given in uint8 units), rescaled for float images
-    where the op checks the range."""
+    """The registry's example parameters (given in uint8 units), with the overrides the op's
+    tests/refs module declares (``EXAMPLE``), rescaled for float images where the op checks
+    the range (``FLOAT_UNITS``)."""
     spec = gpuaug.registry[name]
     kw = spec.example(rng, n, h, w) if spec.example else {}
-    if name == "crop_mirror_normalize":
-        kw["output_layout"] = "NHWC"
+    kw.update(refs.get(name, "EXAMPLE", {}))
     if np.dtype(dtype) != np.uint8:
-        for k in ("threshold", "mean", "std"):
-            if name in ("solarize", "gaussian_noise") and k in kw:
+        for k in refs.get(name, "FLOAT_UNITS", ()):
+            if k in kw:
                 kw[k] = np.asarray(kw[k]) / 255.0
     return kw
 
@@ -177,8 +179,9 @@ def test_sample_output_does_not_depend_on_its_batch(name):
 
 # -- twins: CPU (njit) vs Numba CUDA (simulator) ---------------------------------------------
 
-# float32 coordinate maths of the warps (FMA-contracted on the GPU): the per-op twin tests' 1e-4
-TWIN_RTOL = {"warp_affine": 1e-4, "warp_perspective": 1e-4, "rotate": 1e-4, "resized_crop": 1e-4}
+# float32 coordinate maths of the warps (FMA-contracted on the GPU): the per-op twin tests' 1e-4,
+# declared in each op's tests/refs module
+TWIN_RTOL = {n: refs.get(n, "TWIN_RTOL") for n in OPS if refs.get(n, "TWIN_RTOL") is not None}
 
 
 def _twin_tol(got, want, dtype, name, what):
@@ -201,12 +204,7 @@ def test_cpu_and_numba_twins_agree(name):
     for dtype in dtypes:
         x = random_images(rng, n, h, w, c, dtype)
         kw = example(name, rng, n, h, w, dtype)
-        if name in ("resize", "resized_crop"):
-            kw["size"] = (3, 5)
-        if name == "center_crop":
-            kw["size"] = (2, 5)
-        if name == "crop_mirror_normalize":
-            kw["crop"] = (2, 3)
+        kw.update(refs.get(name, "SMALL", {}))  # sizes for 3x4 images
         cpu = spec.func(x, backend="cpu", **kw)
         sim = spec.func(x, backend="numba", **kw)
         if name in NOISE:

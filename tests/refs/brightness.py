@@ -1,0 +1,11 @@
+"""brightness: its property case (and, where they apply, its twin tolerance and bad-input rows)."""
+from __future__ import annotations
+
+import ref_colour as RC
+from refs._common import Case, floats, per_sample_or_scalar
+
+
+def case(draw, g):
+    m = RC.top(g.dtype)
+    f, ft = per_sample_or_scalar(draw, floats(draw, g.n, 0.0, 3.0))
+    return Case({"factor": f}, lambda s, i: RC.brightness(s, ft[i], m))
