@@ -578,3 +578,34 @@ def test_table_item_keys_dense_batches_by_address_shape_strides_and_itemsize():
     assert key[0] == "table" and key[2:] == (x.shape, x.strides, 1) and t.shape == (2, 6)
     assert table_item(as_batch(x.view(np.uint8)[:, :, ::2]))[0] != key
     assert _table_key(as_batch([np.zeros((3, 3, 1), np.uint8), np.zeros((4, 2, 1), np.uint8)])) is None
+
+
+@pytest.mark.parametrize("shape,layout", [((3, 5, 7, 3), "NHWC"), ((3, 3, 5, 7), "NCHW"),
+                                          ((5, 7, 4), "NHWC"), ((1, 5, 7), "NCHW")])
+def test_as_batch_seen_arrays_parse_as_the_first_time(shape, layout):
+    """The second as_batch of a same-shaped array takes the memo: every field as parsed."""
+    from gpuaug._batch import _SEEN, _parse, as_batch
+
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    _SEEN.clear()
+    first = as_batch(x, layout)
+    again = as_batch(x.copy(), layout)
+    ref = _parse(x, layout, "x", ("uint8", "float16", "float32"), (1, 3, 4))
+    for b in (first, again):
+        assert (b.device, b.varshape, b.single, b.layout, b.dtype, b.channels) == \
+            (ref.device, ref.varshape, ref.single, ref.layout, ref.dtype, ref.channels)
+        assert list(b.shapes) == list(ref.shapes) and b.nhwc.shape == ref.nhwc.shape
+    np.testing.assert_array_equal(again.nhwc, ref.nhwc)
+    assert len(_SEEN) == 1
+
+
+def test_as_batch_memo_does_not_let_bad_arrays_through():
+    from gpuaug._batch import as_batch
+
+    as_batch(np.zeros((2, 4, 4, 3), np.uint8))
+    with pytest.raises(ValueError, match="channels"):
+        as_batch(np.zeros((2, 4, 4, 3), np.uint8), channels=(1,))  # same shape, other rule
+    with pytest.raises(TypeError, match="dtype"):
+        as_batch(np.zeros((2, 4, 4, 3), np.int32))
+    with pytest.raises(ValueError, match="layout"):
+        as_batch(np.zeros((2, 4, 4, 3), np.uint8), "NWHC")
