@@ -18,49 +18,35 @@ import time
 
 import numpy as np
 
-_MEAN, _STD = [123.7, 116.3, 103.5], [58.4, 57.1, 57.4]
 
-#: (op, parameters) shown in the demo, in order. Registered ops missing here are appended
-#: with their registry example; names here that are not registered are skipped.
-DEMO_OPS = (
-    ("flip", {"horizontal": True}),
-    ("flip", {"horizontal": False, "vertical": True}),
-    ("rot90", {"k": 1}),
-    ("transpose", {}),
-    ("crop", {"top": 40, "left": 60, "height": 160, "width": 140}),
-    ("center_crop", {"size": (160, 160)}),
-    ("pad", {"padding": (32, 32, 32, 32), "mode": "reflect"}),
-    ("warp_affine", {"matrix": [[1.0, 0.3, -30.0], [0.1, 1.0, 0.0]]}),
-    ("warp_perspective", {"matrix": [[1.0, 0.2, 0.0], [0.05, 1.0, 0.0], [0.0008, 0.0006, 1.0]]}),
-    ("rotate", {"angle": 30.0}),
-    ("resize", {"size": (96, 160)}),
-    ("resized_crop", {"boxes": [60.0, 70.0, 120.0, 120.0], "size": (256, 256)}),
-    ("gamma", {"gamma": 0.5}),
-    ("invert", {}),
-    ("solarize", {"threshold": 128}),
-    ("posterize", {"bits": 3}),
-    ("equalize", {}),
-    ("normalize", {"mean": _MEAN, "std": _STD}),
-    ("crop_mirror_normalize", {"crop": (200, 200), "mirror": True, "mean": _MEAN, "std": _STD,
-                               "output_layout": "NHWC"}),
-    ("gaussian_blur", {"sigma": 3.0}),
-    ("box_blur", {"kernel_size": 9}),
-    ("sharpen", {"factor": 4.0}),
-    ("median_blur", {"kernel_size": 5}),
-    ("gaussian_noise", {"std": 25.0, "seed": 1}),
-    ("salt_and_pepper", {"prob": 0.08, "seed": 1}),
-    ("erase", {"boxes": [[40, 40, 60, 80]], "value": 0}),
-    ("grid_mask", {"tile": 48, "ratio": 0.4, "angle": 20.0}),
-    ("brightness", {"factor": 1.5}),
-    ("contrast", {"factor": 1.8}),
-    ("saturation", {"factor": 2.0}),
-    ("hue", {"shift": 0.3}),
-    ("color_jitter", {"brightness": 1.3, "contrast": 1.4, "saturation": 1.8, "hue": 0.1}),
-    ("color_twist", {"matrix": [[0.393, 0.769, 0.189, 0.0], [0.349, 0.686, 0.168, 0.0],
-                                [0.272, 0.534, 0.131, 0.0]]}),
-    ("grayscale", {"num_output_channels": 3}),
-    ("channel_shuffle", {"permutation": [2, 0, 1]}),
-)
+def demo_ops():
+    """(op, parameters) per tile, in registry order: each OpSpec's ``demo`` (a dict, or a tuple
+    of dicts for several tiles); ops without one are left to :func:`demo_plan`, which shows them
+    with their registry example."""
+    import gpuaug
+
+    ops = []
+    for name, spec in gpuaug.registry.items():
+        demo = spec.demo
+        for params in (demo if isinstance(demo, tuple) else () if demo is None else (demo,)):
+            ops.append((name, dict(params)))
+    return tuple(ops)
+
+
+def __getattr__(name):
+    # DEMO_OPS: (op, parameters) shown in the demo, in order, read from the registry on first
+    # use (so importing this module imports no op). Registered ops missing there are appended
+    # with their registry example; names there that are not registered are skipped. A caller
+    # may set its own DEMO_OPS.
+    if name == "DEMO_OPS":
+        return demo_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _in_use():
+    chosen = globals().get("DEMO_OPS")  # set by a caller, else the registry's
+    return demo_ops() if chosen is None else chosen
+
 
 TILE = 256          # tile width and height in pixels
 MARGIN = 6          # around each label
@@ -92,11 +78,11 @@ def _label(name, params):
 
 
 def demo_plan():
-    """[(op, params)]: DEMO_OPS entries whose op is registered, then every other registered op
+    """[(op, params)]: DEMO_OPS entries (each OpSpec's ``demo``) whose op is registered, then every other registered op
     with its registry example for one 256x256 image (no parameters if it has none)."""
     import gpuaug
 
-    plan = [(n, p) for n, p in DEMO_OPS if n in gpuaug.registry]
+    plan = [(n, p) for n, p in _in_use() if n in gpuaug.registry]
     shown = {n for n, _ in plan}
     for name, spec in gpuaug.registry.items():
         if name in shown:
@@ -209,7 +195,7 @@ def run_demo(out="gpuaug-demo.png", device="auto", columns=6):
         labels.append(" ".join([_label(name, params)] + note))
         ops.append(name)
     seconds = time.perf_counter() - t0
-    skipped = [n for n, _ in DEMO_OPS if n not in gpuaug.registry]
+    skipped = [n for n, _ in _in_use() if n not in gpuaug.registry]
 
     font = _font()
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
