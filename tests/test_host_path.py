@@ -609,3 +609,21 @@ def test_as_batch_memo_does_not_let_bad_arrays_through():
         as_batch(np.zeros((2, 4, 4, 3), np.int32))
     with pytest.raises(ValueError, match="layout"):
         as_batch(np.zeros((2, 4, 4, 3), np.uint8), "NWHC")
+
+
+@pytest.mark.parametrize("shape,layout,kw", [
+    ((3, 5, 7, 3), "NHWC", {}), ((3, 3, 5, 7), "NCHW", {}), ((5, 7, 4), "NHWC", {}),
+    ((3, 5, 7, 3), "NHWC", {"dtype": "float32", "layout": "NCHW"}),
+    ((3, 5, 7, 3), "NHWC", {"channels": 1}), ((1, 5, 7), "NCHW", {"dtype": np.float16, "layout": "NHWC"})])
+def test_alloc_memo_gives_the_output_of_the_first_call(shape, layout, kw):
+    from gpuaug._batch import _ALLOCS, as_batch
+
+    b = as_batch(np.zeros(shape, np.uint8), layout)
+    _ALLOCS.clear()
+    outs = [b.alloc(None, b.uniform((4, 6)), **kw) for _ in range(2)]
+    assert len(_ALLOCS) == 1
+    (r0, d0), (r1, d1) = outs
+    assert r0.shape == r1.shape and r0.dtype == r1.dtype and r0 is not r1
+    assert (d0.layout, d0.dtype, d0.channels, d0.nhwc.shape, list(d0.shapes)) == \
+        (d1.layout, d1.dtype, d1.channels, d1.nhwc.shape, list(d1.shapes))
+    assert d1.arrays[0] is r1 and np.shares_memory(d1.nhwc, r1)
