@@ -194,11 +194,16 @@ def param_item(params, n):
     the matrix is keyed by its shape and row, so its device copy comes from the constant cache
     and a loop of calls with the same scalars uploads nothing."""
     p = np.ascontiguousarray(params, np.float32).reshape(n, -1)
-    if p.size and p.size <= 1 << 16:
-        bits = p.view(np.uint32)
+    return _uniform_key("params", p), p
+
+
+def _uniform_key(tag, m):
+    """A key for the C-contiguous 2-D matrix ``m`` when its rows are bit-identical, else None."""
+    if m.size and m.size <= 1 << 16:
+        bits = m.view(np.uint32 if m.itemsize == 4 else np.uint64 if m.itemsize == 8 else np.uint8)
         if (bits == bits[0]).all():
-            return ("params", p.shape, bits[0].tobytes()), p
-    return None, p
+            return (tag, m.shape, m.dtype.char, bits[0].tobytes())
+    return None
 
 
 def column_stack(cols, n):
@@ -251,7 +256,7 @@ def _gather_device(flat, n):
     together in one copy from pinned memory (never a pageable upload, which can make the host
     wait for the stream). Replaces an astype per device column, a concatenate and its copies."""
     cp = cupy_module()
-    from gpuaug.kernels._cuda import get_function, upload
+    from gpuaug.kernels._cuda import get_function, stage
 
     flat = [c if isinstance(c, np.ndarray) or c.dtype in _GATHER_CODES else c.astype(cp.float64)
             for c in flat]  # e.g. uint64, complex: converted first, as before
@@ -259,10 +264,13 @@ def _gather_device(flat, n):
     out = cp.empty((n, col), cp.float32)
     if col == 0:
         return out
+    # The column table is a function of the columns' addresses, dtypes and strides: keyed, so
+    # a loop over the same (or recycled) parameter arrays uploads it once.
+    table = (("gather",) + (desc.tobytes(),), desc)
     if host is not None:
-        block, dtab = upload(host, desc)
+        dtab, block = stage(table, (_uniform_key("gather-host", host), host))
     else:
-        (dtab,), block = upload(desc), np.uint64(0)
+        (dtab,), block = stage(table), np.uint64(0)
     total = n * col
     fn = get_function("params.cu", "gpuaug_gather_params<float>")
     fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
