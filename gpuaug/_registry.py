@@ -122,15 +122,16 @@ class Param:
         if self.kind == "bool":
             return "True/False or 0/1 per sample" if self.per_sample else "True or False"
         if self.choices:
-            return ", ".join("None" if c is None else str(c) for c in self.choices)
-        hi = "255 (uint8) or 1 (floats)" if self.high == DTYPE_MAX else self.high
-        if self.low is not None and hi is not None and not self.low_open:
-            return f"{'integers ' if self.kind == 'int' else ''}in [{self.low}, {hi}]"
+            return "one of " + ", ".join("None" if c is None else str(c) for c in self.choices)
+        if self.high == DTYPE_MAX and self.low is not None and not self.low_open:
+            return f"in [{self.low}, 255] (uint8) or [{self.low}, 1] (floats)"
+        if self.low is not None and self.high is not None and not self.low_open:
+            return f"{'integers ' if self.kind == 'int' else ''}in [{self.low}, {self.high}]"
         words = []
         if self.low is not None:
             words.append(f"{'>' if self.low_open else '>='} {self.low}")
-        if hi is not None:
-            words.append(f"<= {hi}")
+        if self.high is not None:
+            words.append(f"<= {self.high_for('float32')}")
         if self.nonzero:
             words.append("!= 0")
         return " and ".join(words)
@@ -208,3 +209,23 @@ class _Registry(Mapping):
 
 
 REGISTRY = _Registry()
+
+
+def ranges_table(registry=None):
+    """docs/errors.md's "Ranges per op" table, generated from the Params' ranges (``range_text``)
+    and each OpSpec's ``range_notes``; ops with the same row share one. Markdown lines."""
+    rows = {}
+    for name, spec in (REGISTRY if registry is None else registry).items():
+        seen = []
+        for p in spec.params:
+            text = p.range_text()
+            if text and seen and seen[-1][1] == text:
+                seen[-1][0].append(p.name)
+            elif text:
+                seen.append(([p.name], text))
+        parts = [f"{', '.join(f'`{n}`' for n in names)}: {text}" for names, text in seen]
+        if spec.range_notes:
+            parts.append(spec.range_notes)
+        rows.setdefault("; ".join(parts) or "no bounded parameters", []).append(name)
+    return ["| op | parameter: accepted values |", "|---|---|"] + [
+        f"| {', '.join(names)} | {text} |" for text, names in rows.items()]

@@ -535,6 +535,21 @@ def test_out_of_range_parameters(case, where):
     untouched(out, snap)
 
 
+def test_docs_errors_md_ranges_match_the_specs():
+    """docs/errors.md's per-op ranges are generated from the Params (docs/gen_errors_ranges.py)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gen_errors_ranges.py"
+    spec_ = importlib.util.spec_from_file_location("gen_errors_ranges", path)
+    gen = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(gen)
+    text = pathlib.Path(gen.PATH).read_text(encoding="utf-8")
+    assert gen.expected(text) == text, "docs/errors.md is out of date: run python docs/gen_errors_ranges.py"
+    for name in OPS:  # every op has its row
+        assert re.search(rf"^\| ([a-z_0-9]+, )*{name}(, [a-z_0-9]+)* \|", gen.split(text)[1], re.M), name
+
+
 def test_out_of_range_depends_on_dtype():
     """Value ranges are in the input's units: solarize's threshold is <= 255 for uint8, <= 1 for floats."""
     with raises(ValueError, r"^threshold: got 2; expected values <= 1.0$"):

@@ -93,6 +93,7 @@ def _example(rng, n, h, w):
 SPECS = (
     OpSpec("pad", pad, params=(
         Param("padding", 0, shape=(4,), kind="int", low=0,
+              range_doc=">= 0 (one, or (top, bottom, left, right) per sample)",
               doc="(top, bottom, left, right), host ints >= 0; output sizes must agree in a batch"),
         Param("mode", "constant", per_sample=False, kind="choice", choices=tuple(MODES),
               doc="border rule, as numpy.pad"),
