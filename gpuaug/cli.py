@@ -130,7 +130,7 @@ def add_bench(sub):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
     e2e = p.add_argument_group("end to end (--e2e): a JPEG folder to augmented batches, every path "
-                                "(gpuaug.bench_e2e)")
+                                "(gpuaug.bench.e2e)")
     e2e.add_argument("--e2e", nargs="?", const="", default=None, metavar="FOLDER",
                      help="run the end-to-end benchmark on FOLDER (class folders of JPEGs; default: a generated "
                           "synthetic one)")
@@ -246,8 +246,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_bench_e2e(args) -> int:
-    """``gpuaug bench --e2e [FOLDER]``: see :mod:`gpuaug.bench_e2e`."""
-    from gpuaug import bench_e2e
+    """``gpuaug bench --e2e [FOLDER]``: see :mod:`gpuaug.bench.e2e`."""
+    from gpuaug.bench import e2e as bench_e2e
 
     dry = args.dry_run
     batch = args.batch or (8 if dry else 256)

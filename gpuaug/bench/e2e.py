@@ -107,7 +107,7 @@ def _shape_for(rng, min_side, max_side):
 def _base_image():
     from PIL import Image
 
-    path = os.path.join(os.path.dirname(__file__), "data", "astronaut.png")
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "astronaut.png")
     with Image.open(path) as im:
         return np.asarray(im.convert("RGB"))
 
@@ -120,7 +120,7 @@ def synth_image(i, seed=0, min_side=300, max_side=640, base=None):
 
     Example::
 
-        >>> from gpuaug.bench_e2e import synth_image
+        >>> from gpuaug.bench.e2e import synth_image
         >>> synth_image(0, seed=1, min_side=40, max_side=80).dtype
         dtype('uint8')
     """
@@ -158,7 +158,7 @@ def make_folder(root, n=4096, *, seed=0, classes=8, min_side=300, max_side=640, 
     Example::
 
         >>> import tempfile
-        >>> from gpuaug.bench_e2e import make_folder
+        >>> from gpuaug.bench.e2e import make_folder
         >>> root = make_folder(tempfile.mkdtemp(), n=4, classes=2, min_side=32, max_side=48, workers=1)
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
