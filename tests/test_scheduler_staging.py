@@ -264,3 +264,36 @@ def test_array_source_read_bad_index():
     out = np.empty((10,) + x.shape[1:], np.uint8)
     with pytest.raises(IndexError, match="indices"):
         ArraySource(x).read(np.array([0, 2, 4, 6, 8, 10, 12, 14, 16, 30]), out)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_array_source_read_releases_the_gil(shuffled):
+    """The fill of a chunk runs without the GIL: with a 0.25 s switch interval, a thread
+    holding the GIL through the copy would keep this one from running until it ends."""
+    import sys
+
+    x = np.random.default_rng(0).integers(0, 256, (2000, 96, 96, 3), np.uint8)  # 55 MB
+    idx = np.random.default_rng(1).permutation(2000) if shuffled else np.arange(2000)
+    out = np.empty_like(x)
+    src = ArraySource(x)
+    started, done = threading.Event(), []
+
+    def fill():
+        started.set()
+        src.read(idx, out)
+        done.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.25)
+    try:
+        t = threading.Thread(target=fill)
+        t.start()
+        started.wait()
+        spins = 0
+        while not done:
+            spins += 1
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    np.testing.assert_array_equal(out, x[idx])
+    assert spins > 100, f"this thread ran {spins} steps while the copy ran"
