@@ -1,6 +1,6 @@
-"""What warp_affine, warp_perspective and rotate share: argument checks, matrix inversion
-(on the host, or on the device without synchronising), fill values, and the dense-batch
-launch (run()'s ``fast`` hook).
+"""What warp_affine, warp_perspective and rotate share: their body (:func:`warp`), argument
+checks, matrix inversion (on the host, or on the device without synchronising), fill
+values, and the dense-batch launch (run()'s ``fast`` hook).
 
 Every warp hands its kernels the *inverse* map (destination pixel -> source point), one
 row of parameters per sample::
@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
+from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size, per_sample, value_shape
+from gpuaug._run import choose_backend, run
 from gpuaug._util import check_choice, cupy_module
 from gpuaug.geometry import _cos_sin
 
@@ -332,3 +334,25 @@ def dense_fast(kernels, template):
         return launch
 
     return fast
+
+
+def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend):
+    """The body of every warp op: checks, the parameter rows, the launch.
+
+    ``inverse(b, **flags)`` returns the per-sample destination->source maps, (N, 6) or
+    (N, 9) (or one row for the whole batch); it runs on the input's device and ``stream``
+    (:func:`device_scope`). ``flags``: the op's boolean options by name (e.g.
+    ``{"inverse_map": False}``), checked in order after the modes. ``size``: the output
+    (height, width), None for each input's own size. The other arguments are the op's own.
+    """
+    b = as_batch(x, layout)
+    be = choose_backend(b, backend)
+    interp, bord = check_modes(interpolation, border)
+    flags = {k: check_flag(k, v) for k, v in flags.items()}
+    shapes = output_shapes(b, size)
+    with device_scope(b, stream):
+        inv = inverse(b, **flags)
+        params = params_matrix(b, interp, bord, inv, fill)
+    template = (b.dtype.name, b.channels, interp, bord)
+    return run(b, kernels, params, shapes=shapes, out=out, backend=be, stream=stream,
+               template=template, fast=dense_fast(kernels, template))

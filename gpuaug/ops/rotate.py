@@ -2,9 +2,8 @@
 followed by warpAffine."""
 from __future__ import annotations
 
-from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels
 from gpuaug.ops import _warp
 
 KERNELS = Kernels(cu=("rotate.cu", "gpuaug_rotate"), numba=("rotate", "rotate_value"), kind="value",
@@ -58,15 +57,8 @@ def rotate(x, angle, center=None, scale=1.0, interpolation="bilinear", border="c
                [1, 4, 7],
                [0, 3, 6]], dtype=uint8)
     """
-    b = as_batch(x, layout)
-    be = choose_backend(b, backend)
-    interp, bord = _warp.check_modes(interpolation, border)
-    with _warp.device_scope(b, stream):
-        inv = _warp.rotation_inverse(b, angle, center, scale)
-        params = _warp.params_matrix(b, interp, bord, inv, fill)
-    template = (b.dtype.name, b.channels, interp, bord)
-    return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
-               template=template, fast=_warp.dense_fast(KERNELS, template))
+    return _warp.warp(KERNELS, x, lambda b: _warp.rotation_inverse(b, angle, center, scale), {}, None,
+                      interpolation, border, fill, out, layout, stream, backend)
 
 
 def _example(rng, n, h, w):

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels
 from gpuaug.ops import _warp
 
 KERNELS = Kernels(cu=("warp_affine.cu", "gpuaug_warp_affine"), numba=("warp_affine", "warp_affine_value"),
@@ -69,17 +68,9 @@ def warp_affine(x, matrix, size=None, interpolation="bilinear", border="constant
                [99,  4,  5,  6],
                [99,  8,  9, 10]], dtype=uint8)
     """
-    b = as_batch(x, layout)
-    be = choose_backend(b, backend)
-    interp, bord = _warp.check_modes(interpolation, border)
-    inverse_map = _warp.check_flag("inverse_map", inverse_map)
-    shapes = _warp.output_shapes(b, size)
-    with _warp.device_scope(b, stream):
-        inv = _warp.matrix_inverse(matrix, b, (2, 3), inverse_map)
-        params = _warp.params_matrix(b, interp, bord, inv, fill)
-    template = (b.dtype.name, b.channels, interp, bord)
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
-               template=template, fast=_warp.dense_fast(KERNELS, template))
+    return _warp.warp(KERNELS, x, lambda b, inverse_map: _warp.matrix_inverse(matrix, b, (2, 3), inverse_map),
+                      {"inverse_map": inverse_map}, size, interpolation, border, fill, out, layout, stream,
+                      backend)
 
 
 def _example(rng, n, h, w):

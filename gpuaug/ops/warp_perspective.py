@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._run import Kernels
 from gpuaug.ops import _warp
 
 KERNELS = Kernels(cu=("warp_perspective.cu", "gpuaug_warp_perspective"),
@@ -59,17 +58,9 @@ def warp_perspective(x, matrix, size=None, interpolation="bilinear", border="con
         >>> bool((gpuaug.warp_perspective(x, m) == x).all())
         True
     """
-    b = as_batch(x, layout)
-    be = choose_backend(b, backend)
-    interp, bord = _warp.check_modes(interpolation, border)
-    inverse_map = _warp.check_flag("inverse_map", inverse_map)
-    shapes = _warp.output_shapes(b, size)
-    with _warp.device_scope(b, stream):
-        inv = _warp.matrix_inverse(matrix, b, (3, 3), inverse_map)
-        params = _warp.params_matrix(b, interp, bord, inv, fill)
-    template = (b.dtype.name, b.channels, interp, bord)
-    return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
-               template=template, fast=_warp.dense_fast(KERNELS, template))
+    return _warp.warp(KERNELS, x, lambda b, inverse_map: _warp.matrix_inverse(matrix, b, (3, 3), inverse_map),
+                      {"inverse_map": inverse_map}, size, interpolation, border, fill, out, layout, stream,
+                      backend)
 
 
 def _example(rng, n, h, w):
