@@ -28,7 +28,9 @@ inputs::
 
 Also: :func:`compose` (several ops as one DALI operator), :func:`policy` (a random
 ``gpuaug.Compose`` policy, fused passes, as one DALI operator), :func:`image_folder_pipeline`,
-:func:`validation_pipeline`, :func:`default_augment` and :func:`torch_loader`.
+:func:`validation_pipeline`, :func:`default_augment` and :func:`torch_loader`; boxes, keypoints
+and masks with the images: :func:`with_targets`, :func:`random_iou_crop`, :func:`bbox_safe_crop`,
+:func:`bb_flip` (:mod:`gpuaug.dali._targets`).
 
 Importing this module does not import DALI; the first op call does.
 """
@@ -50,6 +52,11 @@ _LAZY = {
     "IMAGENET_STD": "gpuaug.dali.pipelines",
     "numba_support": "gpuaug.dali._numba",
     "policy": "gpuaug.dali._policy",
+    # boxes, keypoints and masks with the images (gpuaug.targets)
+    "with_targets": "gpuaug.dali._targets",
+    "random_iou_crop": "gpuaug.dali._targets",
+    "bbox_safe_crop": "gpuaug.dali._targets",
+    "bb_flip": "gpuaug.dali._targets",
 }
 
 
