@@ -38,5 +38,12 @@ def for_op(name):
 
 
 def get(name, attr, default=None):
-    """``attr`` of op ``name``'s module, or ``default``."""
-    return getattr(for_op(name), attr, default)
+    """``attr`` of op ``name``'s module, or ``default`` (also when the op has no module: the
+    tables that need only defaults still cover it; test_properties says what is missing)."""
+    try:
+        mod = for_op(name)
+    except ModuleNotFoundError as e:
+        if f"tests/refs/{name}.py" not in str(e):
+            raise
+        return default
+    return getattr(mod, attr, default)
