@@ -29,23 +29,7 @@ export GPUAUG_CACHE_DIR=${GPUAUG_CACHE_DIR:-$OUT/cache}
 source tests/gpu/setup.sh
 python3 -c "import nvidia.dali as d; print('DALI', d.__version__)" || { echo "DALI is not installed (see the kit)"; exit 1; }
 which g++ c++ || true
-python3 - <<'PY' 2>&1 | tee "$OUT/dali_native_build.txt"
-import subprocess
-from gpuaug.dali import native, _native
-try:
-    print("plugin:", native.build(verbose=True))
-except Exception as e:
-    print("BUILD FAILED:", str(e).splitlines()[0])
-    try:  # the compiler's whole output (the exception keeps only its tail)
-        cmd, _ = native.build_command("/tmp/gpuaug_dali_build_check.so")
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        print(" ".join(cmd))
-        print(r.stdout)
-        print(r.stderr)
-    except Exception as e2:
-        print("cannot even form the build command:", e2)
-print("status:", _native.status())
-PY
+python3 tests/gpu/dali_native_build.py 2>&1 | tee "$OUT/dali_native_build.txt"
 MODE=${1:-all}
 # two halves of the GPU tests, each under its own limit (the first NVRTC compile of every kernel
 # instance is paid here; later runs read the compiled kernels from
