@@ -50,16 +50,16 @@ STD = [58.395, 57.12, 57.375]
 
 def overrides(op, h, w):
     """Parameters that differ from the registry's example, for like-for-like with DALI's ops
-    (224 -> 112 resize, sigma 1.5, a 192x192 window of a 224x224 image)."""
-    return {"resize": {"size": (h // 2, w // 2)},
-            "gaussian_blur": {"sigma": 1.5},
-            "crop_mirror_normalize": {"crop": (h * 6 // 7, w * 6 // 7), "mean": MEAN, "std": STD}}.get(op, {})
+    (224 -> 112 resize, sigma 1.5, a 192x192 window of a 224x224 image): each OpSpec's
+    ``bench_params``."""
+    spec = gpuaug.registry[op]
+    return spec.bench_params(h, w) if spec.bench_params is not None else {}
 
-# gpuaug op -> DALI built-in with the same job
-PEERS = {"flip": "flip", "rotate": "rotate", "warp_affine": "warp_affine", "resize": "resize",
-         "gaussian_blur": "gaussian_blur", "brightness": "brightness_contrast", "contrast": "brightness_contrast",
-         "color_jitter": "brightness_contrast", "hue": "hsv", "saturation": "hsv",
-         "crop_mirror_normalize": "crop_mirror_normalize"}
+
+def peers():
+    """gpuaug op -> DALI built-in with the same job (a graph of :meth:`Bench.builtins`),
+    from each OpSpec's ``peers["dali"]``."""
+    return {op: spec.peers["dali"] for op, spec in gpuaug.registry.items() if "dali" in spec.peers}
 
 
 def _const(value):
@@ -321,7 +321,7 @@ class Bench:
                 elif op in numba_ops:
                     row["numba_ms"] = None
                     row["note"] = "numba skipped: time budget"
-                peer = PEERS.get(op)
+                peer = peers().get(op)
                 if peer:
                     row["dali_peer"] = peer
                     row["dali_peer_ms"] = res["builtins"][peer]

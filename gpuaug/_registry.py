@@ -148,7 +148,10 @@ class OpSpec:
     compile checks. ``geometric``: the op moves pixels (vs. changes their values). ``changes_shape``:
     the output's height/width may differ from the input's. ``demo``: the parameters ``gpuaug
     demo`` shows it with, a dict or a tuple of dicts, one tile each (None: its example).
-    ``range_notes``: docs/errors.md's words for checks across parameters.
+    ``range_notes``: docs/errors.md's words for checks across parameters. ``peers``: library ->
+    the other library's op the benchmarks time it against (``{"dali": "hsv"}``: a DALI built-in
+    graph of dali_plugins/_bench.py); ``bench_params(h, w)``: overrides of ``example`` for those
+    comparisons (the same work as the peer's).
     """
 
     name: str
@@ -166,6 +169,8 @@ class OpSpec:
     doc: str = field(default="", repr=False)
     demo: dict | None = None  # parameters for ``gpuaug demo`` (one 256x256 photo); None: the example
     range_notes: str = ""  # docs/errors.md: what the Params' ranges do not say (windows, sizes)
+    peers: dict = field(default_factory=dict)  # library -> the peer op the benchmarks compare with
+    bench_params: Callable | None = None  # (h, w) -> overrides of the example, like-for-like with peers
 
     @property
     def param_names(self):

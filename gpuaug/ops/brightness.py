@@ -52,6 +52,7 @@ SPECS = (
     OpSpec("brightness", brightness, params=(
         Param("factor", None, low=0, doc="multiplier >= 0 (1: unchanged)"),
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=brightness.__doc__,
+        peers={"dali": "brightness_contrast"},
         demo={"factor": 1.5}),
 )
 

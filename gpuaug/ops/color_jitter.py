@@ -81,6 +81,7 @@ SPECS = (
         Param("saturation", 1.0, low=0, doc="saturation factor >= 0 (1: unchanged)"),
         Param("hue", 0.0, low=-0.5, high=0.5, doc="hue shift in turns, in [-0.5, 0.5] (0: unchanged)"),
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=color_jitter.__doc__,
+        peers={"dali": "brightness_contrast"},
         demo={"brightness": 1.3, "contrast": 1.4, "saturation": 1.8, "hue": 0.1}),
 )
 

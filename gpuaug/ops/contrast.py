@@ -63,6 +63,7 @@ SPECS = (
     OpSpec("contrast", contrast, params=(
         Param("factor", None, low=0, doc="blend factor >= 0 with the mean gray (1: unchanged)"),
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=contrast.__doc__,
+        peers={"dali": "brightness_contrast"},
         demo={"factor": 1.8}),
 )
 

@@ -142,7 +142,10 @@ SPECS = (
     ), geometric=False, changes_shape=True, example=_example, kernels=KERNELS,
         doc=crop_mirror_normalize.__doc__,
         demo={"crop": (200, 200), "mirror": True, "mean": [123.7, 116.3, 103.5], "std": [58.4, 57.1, 57.4],
-              "output_layout": "NHWC"}),
+              "output_layout": "NHWC"},
+        peers={"dali": "crop_mirror_normalize"},
+        bench_params=lambda h, w: {"crop": (h * 6 // 7, w * 6 // 7), "mean": [123.675, 116.28, 103.53],
+                                   "std": [58.395, 57.12, 57.375]}),
 )
 
 __all__ = ["crop_mirror_normalize"]

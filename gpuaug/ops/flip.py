@@ -94,7 +94,8 @@ SPECS = (
         Param("horizontal", True, kind="bool", doc="flip left-right"),
         Param("vertical", False, kind="bool", doc="flip top-bottom"),
     ), example=_example,
-        demo=({"horizontal": True}, {"horizontal": False, "vertical": True}), kernels=KERNELS, doc=flip.__doc__),
+        demo=({"horizontal": True}, {"horizontal": False, "vertical": True}),
+        peers={"dali": "flip"}, kernels=KERNELS, doc=flip.__doc__),
 )
 
 __all__ = ["flip"]

@@ -108,7 +108,7 @@ SPECS = (
               doc="odd size 1..255; default from sigma as OpenCV"),
     ), example=_example, kernels=KERNELS, geometric=False, doc=gaussian_blur.__doc__,
         range_notes="without `kernel_size`, `sigma` small enough for a kernel of at most 255",
-        demo={"sigma": 3.0}),
+        demo={"sigma": 3.0}, peers={"dali": "gaussian_blur"}, bench_params=lambda h, w: {"sigma": 1.5}),
 )
 
 __all__ = ["gaussian_blur"]

@@ -56,7 +56,7 @@ SPECS = (
     OpSpec("hue", hue, params=(
         Param("shift", None, low=-0.5, high=0.5, doc="hue shift in turns, in [-0.5, 0.5]"),
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=hue.__doc__,
-        demo={"shift": 0.3}),
+        demo={"shift": 0.3}, peers={"dali": "hsv"}),
 )
 
 __all__ = ["hue"]

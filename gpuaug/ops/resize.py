@@ -101,7 +101,8 @@ SPECS = (
         Param("interpolation", "bilinear", per_sample=False, kind="choice",
               choices=tuple(INTERPOLATIONS), doc="OpenCV INTER_NEAREST / INTER_LINEAR / INTER_AREA"),
     ), example=_example, kernels=KERNELS, changes_shape=True, doc=resize.__doc__,
-        demo={"size": (96, 160)}),
+        demo={"size": (96, 160)}, peers={"dali": "resize"},
+        bench_params=lambda h, w: {"size": (h // 2, w // 2)}),
 )
 
 __all__ = ["resize"]

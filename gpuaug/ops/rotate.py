@@ -71,7 +71,7 @@ SPECS = (
         Param("center", None, shape=(2,), doc="(cx, cy) pixels; None: the image centre"),
         Param("scale", 1.0, nonzero=True, expect="non-zero numbers", doc="zoom factor"),
         *_warp.sampling_params(),
-    ), example=_example, kernels=KERNELS, doc=rotate.__doc__, demo={"angle": 30.0},
+    ), example=_example, kernels=KERNELS, doc=rotate.__doc__, demo={"angle": 30.0}, peers={"dali": "rotate"},
         range_notes="`angle`, `center`, `fill` finite"),
 )
 

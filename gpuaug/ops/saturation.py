@@ -54,6 +54,7 @@ SPECS = (
     OpSpec("saturation", saturation, params=(
         Param("factor", None, low=0, doc="blend factor >= 0 with the pixel's gray (0: grayscale, 1: unchanged)"),
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=saturation.__doc__,
+        peers={"dali": "hsv"},
         demo={"factor": 2.0}),
 )
 

@@ -93,7 +93,7 @@ SPECS = (
         Param("inverse_map", False, per_sample=False, kind="bool",
               doc="matrix maps destination to source"),
     ), changes_shape=True, example=_example, kernels=KERNELS, doc=warp_affine.__doc__,
-        demo={"matrix": [[1.0, 0.3, -30.0], [0.1, 1.0, 0.0]]}),
+        demo={"matrix": [[1.0, 0.3, -30.0], [0.1, 1.0, 0.0]]}, peers={"dali": "warp_affine"}),
 )
 
 __all__ = ["warp_affine"]
