@@ -27,7 +27,9 @@ inputs::
   warning that says why).
 
 Also: :func:`compose` (several ops as one DALI operator), :func:`policy` (a random
-``gpuaug.Compose`` policy, fused passes, as one DALI operator), :func:`image_folder_pipeline`,
+``gpuaug.Compose`` policy, fused passes, as one DALI operator), :func:`rand_augment`,
+:func:`trivial_augment`, :func:`auto_augment`, :func:`augmix`, :func:`mixup`, :func:`cutmix`
+(one operator each, :mod:`gpuaug.dali._auto`), :func:`image_folder_pipeline`,
 :func:`validation_pipeline`, :func:`default_augment` and :func:`torch_loader`; boxes, keypoints
 and masks with the images: :func:`with_targets`, :func:`random_iou_crop`, :func:`bbox_safe_crop`,
 :func:`bb_flip` (:mod:`gpuaug.dali._targets`).
@@ -52,6 +54,13 @@ _LAZY = {
     "IMAGENET_STD": "gpuaug.dali.pipelines",
     "numba_support": "gpuaug.dali._numba",
     "policy": "gpuaug.dali._policy",
+    # automatic policies and mixing, one operator each (gpuaug.policy.auto / .mixing)
+    "rand_augment": "gpuaug.dali._auto",
+    "trivial_augment": "gpuaug.dali._auto",
+    "auto_augment": "gpuaug.dali._auto",
+    "augmix": "gpuaug.dali._auto",
+    "mixup": "gpuaug.dali._auto",
+    "cutmix": "gpuaug.dali._auto",
     # boxes, keypoints and masks with the images (gpuaug.targets)
     "with_targets": "gpuaug.dali._targets",
     "random_iou_crop": "gpuaug.dali._targets",
