@@ -297,3 +297,36 @@ def test_array_source_read_releases_the_gil(shuffled):
         sys.setswitchinterval(old)
     np.testing.assert_array_equal(out, x[idx])
     assert spins > 100, f"this thread ran {spins} steps while the copy ran"
+
+
+def test_next_batch_prepared_while_the_workers_fill():
+    """A free worker prepares the next batch (a source's describe/labels) while the others
+    still fill the current one, instead of after its last chunk with the others idle.
+    Sleeps stand for the work: preparing each batch the old way (no chunk left) costs at
+    least batches * (prepare + chunk) = 960 ms; overlapped, about 40 + 12 * 60 = 760 ms."""
+    import time
+
+    from gpuaug.scheduler import Layout, Source
+
+    wait = 0.04
+
+    class Slow(Source):
+        def __len__(self):
+            return 24
+
+        def describe(self, idx):
+            time.sleep(wait)
+            return Layout.uniform((len(idx), 1024, 1024, 4), np.uint8)  # 4 MiB a sample
+
+        def read(self, idx, out):
+            time.sleep(wait)
+            out[:, :2, 0, 0] = np.asarray(idx, np.uint8)[:, None]
+
+    dev = FakeDevice()
+    s = Scheduler(Slow(), lambda b: b, batch_size=2, workers=2, depth=3, device=dev)
+    t0 = time.perf_counter()
+    got = [np.array(b[:, 0, 0, 0]) for b, _ in s]  # two chunks per batch (8 MiB)
+    wall = time.perf_counter() - t0
+    assert [g.tolist() for g in got] == [[2 * k, 2 * k + 1] for k in range(12)]
+    assert dev.errors == []
+    assert wall < 0.9, f"{wall * 1e3:.0f} ms: the batches were prepared after their fills"

@@ -330,6 +330,11 @@ class _Run:
                     if self.stopping:
                         return
                     lim = self._limit()
+                    can_prep = not self.preparing and not self.prep_done and self.prep_next < lim
+                    if can_prep and self._prepare_now():
+                        self.preparing = True
+                        job = ("prepare", self.prep_next)
+                        break
                     for rec in self.filling.values():
                         if rec.k < lim and rec.next_chunk < len(rec.chunks):
                             job = ("fill", rec, rec.next_chunk)
@@ -337,7 +342,7 @@ class _Run:
                             break
                     if job is not None:
                         break
-                    if not self.preparing and not self.prep_done and self.prep_next < lim:
+                    if can_prep:
                         self.preparing = True
                         job = ("prepare", self.prep_next)
                         break
@@ -365,6 +370,18 @@ class _Run:
                     self._fill(wid, rec, ci)
                 except BaseException as e:  # noqa: BLE001
                     self._fail(rec.k, e, "source reader (worker thread)")
+
+    def _prepare_now(self):
+        """(Lock held) Whether a free worker should prepare the next batch before taking a
+        chunk to fill: when at most one batch has chunks left to hand out and the next
+        batch's slot is free now (its last copy has completed). Preparing only once no
+        chunk was left made every batch wait for its own preparation: one chunk per worker,
+        so the workers but one sat idle through it."""
+        if sum(1 for r in self.filling.values() if r.next_chunk < len(r.chunks)) > 1:
+            return False
+        prev = self.pslot_user[self.prep_next % self.depth]
+        return prev is None or (self.copy_enq >= prev.k and "copy1" in prev.ev
+                                and self.dev.done(prev.ev["copy1"]))
 
     def _prepare(self, k):
         s = self.s
