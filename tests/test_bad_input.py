@@ -535,6 +535,26 @@ def test_out_of_range_parameters(case, where):
     untouched(out, snap)
 
 
+def _edge_values(p):
+    """The values at a Param's declared bounds, which must be accepted (closed bounds, choices)."""
+    vals = [v for v in (None if p.low_open else p.low, p.high_for(x_().dtype)) if v is not None]
+    if p.choices and all(isinstance(c, (int, float)) for c in p.choices):
+        vals += list(p.choices)
+    return [np.full(sample_shape(p), v).tolist() if p.per_sample and p.shape else v for v in vals]
+
+
+AT_BOUNDS = [(n, p.name) for n in OPS for p in spec(n).params if _edge_values(p)]
+
+
+@pytest.mark.parametrize("name,pname", AT_BOUNDS)
+def test_values_at_the_declared_bounds_are_accepted(name, pname):
+    """The other side of the generated out-of-range rows: a Param's ``low`` (unless open),
+    ``high`` and each numeric choice pass the op's checks, so the spec states the range the op
+    enforces, not a narrower one."""
+    for v in _edge_values(param(name, pname)):
+        call(name, x_(), "cpu", **{**kw_(name), pname: v})
+
+
 def test_docs_errors_md_ranges_match_the_specs():
     """docs/errors.md's per-op ranges are generated from the Params (docs/gen_errors_ranges.py)."""
     import importlib.util
