@@ -259,3 +259,100 @@ __global__ void gpuaug_iou_crop_select(const double* __restrict__ boxes, const l
     window[4 * w_ + 3] = cw;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Masks of a policy stage: the nearest-neighbour warp of every mask plane (label maps, one-hot
+// planes) by its sample's destination -> source map, bit for bit what gpuaug_warp_affine /
+// gpuaug_warp_perspective compute with INTERP = nearest (warp_common.cuh's Map::at and
+// interp.cuh's sample_nearest: float32 maps, fmaf, __frcp_rn, floor(f + 0.5) of the clamped
+// coordinate), so a mask equals the images' nearest resampling. A thread writes 4 consecutive
+// pixels of one output row (one 32-bit store for uint8 planes), so a warp stores 128 bytes of
+// a row at once: the image warps' 8 x 4 tiles write uint8 planes a byte per lane (a quarter
+// of each 32-byte sector), which made the mask warp cost a third of the image's time.
+//   msrc / mdst: planes of h x w / H x W elements, back to back; plane p is sample p / per_sample
+//   maps:        9 float32 per sample (a00 a01 a02 a10 a11 a12 a20 a21 a22)
+//   constant:    1: outside the source reads `fill`; 0: the nearest edge pixel (replicate)
+#define GPUAUG_MASK_ARGS(TM)                                                                                  \
+  const TM *__restrict__ msrc, TM *__restrict__ mdst, const float *__restrict__ maps, int planes, int per_sample, \
+      int mh, int mw, int MH, int MW, int fill, int constant
+
+#define GPUAUG_MASK_LIMIT 16777216.f  // interp.cuh's GPUAUG_COORD_LIMIT
+
+template <typename TM, bool PERSP>
+__device__ __forceinline__ void gpuaug_mask_quad(long long t, GPUAUG_MASK_ARGS(TM)) {
+  const int W4 = (MW + 3) >> 2;
+  const long long per_plane = (long long)MH * W4;
+  const int p = (int)(t / per_plane);
+  const int rem = (int)(t - (long long)p * per_plane);
+  const int y = rem / W4, x0 = (rem - y * W4) * 4;
+  const float* a = maps + 9 * (p / per_sample);
+  const TM* src = msrc + (long long)p * mh * mw;
+  TM* row = mdst + (long long)p * MH * MW + (long long)y * MW;
+  const float yf = (float)y;
+  TM v[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float xf = (float)(x0 + k);
+    float fx = fmaf(xf, a[0], fmaf(yf, a[1], a[2]));
+    float fy = fmaf(xf, a[3], fmaf(yf, a[4], a[5]));
+    if (PERSP) {
+      const float ww = fmaf(xf, a[6], fmaf(yf, a[7], a[8]));
+      if (ww == 0.f) {
+        fx = fy = -GPUAUG_MASK_LIMIT;
+      } else {
+        const float r = __frcp_rn(ww);
+        fx *= r;
+        fy *= r;
+      }
+    }
+    int ix = __float2int_rd(fminf(fmaxf(fx, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
+    int iy = __float2int_rd(fminf(fmaxf(fy, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
+    if (constant) {
+      v[k] = (ix >= 0 && ix < mw && iy >= 0 && iy < mh) ? src[(long long)iy * mw + ix] : (TM)fill;
+    } else {
+      ix = min(max(ix, 0), mw - 1);
+      iy = min(max(iy, 0), mh - 1);
+      v[k] = src[(long long)iy * mw + ix];
+    }
+  }
+  if (sizeof(TM) == 1 && x0 + 4 <= MW && ((reinterpret_cast<size_t>(row + x0) & 3) == 0)) {
+    *reinterpret_cast<unsigned*>(row + x0) = (unsigned)(unsigned char)v[0] | ((unsigned)(unsigned char)v[1] << 8) |
+                                             ((unsigned)(unsigned char)v[2] << 16) |
+                                             ((unsigned)(unsigned char)v[3] << 24);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (x0 + k < MW) row[x0 + k] = v[k];
+  }
+}
+
+template <typename TM, bool PERSP>
+__global__ void gpuaug_target_masks(GPUAUG_MASK_ARGS(TM)) {
+  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (t >= (long long)planes * MH * ((MW + 3) >> 2)) return;
+  gpuaug_mask_quad<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
+}
+
+// A policy stage's boxes, keypoints and masks in ONE launch: blocks [0, box_blocks) map the
+// boxes (a warp per sample), the next point_blocks the keypoints, the rest warp the masks.
+// Absent targets come with 0 blocks (their pointers are not read).
+template <typename TB, typename TP, typename TM, bool PERSP>
+__global__ void gpuaug_target_all(GPUAUG_BOX_ARGS(TB), GPUAUG_POINT_ARGS(TP), GPUAUG_MASK_ARGS(TM), int box_blocks,
+                                  int point_blocks) {
+  const int b = (int)blockIdx.x;
+  if (b < box_blocks) {
+    const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    if (w < n)
+      gpuaug_boxes_of<TB>(w, threadIdx.x & 31, src, dst, index, count_out, starts, counts, spans, mats, lims, keep_in,
+                          n, fmt, min_vis, drop, has_keep);
+    return;
+  }
+  if (b < box_blocks + point_blocks) {
+    const long long t = (b - (long long)box_blocks) * blockDim.x + threadIdx.x;
+    if (t < (long long)pn * pk) gpuaug_point_at<TP>(t, psrc, pdst, vis_in, vis_out, pmats, plims, pn, pk);
+    return;
+  }
+  const long long t = (b - (long long)box_blocks - point_blocks) * blockDim.x + threadIdx.x;
+  if (t < (long long)planes * MH * ((MW + 3) >> 2))
+    gpuaug_mask_quad<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
+}

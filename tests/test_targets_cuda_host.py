@@ -42,11 +42,15 @@ static inline double __longlong_as_double(long long v) { double d; std::memcpy(&
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 static inline double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
 static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
+static inline float __frcp_rn(float a) { volatile float r = 1.0f / a; return r; }
 """
 
 NAMES = ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>", "gpuaug_target_points<double>",
          "gpuaug_target_points<float>", "gpuaug_target_both<float, float>", "gpuaug_target_both<double, double>",
-         "gpuaug_iou_crop_select"]
+         "gpuaug_iou_crop_select", "gpuaug_target_masks<unsigned char, false>",
+         "gpuaug_target_masks<unsigned char, true>", "gpuaug_target_masks<int, false>", "gpuaug_target_masks<int, true>",
+         "gpuaug_target_all<float, float, unsigned char, false>", "gpuaug_target_all<float, float, unsigned char, true>",
+         "gpuaug_target_all<double, float, unsigned char, true>"]
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +264,91 @@ class _DevBoxes(Boxes):
     @property
     def device(self):
         return True
+
+
+def _stage_maps(n, rng, h, w, persp):
+    m = _mats(n, rng, h, w)
+    if not persp:
+        m[:, 2] = [0, 0, 1]
+    m[0] = np.eye(3)  # an identity sample: every source pixel lands on itself
+    return m
+
+
+@pytest.mark.parametrize("dtype,persp,constant", [(np.uint8, False, True), (np.uint8, True, False),
+                                                  (np.int32, False, False), (np.int32, True, True)])
+def test_mask_kernel_equals_the_nearest_warp(emu, dtype, persp, constant):
+    """gpuaug_target_masks == gpuaug.warp_affine / warp_perspective (nearest, inverse map, the CPU
+    twin) on the mask planes: the maps, the rounding, both borders, int32 labels, odd widths
+    (the last quad of a row) and outputs of another size."""
+    from gpuaug.policy import _fused as F
+    from gpuaug.targets import Masks
+    from gpuaug.targets._policy import _stage_masks
+
+    rng = np.random.default_rng(12)
+    n, k, h, w, oh, ow = 3, 2, 13, 18, 11, 23
+    lab = rng.integers(0, 250 if dtype == np.uint8 else 2 ** 30, (n, k, h, w)).astype(dtype)
+    masks = Masks(lab, onehot=True, fill=7)
+    m = _stage_maps(n, rng, h, w, persp)
+    want = _stage_masks(masks, m, np.array([[oh, ow]] * n), constant, None, "cpu").data
+    inv = np.ascontiguousarray(F._inverse(m)[0], np.float32)
+    out = np.full((n, k, oh, ow), 99, dtype)
+    ctype = "int" if dtype == np.int32 else "unsigned char"
+    fn = emu.get_function("targets.cu", f"gpuaug_target_masks<{ctype}, {'true' if persp else 'false'}>")
+    items = n * k * oh * ((ow + 3) // 4)
+    fn(((items + 255) // 256,), (256,), (lab, out, inv, np.int32(n * k), np.int32(k), np.int32(h), np.int32(w),
+                                         np.int32(oh), np.int32(ow), np.int32(7), np.int32(constant)))
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out[0, :, :h, :min(w, ow)], lab[0, :, :min(h, oh), :min(w, ow)][:, :h])
+
+
+@pytest.mark.parametrize("persp,with_boxes,with_points", [(False, True, True), (True, True, False),
+                                                          (False, False, True)])
+def test_device_glue_one_launch_for_a_stage(glue, monkeypatch, persp, with_boxes, with_points):
+    """map_stage (gpuaug_target_all: boxes, keypoints and masks of a policy stage in one upload
+    and one launch) == map_targets + the masks' warp, on the emulator."""
+    from gpuaug.policy import _fused as F
+    from gpuaug.targets import Masks
+    from gpuaug.targets._policy import _stage_masks
+
+    rng = np.random.default_rng(13)
+    n, m, k, h, w, oh, ow = 9, 37, 5, 14, 20, 12, 17
+    mats = _stage_maps(n, rng, h, w, persp)
+    x1, y1 = rng.uniform(-4, w, (n, m)), rng.uniform(-4, h, (n, m))
+    data = np.stack([x1, y1, x1 + rng.uniform(0, 9, (n, m)), y1 + rng.uniform(0, 9, (n, m))], -1).astype(np.float32)
+    counts = rng.integers(0, m + 1, n).astype(np.int32)
+    keep = rng.random((n, m)) < 0.8
+    boxes = Boxes(data, counts=counts, min_visibility=0.2, labels=rng.integers(0, 9, (n, m))) if with_boxes else None
+    kp = (Keypoints(np.stack([rng.uniform(0, w, (n, k)), rng.uniform(0, h, (n, k))], -1).astype(np.float32))
+          if with_points else None)
+    masks = Masks(rng.integers(0, 200, (n, h, w)).astype(np.uint8))
+    sizes, out = np.array([[h, w]] * n), np.array([[oh, ow]] * n)
+    want_b, want_k = glue.map_targets(boxes, kp, mats, sizes, out, keep=keep if with_boxes else None)
+    want_m = _stage_masks(masks, mats, out, True, None, "cpu").data
+    import contextlib
+
+    import gpuaug._stream
+
+    monkeypatch.setattr(gpuaug._stream, "on_stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(glue, "_fused_masks_ok", lambda *a: True)  # host arrays stand in for device ones
+    launches = []
+    real = glue._launch
+
+    def spy(db, dp, dm=None):
+        launches.append(dm is not None)
+        return real(db, dp, dm)
+
+    monkeypatch.setattr(glue, "_launch", spy)
+    got = glue.map_stage(boxes, kp, masks, mats, F._inverse(mats)[0], sizes, out, True,
+                         keep=keep if with_boxes else None)
+    assert launches == [True]
+    gb, gk, gm = got
+    np.testing.assert_array_equal(np.asarray(gm.data), want_m)
+    if with_boxes:
+        np.testing.assert_array_equal(gb.counts, want_b.counts)
+        np.testing.assert_array_equal(gb.index, want_b.index)
+        np.testing.assert_array_equal(gb.labels, want_b.labels)
+        np.testing.assert_allclose(gb.data, want_b.data, atol=1e-4)
+    if with_points:
+        np.testing.assert_allclose(gk.data, want_k.data, atol=1e-6)
+        np.testing.assert_array_equal(gk.visibility, want_k.visibility)
+

@@ -19,7 +19,10 @@ def test_targets_cu_compiles():
 
     check_compile("targets.cu", ["gpuaug_target_boxes<float>", "gpuaug_target_boxes<double>",
                                  "gpuaug_target_points<float>", "gpuaug_target_points<double>",
-                                 "gpuaug_target_both<float, float>", "gpuaug_iou_crop_select"])
+                                 "gpuaug_target_both<float, float>", "gpuaug_iou_crop_select",
+                                 "gpuaug_target_masks<unsigned char, false>", "gpuaug_target_masks<int, true>",
+                                 "gpuaug_target_all<float, float, unsigned char, false>",
+                                 "gpuaug_target_all<double, double, int, true>"])
 
 
 def _boxes(n, m, h, w, dtype=np.float32):
@@ -206,3 +209,37 @@ def test_safe_crops_in_compose_on_the_gpu():
         _close(bd.data, bh.data, 1e-4)
         np.testing.assert_array_equal(bd.labels.get(), bh.labels)
         assert np.abs(yd.get().astype(int) - yh).max() <= 1
+
+
+@gpu
+@pytest.mark.parametrize("dtype,onehot", [(np.uint8, False), (np.int32, True)])
+def test_compose_targets_in_one_launch_equal_the_warp_path(dtype, onehot, monkeypatch):
+    """A policy stage's boxes, keypoints and masks go in one launch (gpuaug_target_all) and equal
+    the two-launch path (map_targets + the nearest warp op), with a perspective and replicate
+    borders too."""
+    cp = _cp()
+    from gpuaug.targets import _apply, _policy
+
+    n, h, w = 24, 37, 45
+    shape = (n, 3, h, w) if onehot else (n, h, w)
+    lab = RNG.integers(0, 200, shape).astype(dtype)
+    x = cp.asarray(RNG.integers(0, 256, (n, h, w, 3)).astype(np.uint8))
+    b = cp.asarray(_boxes(n, 40, h, w))
+    pts = cp.asarray(np.stack([RNG.uniform(0, w - 1, (n, 17)), RNG.uniform(0, h - 1, (n, 17))], -1))
+    for pol in (gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomPerspective(0.3, p=0.7),
+                                gpuaug.RandomResizedCrop((30, 34))]),
+                gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomResizedCrop((30, 34))])):
+        calls = []
+        real = _apply._launch
+        monkeypatch.setattr(_apply, "_launch", lambda db, dp, dm=None: calls.append(dm is not None) or real(db, dp, dm))
+        y, bb, kk, mm = pol(x, seed=3, boxes=Boxes(b, min_visibility=0.3), keypoints=pts,
+                            masks=Masks(cp.asarray(lab), onehot=onehot))
+        assert calls == [True]
+        monkeypatch.setattr(_policy, "map_stage", lambda *a, **k: None)  # the two-launch path
+        y2, bb2, kk2, mm2 = pol(x, params=pol.last_params, boxes=Boxes(b, min_visibility=0.3), keypoints=pts,
+                                masks=Masks(cp.asarray(lab), onehot=onehot))
+        monkeypatch.undo()
+        cp.testing.assert_array_equal(mm.data, mm2.data)
+        cp.testing.assert_array_equal(bb.counts, bb2.counts)
+        cp.testing.assert_allclose(bb.data, bb2.data, atol=1e-6)
+        cp.testing.assert_allclose(kk.data, kk2.data, atol=1e-9)

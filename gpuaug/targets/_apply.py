@@ -400,9 +400,100 @@ def _follow(inp: Boxes, out: Boxes):
     return out
 
 
-def _launch(db, dp):
-    """Upload the rows and launch: gpuaug_target_both when there are boxes and keypoints."""
+class _DeviceMasks:
+    """The device side of a stage's masks in :func:`map_stage`: dense planes (N, H, W) or
+    (N, K, H, W) of uint8 / bool / int32, their per-sample destination -> source maps (float32,
+    what the warps read), the output and the kernel arguments."""
+
+    def __init__(self, masks, inv, out_hw, constant):
+        cp = cupy_module()
+        d = masks.data
+        self.masks = masks
+        self.k = d.shape[1] if masks.onehot else 1
+        self.n = d.shape[0]
+        self.h, self.w = d.shape[-2:]
+        self.H, self.W = (int(v) for v in out_hw)
+        self.src = d.view(cp.uint8) if d.dtype == np.bool_ else d
+        self.out = cp.empty(d.shape[:-2] + (self.H, self.W), d.dtype)
+        self.dst = self.out.view(cp.uint8) if d.dtype == np.bool_ else self.out
+        inv = np.asarray(inv, np.float64).reshape(-1, 9)
+        self.persp = not (np.all(inv[:, 6:8] == 0) and np.all(inv[:, 8] == 1))  # as warp_masks decides
+        self.host = [np.ascontiguousarray(inv, np.float32)]
+        self.ctype = "int" if d.dtype == np.int32 else "unsigned char"
+        self.constant = bool(constant)
+        planes = self.n * self.k
+        self.items = planes * self.H * ((self.W + 3) // 4)
+        self.blocks = (self.items + _BLOCK - 1) // _BLOCK
+
+    def args(self, dev):
+        return (self.src, self.dst, dev[0], np.int32(self.n * self.k), np.int32(self.k), np.int32(self.h),
+                np.int32(self.w), np.int32(self.H), np.int32(self.W), np.int32(self.masks.fill),
+                np.int32(self.constant))
+
+    def result(self):
+        return self.masks.like(self.out)
+
+
+def _fused_masks_ok(masks, boxes, keypoints):
+    """One launch for the stage: dense device masks (a ragged list of label maps goes through
+    the warp ops), and device boxes / keypoints where given."""
+    if masks is None or isinstance(masks.data, list) or isinstance(masks.data, np.ndarray):
+        return False
+    return all(t is None or t.device for t in (boxes, keypoints))
+
+
+def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, constant, *, stream=None, keep=None):
+    """A policy stage's targets: boxes and keypoints mapped by ``matrices`` ((N, 3, 3) source
+    -> destination), masks warped (nearest) by ``inv`` ((N, 9) float64 destination -> source,
+    the fused kernel's own inverse) to ``out_sizes`` (one size for the batch) with the masks'
+    fill (``constant``) or the nearest edge. On the GPU, with dense masks, all three go in ONE
+    upload and ONE launch (gpuaug_target_all); otherwise :func:`map_targets` and the warp ops.
+    Returns ``(boxes, keypoints, masks)``; the targets must be checked already."""
+    from gpuaug._stream import on_stream
+
+    out_sizes = np.asarray(out_sizes, np.int64)
+    if not _fused_masks_ok(masks, boxes, keypoints) or not bool((out_sizes == out_sizes[0]).all()):
+        return None
+    bs = _box_setup(boxes, matrices, in_sizes, out_sizes, False, keep) if boxes is not None else None
+    ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, False) if keypoints is not None else None
+    rb = rk = None
+    with on_stream(stream):
+        db = _DeviceBoxes(*bs) if bs is not None else None
+        dp = _DevicePoints(*ps) if ps is not None else None
+        dm = _DeviceMasks(masks, inv, out_sizes[0], constant)
+        _launch(db, dp, dm)
+        if db is not None:
+            rb = _follow(bs[0], db.result())
+        if dp is not None:
+            rk = dp.result()
+        return rb, rk, dm.result()
+
+
+def _launch(db, dp, dm=None):
+    """Upload the rows and launch: gpuaug_target_both when there are boxes and keypoints;
+    gpuaug_target_all with masks."""
     from gpuaug.kernels._cuda import get_function, upload
+
+    if dm is not None:
+        parts = [t for t in (db, dp, dm) if t is not None]
+        dev = upload(*[a for t in parts for a in t.host])
+        rows, k = {}, 0
+        for t in parts:
+            rows[id(t)] = dev[k:k + len(t.host)]
+            k += len(t.host)
+        dummy = dm.dst
+        z = np.int32(0)
+        bargs = db.args(rows[id(db)]) if db is not None else (dummy,) * 10 + (z, z, np.float64(0), z, z)
+        pargs = dp.args(rows[id(dp)]) if dp is not None else (dummy,) * 6 + (z, z)
+        tb = db.ctype if db is not None else "float"
+        tp = dp.ctype if dp is not None else "float"
+        bb = db.blocks if db is not None else 0
+        pb = dp.blocks if dp is not None else 0
+        fn = get_function("targets.cu", f"gpuaug_target_all<{tb}, {tp}, {dm.ctype}, {'true' if dm.persp else 'false'}>")
+        blocks = bb + pb + dm.blocks
+        if blocks:
+            fn((blocks,), (_BLOCK,), bargs + pargs + dm.args(rows[id(dm)]) + (np.int32(bb), np.int32(pb)))
+        return
 
     if db is not None and dp is not None:
         dev = upload(*(db.host + dp.host))

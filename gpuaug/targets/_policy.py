@@ -11,7 +11,12 @@ resampling by the composition of its transforms' per-sample matrices (see
   masks are warped once per stage
   with nearest sampling from the exact destination -> source map the fused kernel uses, the
   stage's border rule (constant with the masks' fill where the stage's geometry reads
-  outside the image, replicate otherwise): one extra launch per stage for the masks;
+  outside the image, replicate otherwise). On the GPU, with dense masks, boxes, keypoints and
+  masks go in ONE upload and ONE launch per stage (gpuaug_target_all, after the stage's image
+  launch); otherwise one launch for boxes and keypoints and one warp for the masks;
+- box-aware crops (:class:`RandomIoUCrop`, :class:`RandomSizedBBoxSafeCrop`) choose their
+  windows from the boxes at their point of the policy (:meth:`PolicyTargets.resolve`, after
+  the draw and before any pixel is written; :func:`sample_policy` does both);
 - colour, write and op stages (ColorJitter, Normalize, GaussianBlur, RandomErasing ...)
   leave the targets alone.
 
@@ -22,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._util import cupy_module
-from gpuaug.targets._apply import map_targets
+from gpuaug.targets._apply import map_stage, map_targets
 from gpuaug.targets._types import as_boxes, as_keypoints, as_masks, check_boxes_values, check_keypoints_values
 from gpuaug.targets.ops import _check_masks, _planes, warp_masks
 
@@ -92,11 +97,18 @@ class PolicyTargets:
         bx, kp, ms = self.boxes, self.keypoints, self.masks
         sizes = self.sizes
         for geo, m, out, fill in _stages(policy, params, dtype, sizes):
-            if bx is not None or kp is not None:
-                bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream,
-                                     keep=_stage_keep(policy, params, geo) if bx is not None else None)
-            if ms is not None:
-                ms = _stage_masks(ms, m, out, fill is not None, stream, backend)
+            keep = _stage_keep(policy, params, geo) if bx is not None else None
+            one = None
+            if ms is not None and backend == "cuda":  # boxes, keypoints and masks in one launch
+                one = map_stage(bx, kp, ms, m, _stage_inverse(m), sizes, out, fill is not None, stream=stream,
+                                keep=keep)
+            if one is not None:
+                bx, kp, ms = one
+            else:
+                if bx is not None or kp is not None:
+                    bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream, keep=keep)
+                if ms is not None:
+                    ms = _stage_masks(ms, m, out, fill is not None, stream, backend)
             sizes = out
         res = {"boxes": bx, "keypoints": kp, "masks": ms}
         return tuple(res[k] for k in self.given)
@@ -164,13 +176,17 @@ def _and(a, b):
     return [x & y for x, y in zip(a, b)] if isinstance(a, list) else a & b
 
 
-def _stage_masks(ms, m, out, constant, stream, backend):
-    """One nearest warp of every mask plane by the stage's destination -> source map: the
-    float64 inverse the fused kernel gets (F._inverse), so both sample the same source pixel."""
+def _stage_inverse(m):
+    """The stage's destination -> source maps, (N, 9) float64: the inverse the fused kernel gets
+    (F._inverse), so masks and images sample the same source pixel."""
     from gpuaug.policy import _fused as F
 
-    inv, _ = F._inverse(np.ascontiguousarray(m, np.float64))
-    inv = inv.reshape(-1, 3, 3)
+    return F._inverse(np.ascontiguousarray(m, np.float64))[0]
+
+
+def _stage_masks(ms, m, out, constant, stream, backend):
+    """One nearest warp of every mask plane by the stage's destination -> source map."""
+    inv = _stage_inverse(m).reshape(-1, 3, 3)
     views, k, fill, back = _planes(ms)
     p = len(inv) * k
     data = warp_masks(views, np.repeat(inv, k, axis=0), np.repeat(out, k, axis=0),
