@@ -17,6 +17,16 @@ Numbers per row (gpuaug.bench.GpuClock, the op bench's clock):
   training loop sees: the slower of host and device).
 The issue's targets: images+targets <= 1.3 x images alone (device ms), >= 10 x faster than
 kornia with the same data_keys. Prints a table; writes $OUT/targets_bench.json when OUT is set.
+
+Where the targets' device time goes (rows after the main ones):
+- "one launch": the default on the GPU since session 6: a stage's boxes, keypoints and masks
+  in one upload and one launch (gpuaug_target_all; masks 4 pixels a thread, 32-bit stores);
+- "two launches (before)": the earlier path, forced for comparison: map_targets (upload +
+  gpuaug_target_both) then the masks through gpuaug.warp_affine (its own upload + launch,
+  8 x 4 pixel warp tiles writing uint8 planes a byte per lane);
+- "targets alone": PolicyTargets.run on the call's last_params (no image pass), both paths;
+- SSD: RandomIoUCrop(300) + RandomHorizontalFlip with boxes: sample_policy (the device
+  selection kernel and its readback) and the policy call.
 Boxes are passed with check=False (no per-call NaN check and its synchronisation), as a
 training loop would after checking a dataset once.
 """
@@ -75,11 +85,75 @@ def main():
     kept = int(rb.counts.sum().get())
 
     from gpuaug.bench import GpuClock
+    from gpuaug._batch import as_batch
+    from gpuaug.targets import _policy as TP
+
+    # the launches one call makes (CuPy's profiler hooks are not needed: count our own)
+    from gpuaug.targets import _apply as TA
+
+    launches = []
+    real_launch = TA._launch
+    TA._launch = lambda db, dp, dm=None: launches.append("target_all" if dm is not None else "target_both") or \
+        real_launch(db, dp, dm)
+    with_targets()
+    TA._launch = real_launch
+
+    real_stage = TP.map_stage
+
+    def two_launches():
+        TP.map_stage = lambda *a, **k: None
+        try:
+            return pol(x, boxes=tb, keypoints=tk, masks=tm)
+        finally:
+            TP.map_stage = real_stage
+
+    pol(x, boxes=tb, keypoints=tk, masks=tm, seed=1)
+    params = pol.last_params
+    pt = TP.PolicyTargets(as_batch(x), np.array([[s, s]] * n), tb, tk, tm)
+
+    def targets_alone():
+        return pt.run(pol, params, "uint8", None, "cuda")
+
+    def targets_alone_two():
+        TP.map_stage = lambda *a, **k: None
+        try:
+            return pt.run(pol, params, "uint8", None, "cuda")
+        finally:
+            TP.map_stage = real_stage
 
     clock = GpuClock()
     rows = {}
     for name, fn in (("gpuaug images", images), ("gpuaug images+boxes+keypoints", boxes_kp_only),
-                     ("gpuaug images+boxes+keypoints+masks", with_targets)):
+                     ("gpuaug images+boxes+keypoints+masks", with_targets),
+                     ("  same, two launches (before)", two_launches),
+                     ("  targets alone, one launch", targets_alone),
+                     ("  targets alone, two launches (before)", targets_alone_two)):
+        t = clock.time(fn, args.iters, args.warmup)
+        rows[name] = {"device_ms": t.ms, "host_us": t.host_us, "host_bound": t.host_bound,
+                      "loop_ms": clock.loop(fn, k=args.iters)}
+
+    # SSD-style: RandomIoUCrop + flip with boxes (labels follow)
+    from gpuaug.targets import RandomIoUCrop, sample_policy
+
+    ssd = gpuaug.Compose([RandomIoUCrop(300), gpuaug.RandomHorizontalFlip()], seed=0)
+    xs = cp.asarray(rng.integers(0, 256, (n, 400, 500, 3), dtype=np.uint8))
+    sb = cp.asarray(np.stack([b[..., 0] * 2, b[..., 1] * 1.6, b[..., 2] * 2, b[..., 3] * 1.6], -1).astype(np.float32))
+    ssd_boxes = Boxes(sb, check=False, labels=cp.asarray(rng.integers(1, 81, (n, m)).astype(np.int32)))
+
+    def ssd_sample():
+        return sample_policy(ssd, xs, boxes=ssd_boxes)
+
+    p_ssd = ssd_sample()
+
+    def ssd_call():
+        return ssd(xs, params=p_ssd, boxes=ssd_boxes)
+
+    def ssd_images():
+        return ssd(xs, params=p_ssd)
+
+    for name, fn in (("SSD: sample_policy (IoU crop selection on the device)", ssd_sample),
+                     ("SSD: images 400x500 -> 300x300, replayed params", ssd_images),
+                     ("SSD: images + boxes + labels, replayed params", ssd_call)):
         t = clock.time(fn, args.iters, args.warmup)
         rows[name] = {"device_ms": t.ms, "host_us": t.host_us, "host_bound": t.host_bound,
                       "loop_ms": clock.loop(fn, k=args.iters)}
@@ -115,15 +189,20 @@ def main():
     print(f"device: {dev}; batch {n}x{s}x{s}x3 uint8, {m} boxes, {k} keypoints, one {s}x{s} uint8 mask per image")
     print(f"policy: RandomHorizontalFlip + RandomAffine(15, translate 0.1, scale 0.9-1.1) + RandomResizedCrop({s})")
     print(f"boxes kept after the policy: {kept} of {n * m}")
+    print(f"target launches per policy call: {launches} (target_all: boxes, keypoints and masks in one)")
     print(f"{'path':45s} {'device ms':>10s} {'host ms':>9s} {'loop ms':>9s}")
     for name, r in rows.items():
         host = r.get("host_us")
         print(f"{name:45s} {r['device_ms']:10.3f} {host / 1e3 if host else float('nan'):9.3f} "
               f"{r.get('loop_ms', float('nan')):9.3f}{'  (host-bound: device ms includes gaps)' if r.get('host_bound') else ''}")
     print(f"images+targets / images (device): {ratio:.2f}x (target <= 1.3x: {'MET' if ratio <= 1.3 else 'NOT MET'})")
+    before = rows["  same, two launches (before)"]["device_ms"] / base
+    print(f"  the two-launch path of before: {before:.2f}x; targets alone: "
+          f"{rows['  targets alone, one launch']['device_ms']:.3f} ms one launch vs "
+          f"{rows['  targets alone, two launches (before)']['device_ms']:.3f} ms two")
     kk = rows.get("kornia images+mask+bbox_xyxy+keypoints")
     result = {"device": dev, "n": n, "size": s, "boxes": m, "keypoints": k, "rows": rows, "ratio": ratio,
-              "kept_boxes": kept, "kornia_error": kornia_err}
+              "ratio_two_launches": before, "launches": launches, "kept_boxes": kept, "kornia_error": kornia_err}
     if kk:
         speed = kk["device_ms"] / full
         loop_speed = kk["device_ms"] / rows["gpuaug images+boxes+keypoints+masks"]["loop_ms"]
