@@ -40,11 +40,11 @@ NOISE = tuple(n for n in OPS if "seed" in gpuaug.registry[n].param_names)
 
 
 def noise_kw(name, n, dtype, seed, rng):
-    """Per-sample parameters of a noise op (in the dtype's units)."""
-    m = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
-    if name == "gaussian_noise":
-        return {"mean": rng.uniform(-0.05, 0.05, n) * m, "std": rng.uniform(0.05, 0.2, n) * m, "seed": seed}
-    return {"prob": rng.uniform(0.1, 0.6, n), "salt_vs_pepper": rng.uniform(0, 1, n), "seed": seed}
+    """Per-sample parameters of a noise op (in the dtype's units), as its tests/refs module
+    draws them (``noise_kw``)."""
+    draw = refs.get(name, "noise_kw")
+    assert draw is not None, f"noise op {name!r}: declare noise_kw(rng, n, dtype, seed) in tests/refs/{name}.py"
+    return draw(rng, n, dtype, seed)
 
 
 def slice_params(name, kw, n, idx):

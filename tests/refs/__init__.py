@@ -20,6 +20,13 @@ What a module declares (only ``case`` is required):
 - ``DALI_NUMBA``: True where the op stands for one kind of path in the DALI numba_function
   test (``DALI_FALLBACK``: it falls back to python_function there, with a warning).
 - ``DALI_LAYOUT``: the layout DALI reports for its output (default "HWC").
+- ``HOST_ONLY``: parameters that must be host values although not sizes (they decide the
+  output shape: pad's padding, rot90's k on non-square images).
+- ``noise_kw(rng, n, dtype, seed)``: for noise ops (those with a ``seed``), the per-sample
+  parameters of the determinism tests.
+
+Derived from the registry, not declared: the noise ops (a ``seed`` Param), the colour ops (the
+colour family's packed kernels), the out-of-range rows of each bounded Param.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """gaussian_noise: its property case (and, where they apply, its twin tolerance and bad-input rows)."""
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import strategies as st
 
 import ref_filters as RF
@@ -25,3 +26,9 @@ BAD = [
 
 # the registry example's mean and std are in uint8 units: / 255 for float images (test_determinism)
 FLOAT_UNITS = ("mean", "std")
+
+
+def noise_kw(rng, n, dtype, seed):
+    """Per-sample parameters for the determinism tests (in the dtype's units)."""
+    m = 255.0 if np.dtype(dtype) == np.uint8 else 1.0
+    return {"mean": rng.uniform(-0.05, 0.05, n) * m, "std": rng.uniform(0.05, 0.2, n) * m, "seed": seed}

@@ -16,3 +16,8 @@ def case(draw, g):
     white = RI.top(g.dtype)
     return Case({"prob": prob, "salt_vs_pepper": svp, "seed": seed},
                 lambda s, i: RF.salt_and_pepper(s, i, prob[i], svp[i], seed, white), EXACT)
+
+
+def noise_kw(rng, n, dtype, seed):
+    """Per-sample parameters for the determinism tests (in the dtype's units)."""
+    return {"prob": rng.uniform(0.1, 0.6, n), "salt_vs_pepper": rng.uniform(0, 1, n), "seed": seed}
