@@ -112,7 +112,9 @@ class Param:
     def high_for(self, dtype):
         """``high`` for an input of ``dtype`` (resolves :data:`DTYPE_MAX`)."""
         if self.high == DTYPE_MAX:
-            return 255.0 if str(dtype) == "uint8" else 1.0
+            from gpuaug._util import dtype_max
+
+            return dtype_max(dtype)
         return self.high
 
     def range_text(self):

@@ -23,6 +23,12 @@ def dtype_name(dtype) -> str:
     return DTYPE_NAMES[np.dtype(dtype)]
 
 
+def dtype_max(dtype) -> float:
+    """The top M of a dtype's value range, the one definition every op uses: 255 for uint8,
+    1 for the floats (images in [0, 1])."""
+    return 255.0 if np.dtype(dtype) == np.uint8 else 1.0
+
+
 def check_choice(name, value, choices):
     """``value`` if it is one of ``choices``, else ValueError naming it; an array (NumPy, CUDA,
     DLPack) is refused with TypeError before any comparison (``in`` on an array raises NumPy's

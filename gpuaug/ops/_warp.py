@@ -21,7 +21,7 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
-from gpuaug._util import check_choice, cupy_module
+from gpuaug._util import check_choice, check_flag, cupy_module
 from gpuaug.geometry import _cos_sin
 
 INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
@@ -76,12 +76,6 @@ def check_modes(interpolation, border):
     check_choice("interpolation", interpolation, tuple(INTERPOLATIONS))
     check_choice("border", border, tuple(BORDERS))
     return INTERPOLATIONS[interpolation], BORDERS[border]
-
-
-def check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: got {value!r}; expected True or False")
-    return bool(value)
 
 
 def _fill_scalar(f, dtype):
@@ -305,8 +299,9 @@ DENSE_ROWS = 4
 
 def dense_variants(base):
     """The dense kernels' generic names, for the compile checks (Kernels.variants)."""
-    ctypes = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
-    return tuple(f"{base}_dense<{t}, {c}>" for t in ctypes.values() for c in (1, 3, 4))
+    from gpuaug.kernels._cuda import CTYPES
+
+    return tuple(f"{base}_dense<{t}, {c}>" for t in CTYPES.values() for c in (1, 3, 4))
 
 
 def dense_fast(kernels, template):

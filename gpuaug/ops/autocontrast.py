@@ -6,12 +6,13 @@ import numpy as np
 from gpuaug._batch import as_batch, table_item
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, dtype_max
+from gpuaug.kernels._cuda import CTYPES
 
 KERNELS = Kernels(cu=("autocontrast.cu", "gpuaug_autocontrast"), numba=("autocontrast", "autocontrast_value"),
                   kind="value",
                   variants=tuple(f"gpuaug_autocontrast_stats<{t}, {c}>"
-                                 for t in ("unsigned char", "gpuaug::half", "float") for c in (1, 3, 4)))
+                                 for t in CTYPES.values() for c in (1, 3, 4)))
 
 
 def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -80,7 +81,7 @@ def _rows_numba(b, target, stream):
                 s = s.astype(np.float32)
             if s.shape[0] and s.shape[1] and s.shape[2]:
                 _launch(k, target, b, s.shape, (s, l_, h_))
-        bound = 255.0 if b.dtype == np.uint8 else 1.0
+        bound = dtype_max(b.dtype)
         return rows_from_minmax(xp, lo, hi, bound, ft)
 
     if not b.device:

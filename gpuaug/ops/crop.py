@@ -8,9 +8,8 @@ from gpuaug._params import _fmt, column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 from gpuaug._util import is_cuda_array
+from gpuaug.kernels._cuda import CTYPES as _CT  # dtype name -> the fast kernels' CUDA C element type
 
-#: CUDA C element type per dtype name (the fast kernels' template argument).
-_CT = {"uint8": "unsigned char", "float16": "gpuaug::half", "float32": "float"}
 KERNELS = Kernels(cu=("crop.cu", "gpuaug_crop"), numba=("crop", "crop_map"),
                   variants=tuple(f"gpuaug_window_rows<{t}, {v}>" for t in _CT.values()
                                  for v in (4, 8, 16)))

@@ -8,10 +8,11 @@ from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, check_flag
+from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._intensity import (channel_param, chw_list_out, cmn_vec_fast, float_dtype, nonzero,
                                    uniform_out)
 
-_TYPES = ("unsigned char", "gpuaug::half", "float")
+_TYPES = tuple(CTYPES.values())
 _OUT = ("gpuaug::half", "float")
 KERNELS = Kernels(
     cu=("crop_mirror_normalize.cu", "gpuaug_crop_mirror_normalize"),

@@ -7,13 +7,14 @@ from gpuaug._batch import as_batch, max_size, table_item
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
+from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._intensity import VEC_THREADS, _dense_u8_vectors, u8_vec_fast, vec_grid
 
 KERNELS = Kernels(cu=("equalize.cu", "gpuaug_equalize"), numba=("equalize", "equalize_value"),
                   kind="value",
                   variants=tuple(f"gpuaug_equalize_u8<{c}>" for c in (1, 3, 4))
                   + tuple(f"gpuaug_equalize_hist_u8<{c}>" for c in (1, 3, 4))
-                  + tuple(f"gpuaug_equalize_hist<{t}, {c}>" for t in ("unsigned char", "gpuaug::half", "float")
+                  + tuple(f"gpuaug_equalize_hist<{t}, {c}>" for t in CTYPES.values()
                           for c in (1, 3, 4))
                   + ("gpuaug_equalize_lut",))
 

@@ -7,10 +7,11 @@ from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import check_choice
+from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._intensity import float_dtype
 from gpuaug.ops.crop_mirror_normalize import LAYOUTS, cmn
 
-_TYPES = ("unsigned char", "gpuaug::half", "float")
+_TYPES = tuple(CTYPES.values())
 KERNELS = Kernels(
     cu=("normalize.cu", "gpuaug_normalize"), numba=("normalize", "normalize_value"), kind="value",
     variants=tuple(f"gpuaug_normalize<{t}, {c}, gpuaug::half>" for t in _TYPES for c in (1, 3, 4))

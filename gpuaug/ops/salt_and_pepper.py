@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, dtype_max
 from gpuaug.ops._launch import host_seed, rows_plan, run_custom, seed_columns
 
 KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
@@ -65,7 +65,7 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     pr, sv = xp.asarray(pr, dtype=xp.float64), xp.asarray(sv, dtype=xp.float64)
     t_noisy = xp.floor(pr * 2.0 ** 32)
     t_salt = xp.floor(pr * sv * 2.0 ** 32)
-    salt = np.full(b.n, 255.0 if b.dtype == np.uint8 else 1.0)
+    salt = np.full(b.n, dtype_max(b.dtype))
     params = column_stack([*_split(t_noisy, xp), *_split(t_salt, xp), seed_columns(seed, b.n), salt,
                            np.arange(b.n, dtype=np.float64)], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,

@@ -7,6 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
+from gpuaug._util import dtype_max
 from gpuaug.ops._launch import CudaPlan, run_custom, store_range, tile_grid
 
 KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "kernel"), kind="value")
@@ -54,7 +55,7 @@ def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     be = choose_backend(b, backend)
     f = per_sample(factor, b.n, "factor", low=0.0, device=b.device)
     u8 = b.dtype == np.uint8
-    params = column_stack([f, np.full(b.n, 255.0 if u8 else 1.0), np.full(b.n, float(u8))], b.n)
+    params = column_stack([f, np.full(b.n, dtype_max(b.dtype)), np.full(b.n, float(u8))], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0], numba_extra=store_range(b.dtype))
 

@@ -150,7 +150,9 @@ class PeerInput:
 
     @property
     def maxval(self):
-        return 255.0 if self.dtype == np.uint8 else 1.0
+        from gpuaug._util import dtype_max
+
+        return dtype_max(self.dtype)
 
     def need_gpu(self, what: str):
         if not self.gpu:
