@@ -1,4 +1,4 @@
-// MixUp and CutMix on dense batches (N samples of E = H*W*C contiguous elements each), one
+// MixUp, CutMix (and Mosaic, at the end of the file) on dense batches (N samples of E = H*W*C contiguous elements each), one
 // launch per batch. Per-sample parameters (float32 rows of 6):
 //   [partner, lam, y0, x0, y1, x1]
 // MixUp:  out[i] = lam * x[i] + (1 - lam) * x[partner]   (computed in float32; uint8 rounds
@@ -136,4 +136,57 @@ extern "C" __global__ void gpuaug_cutmix_u8v(const uint4* __restrict__ src, uint
     wo[q] = r;
   }
   *o = make_uint4(wo[0], wo[1], wo[2], wo[3]);
+}
+
+// Mosaic (detection): each output sample is a canvas of OH x OW split at its centre (cy, cx)
+// into four quadrants, TL, TR, BL, BR; quadrant q shows source sample s_q placed so that its
+// corner touches the centre (ultralytics' load_mosaic placement, no rescaling):
+//   offsets (oy, ox): TL (cy - H, cx - W), TR (cy - H, cx), BL (cy, cx - W), BR (cy, cx)
+//   out[y, x] = src[s_q, y - oy, x - ox] where that lies inside the source, else `fill`.
+// Per-sample int32 rows of 6: [s0, s1, s2, s3, cy, cx]. `fill_bits`: the fill value's bits in
+// the element type (uint8 value, float16 bits, float32 bits). Grid (ceil(OH*OW*C / 1024), N),
+// 256 threads, 4 elements per thread (strided by 256); NHWC or NCHW (`nchw`) on both sides.
+namespace {
+template <typename T> __device__ __forceinline__ T mo_fill(unsigned bits) { return (T)bits; }
+template <> __device__ __forceinline__ float mo_fill<float>(unsigned bits) {
+  union { unsigned u; float f; } v;
+  v.u = bits;
+  return v.f;
+}
+}  // namespace
+
+template <typename T>
+__global__ void gpuaug_mosaic(const T* __restrict__ src, T* __restrict__ dst, int H, int W, int C, int OH, int OW,
+                              int nchw, const int* __restrict__ params, int n, unsigned fill_bits) {
+  const int s = blockIdx.y;
+  if (s >= n) return;
+  const int* p = params + (mx_i64)s * 6;
+  const int cy = p[4], cx = p[5];
+  const mx_i64 OHW = (mx_i64)OH * OW, E = OHW * C, HW = (mx_i64)H * W;
+  const T fill = mo_fill<T>(fill_bits);
+  T* o = dst + (mx_i64)s * E;
+  const mx_i64 base = (mx_i64)blockIdx.x * blockDim.x * 4 + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const mx_i64 i = base + (mx_i64)k * blockDim.x;
+    if (i >= E) continue;
+    int c;
+    mx_i64 pix;
+    if (nchw) {
+      c = (int)(i / OHW);
+      pix = i - (mx_i64)c * OHW;
+    } else {
+      pix = i / C;
+      c = (int)(i - pix * C);
+    }
+    const int y = (int)(pix / OW), x = (int)(pix - (mx_i64)y * OW);
+    const int q = (y >= cy ? 2 : 0) + (x >= cx ? 1 : 0);
+    const int sy = y - (q < 2 ? cy - H : cy), sx = x - ((q & 1) ? cx : cx - W);
+    T v = fill;
+    if (sy >= 0 && sy < H && sx >= 0 && sx < W) {
+      const T* b = src + (mx_i64)p[q] * HW * C;
+      v = nchw ? b[(mx_i64)c * HW + (mx_i64)sy * W + sx] : b[((mx_i64)sy * W + sx) * C + c];
+    }
+    o[i] = v;
+  }
 }

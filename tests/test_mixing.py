@@ -204,3 +204,220 @@ def test_gpu_matches_cpu(dtype, layout):
             else:
                 np.testing.assert_array_equal(cupy.asnumpy(y), ry)
             np.testing.assert_allclose(cupy.asnumpy(s), rs, atol=1e-6)
+
+
+# -- Mosaic ------------------------------------------------------------------------------------
+
+def _mosaic_ref(x, sources, centers, oh, ow, fill, layout="NHWC"):
+    """Pixel by pixel: quadrant, source sample, source pixel or fill."""
+    xs = x if layout == "NHWC" else x.transpose(0, 2, 3, 1)
+    n, h, w, c = xs.shape
+    out = np.empty((n, oh, ow, c), x.dtype)
+    for i in range(n):
+        cy, cx = centers[i]
+        for yy in range(oh):
+            for xx in range(ow):
+                q = 2 * (yy >= cy) + (xx >= cx)
+                sy = yy - (cy - h if q < 2 else cy)
+                sx = xx - (cx if q % 2 else cx - w)
+                inside = 0 <= sy < h and 0 <= sx < w
+                out[i, yy, xx] = xs[sources[i, q], sy, sx] if inside else np.asarray(fill, x.dtype)
+    return out if layout == "NHWC" else out.transpose(0, 3, 1, 2)
+
+
+def _mosaic_boxes_ref(data, counts, labels, sources, centers, h, w, oh, ow, min_vis):
+    """Per output: the (xyxy pixel) boxes of its four sources, quadrant by quadrant, shifted,
+    clipped to the quadrant, kept by the targets' rule."""
+    res = []
+    for i in range(len(sources)):
+        cy, cx = centers[i]
+        rows = []
+        for q in range(4):
+            oy = cy - h if q < 2 else cy
+            ox = cx if q % 2 else cx - w
+            ry0, ry1 = (0, cy) if q < 2 else (cy, oh)
+            rx0, rx1 = (0, cx) if q % 2 == 0 else (cx, ow)
+            s = sources[i, q]
+            for j in range(counts[s]):
+                x1, y1, x2, y2 = data[s, j] + [ox, oy, ox, oy]
+                area = (x2 - x1) * (y2 - y1)
+                cx1, cx2 = np.clip([x1, x2], rx0, rx1)
+                cy1, cy2 = np.clip([y1, y2], ry0, ry1)
+                clipped = (cx2 - cx1) * (cy2 - cy1)
+                if min_vis is None or (clipped > 0 and clipped >= min_vis * area):
+                    rows.append((cx1, cy1, cx2, cy2, labels[s, j]))
+        res.append(rows)
+    return res
+
+
+def _random_boxes(rng, n, m, h, w):
+    a = rng.uniform(0, 1, (n, m, 2)) * [w, h]
+    b = a + rng.uniform(1, 8, (n, m, 2))
+    data = np.concatenate([a, np.minimum(b, [w, h])], axis=2).astype(np.float32)
+    return data, rng.integers(0, m + 1, n).astype(np.int32), rng.integers(0, 50, (n, m))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32"])
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_mosaic_images_cpu(dtype, layout):
+    rng = np.random.default_rng(20)
+    x = _batch(rng, 5, 9, 12, dtype=dtype, layout=layout)
+    for size, center in ((None, (0.25, 0.75)), ((21, 30), (0.0, 1.0)), ((6, 7), (0.3, 0.6))):
+        mo = gpuaug.Mosaic(size=size, center=center, fill=0.5 if dtype != "uint8" else 114, seed=21)
+        y, b = mo(x, layout=layout)
+        p = mo.last_params
+        oh, ow = size or (9, 12)
+        assert b is None and y.dtype == x.dtype
+        assert (p.sources[:, 0] == np.arange(5)).all() and p.sources.min() >= 0 and p.sources.max() < 5
+        lo, hi = center
+        assert (p.centers[:, 0] >= np.floor(lo * oh)).all() and (p.centers[:, 0] <= hi * oh).all()
+        np.testing.assert_array_equal(y, _mosaic_ref(x, p.sources, p.centers, oh, ow, mo.fill, layout))
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("min_vis", [0.0, 0.4, None])
+def test_mosaic_boxes_padded(normalized, min_vis):
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(22)
+    n, h, w, m = 6, 20, 24, 5
+    x = _batch(rng, n, h, w)
+    data, counts, labels = _random_boxes(rng, n, m, h, w)
+    scale = np.array([w, h, w, h], np.float32) if normalized else np.ones(4, np.float32)
+    b = Boxes(data / scale, normalized=normalized, counts=counts, labels=labels, min_visibility=min_vis)
+    mo = gpuaug.Mosaic(size=(30, 40), seed=23)
+    y, out = mo(x, b)
+    p = mo.last_params
+    assert out.data.shape == (n, 4 * m, 4) and out.normalized == normalized
+    oscale = np.array([40, 30, 40, 30]) if normalized else np.ones(4)
+    ref = _mosaic_boxes_ref(data, counts, labels, p.sources, p.centers, h, w, 30, 40, min_vis)
+    for i in range(n):
+        k = len(ref[i])
+        assert out.counts[i] == k, f"sample {i}"
+        if k:
+            r = np.array(ref[i])
+            np.testing.assert_allclose(out.data[i, :k] * oscale, r[:, :4], atol=1e-3)
+            np.testing.assert_array_equal(out.labels[i, :k], r[:, 4])
+        assert (out.labels[i, k:] == -1).all() and (out.data[i, k:] == 0).all()
+
+
+def test_mosaic_boxes_ragged_and_formats():
+    """Ragged boxes come back ragged; xywh / cxcywh boxes move as their corners do."""
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(24)
+    n, h, w = 4, 16, 18
+    x = _batch(rng, n, h, w)
+    data, counts, labels = _random_boxes(rng, n, 3, h, w)
+    xyxy = [data[i, :counts[i]] for i in range(n)]
+    labs = [labels[i, :counts[i]] for i in range(n)]
+    ref_y, ref_b = gpuaug.Mosaic(seed=25)(x, Boxes(data, counts=counts, labels=labels))
+    for fmt in ("xyxy", "xywh", "cxcywh"):
+        conv = [np.concatenate([a[:, :2], a[:, 2:] - a[:, :2]], 1) if fmt == "xywh" else
+                np.concatenate([(a[:, :2] + a[:, 2:]) / 2, a[:, 2:] - a[:, :2]], 1) if fmt == "cxcywh" else a
+                for a in xyxy]
+        y, out = gpuaug.Mosaic(seed=25)(x, Boxes(conv, format=fmt, labels=labs))
+        np.testing.assert_array_equal(y, ref_y)
+        assert isinstance(out.data, list) and out.format == fmt
+        for i in range(n):
+            got = out.data[i]
+            if fmt == "xywh":
+                got = np.concatenate([got[:, :2], got[:, :2] + got[:, 2:]], 1)
+            elif fmt == "cxcywh":
+                got = np.concatenate([got[:, :2] - got[:, 2:] / 2, got[:, :2] + got[:, 2:] / 2], 1)
+            np.testing.assert_allclose(got, ref_b.data[i, :ref_b.counts[i]], atol=1e-4)
+            np.testing.assert_array_equal(out.labels[i], ref_b.labels[i, :ref_b.counts[i]])
+
+
+def test_mosaic_determinism_and_bad_input():
+    from gpuaug.policy.mixing import MosaicParams
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(26)
+    x = _batch(rng, 4, 8, 8)
+    a, b = gpuaug.Mosaic(seed=3), gpuaug.Mosaic(seed=3)
+    ya, _ = a(x)
+    yb, _ = b(x)
+    np.testing.assert_array_equal(ya, yb)
+    yr, _ = a(x, params=a.last_params)
+    np.testing.assert_array_equal(yr, ya)
+    for kw, pat in ((dict(size=(0, 4)), r"size: got \(0, 4\)"), (dict(size=5), "size: got 5"),
+                    (dict(center=(0.8, 0.2)), r"center: got \(0.8, 0.2\)"), (dict(center=(0, 1.5)), "center"),
+                    (dict(fill=float("inf")), "fill: got inf")):
+        with pytest.raises(ValueError, match=pat):
+            gpuaug.Mosaic(**kw)
+    with pytest.raises(ValueError, match=r"fill: got 300.0; expected a number in \[0, 255\]"):
+        gpuaug.Mosaic(fill=300)(x)
+    with pytest.raises(ValueError, match=r"params.sources: got shape \(4, 3\)"):
+        a(x, params=MosaicParams(np.zeros((4, 3), int), np.zeros((4, 2), int)))
+    with pytest.raises(ValueError, match=r"params.centers: got shape \(4, 2\); expected \(4, 2\) ints \(cy, cx\) in "
+                                         r"\[0, 8\] x \[0, 8\]"):
+        a(x, params=MosaicParams(np.zeros((4, 4), int), np.full((4, 2), 9)))
+    with pytest.raises(ValueError, match="boxes: holds 3 samples; the images are 4"):
+        a(x, Boxes(np.zeros((3, 1, 4), np.float32)))
+    with pytest.raises(ValueError, match="x: got"):
+        a(x[0])
+
+
+def test_mosaic_kernel_host_emulation():
+    import cuda_emu
+
+    why = cuda_emu.available()
+    if why:
+        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
+    names = ["gpuaug_mosaic<unsigned char>", "gpuaug_mosaic<unsigned short>", "gpuaug_mosaic<float>"]
+    key = ("mosaic",)
+    if key not in cuda_emu._built:
+        cuda_emu._built[key] = cuda_emu.Emulator(["mixing.cu"], names)
+    emu = cuda_emu._built[key]
+    from gpuaug.policy.mixing import _fill_bits
+
+    rng = np.random.default_rng(27)
+    for dtype, t in (("uint8", "unsigned char"), ("float16", "unsigned short"), ("float32", "float")):
+        for layout in ("NHWC", "NCHW"):
+            x = _batch(rng, 5, 7, 9, dtype=dtype, layout=layout)
+            for size in (None, (17, 19), (4, 5)):
+                mo = gpuaug.Mosaic(size=size, fill=0.25 if dtype != "uint8" else 7, seed=28)
+                ref, _ = mo(x, layout=layout)
+                p = mo.last_params
+                oh, ow = size or (7, 9)
+                rows = np.zeros((5, 6), np.int32)
+                rows[:, :4], rows[:, 4:] = p.sources, p.centers
+                out = np.full_like(ref, 0xAB if dtype == "uint8" else 3)
+                e = oh * ow * 3
+                emu.get_function("mixing.cu", f"gpuaug_mosaic<{t}>")(
+                    (-(-e // 1024), 5), (256,), (x, out, 7, 9, 3, oh, ow, int(layout == "NCHW"), rows, 5,
+                                                 _fill_bits(mo.fill, x.dtype)))
+                np.testing.assert_array_equal(out, ref, err_msg=f"{dtype} {layout} {size}")
+
+
+def test_mosaic_kernel_compiles_with_nvrtc():
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    from gpuaug.kernels._cuda import check_compile
+
+    try:
+        check_compile("mixing.cu", ["gpuaug_mosaic<unsigned char>", "gpuaug_mosaic<unsigned short>",
+                                    "gpuaug_mosaic<float>"])
+    except (ImportError, OSError) as e:
+        pytest.skip(f"NVRTC not loadable: {e}")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32"])
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_mosaic_gpu_matches_cpu(dtype, layout):
+    import cupy
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(29)
+    for h, w, size in ((32, 32, None), (13, 17, (26, 34)), (224, 224, (448, 448))):
+        x = _batch(rng, 16, h, w, dtype=dtype, layout=layout)
+        data, counts, labels = _random_boxes(rng, 16, 6, h, w)
+        mo = gpuaug.Mosaic(size=size, seed=30)
+        y, b = mo(cupy.asarray(x), Boxes(cupy.asarray(data), counts=cupy.asarray(counts),
+                                         labels=cupy.asarray(labels)), layout=layout)
+        ry, rb = mo(x, Boxes(data, counts=counts, labels=labels), params=mo.last_params, layout=layout)
+        np.testing.assert_array_equal(cupy.asnumpy(y), ry)
+        np.testing.assert_array_equal(cupy.asnumpy(b.counts), rb.counts)
+        np.testing.assert_allclose(cupy.asnumpy(b.data), rb.data, atol=1e-4)
+        np.testing.assert_array_equal(cupy.asnumpy(b.labels), rb.labels)

@@ -10,7 +10,7 @@ and so on (imported on first use). See :mod:`gpuaug.policy.compose` for the plan
 """
 from gpuaug.policy.auto import AugMix, AutoAugment, AutoParams, RandAugment, TrivialAugmentWide
 from gpuaug.policy.compose import Compose, PolicyParams, Stage
-from gpuaug.policy.mixing import CutMix, MixUp
+from gpuaug.policy.mixing import CutMix, MixUp, Mosaic
 from gpuaug.policy.transforms import (CenterCrop, ColorJitter, GaussianBlur, GaussianNoise, Normalize,
                                       RandomAffine, RandomChannelPermutation, RandomCrop, RandomEqualize,
                                       RandomErasing, RandomGamma, RandomGrayscale, RandomHorizontalFlip,
@@ -23,4 +23,4 @@ __all__ = ["Compose", "PolicyParams", "Stage", "Transform", "RandomHorizontalFli
            "RandomCrop", "ColorJitter", "RandomGrayscale", "RandomChannelPermutation", "RandomGamma",
            "RandomSolarize", "RandomPosterize", "RandomInvert", "GaussianBlur", "GaussianNoise", "RandomErasing",
            "RandomEqualize", "Normalize", "ToDtype", "ToLayout",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AutoParams", "MixUp", "CutMix"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AutoParams", "MixUp", "CutMix", "Mosaic"]

@@ -1,4 +1,4 @@
-"""Batch mixing: MixUp and CutMix with per-sample partners and lambdas, soft labels out.
+"""Batch mixing: MixUp, CutMix and Mosaic with per-sample partners and lambdas, soft labels out.
 
 torchvision's v2 MixUp/CutMix draw one lambda per batch and pair each sample with its
 neighbour (``roll(1)``); here every sample gets its own lambda and a partner from a random
@@ -11,6 +11,9 @@ the labels mixed the same way (a few small array ops on the labels' own device).
   ``sqrt(1 - lam)`` times the image's (torchvision's ``_get_params``: half-sides
   ``int(0.5 sqrt(1 - lam) W)``, clipped to the image), pasted from ``x[p[i]]``; the label
   weight is the kept area, ``lam' = 1 - box area / (H W)``.
+
+- Mosaic (detection): four samples of the batch in one canvas split at a random centre,
+  with their boxes translated, clipped to their quadrant and concatenated (:class:`Mosaic`).
 
 Labels: int class ids (N,) with ``num_classes``, or one-hot / soft labels (N, K); returned
 as float32 (N, K), NumPy or CuPy like the labels.
@@ -29,7 +32,7 @@ import numpy as np
 
 from gpuaug import random as R
 
-__all__ = ["MixUp", "CutMix", "MixParams"]
+__all__ = ["MixUp", "CutMix", "MixParams", "Mosaic", "MosaicParams"]
 
 
 @dataclass
@@ -274,3 +277,293 @@ class CutMix(_Mix):
             else:
                 y[i, :, y0:y1, x0:x1] = x[partner[i], :, y0:y1, x0:x1]
         return y
+
+
+# -- Mosaic (detection) ----------------------------------------------------------------------
+
+@dataclass
+class MosaicParams:
+    """One Mosaic call's draws: ``sources`` (N, 4) int, the samples shown in the top-left,
+    top-right, bottom-left and bottom-right quadrants of each output; ``centers`` (N, 2) int,
+    the split point (cy, cx) on the output canvas."""
+
+    sources: np.ndarray
+    centers: np.ndarray
+
+
+def _fill_bits(fill, dtype):
+    """The fill value's bits in the element type (what gpuaug_mosaic takes), checked."""
+    name = np.dtype(dtype).name
+    if name == "uint8":
+        if not 0 <= fill <= 255:
+            raise ValueError(f"fill: got {fill!r}; expected a number in [0, 255] for uint8 images")
+        return int(np.uint8(np.floor(fill + 0.5)))
+    if name == "float16":
+        return int(np.array(fill, np.float16).view(np.uint16))
+    return int(np.array(fill, np.float32).view(np.uint32))
+
+
+def _tile_offsets(centers, h, w):
+    """(N, 4, 2) (oy, ox) of the four quadrants' source images on the canvas."""
+    cy, cx = centers[:, 0:1], centers[:, 1:2]
+    oy = np.concatenate([cy - h, cy - h, cy, cy], axis=1)
+    ox = np.concatenate([cx - w, cx, cx - w, cx], axis=1)
+    return np.stack([oy, ox], axis=2)
+
+
+def _tile_regions(centers, oh, ow):
+    """(N, 4, 4) (y0, x0, y1, x1) of the four quadrants on the canvas."""
+    cy, cx = centers[:, 0], centers[:, 1]
+    z, fh, fw = np.zeros_like(cy), np.full_like(cy, oh), np.full_like(cx, ow)
+    return np.stack([np.stack([z, z, cy, cx], 1), np.stack([z, cx, cy, fw], 1),
+                     np.stack([cy, z, fh, cx], 1), np.stack([cy, cx, fh, fw], 1)], axis=1)
+
+
+class Mosaic:
+    """Mosaic for detection (YOLOv4 / ultralytics): four images of the batch in one, with their
+    boxes.
+
+    Each output sample ``i`` is a canvas of ``size`` (default: the input's H x W) split at a
+    centre ``(cy, cx)`` drawn uniformly in ``center`` (fractions of the canvas) into four
+    quadrants; the top-left quadrant shows sample ``i`` itself, the others three samples drawn
+    uniformly from the batch. Each source keeps its scale and is placed so that its corner
+    touches the centre (top-left: its bottom-right corner, and so on: ultralytics'
+    ``load_mosaic`` placement); canvas pixels no source covers get ``fill``. With
+    ``size=(2H, 2W)`` and ``center=(0.25, 0.75)`` this is ultralytics' 2s x 2s mosaic (follow it
+    with a random affine / crop, e.g. :func:`gpuaug.targets.warp_affine`).
+
+    Boxes (:class:`gpuaug.targets.Boxes`, any format, pixel or normalised, padded or ragged,
+    NumPy or CuPy) move with their images and are clipped to their quadrant; a box is dropped
+    as the targets module drops boxes (``boxes.min_visibility``: less than that fraction of
+    its area left, or no area; None: only clipped). Labels (``boxes.labels``) follow.
+
+    One launch for the images (``gpuaug_mosaic`` in kernels/mixing.cu; NumPy twin for NumPy
+    input); the boxes go through :func:`gpuaug.targets.map_boxes` (one launch on the GPU) and a
+    few small array ops.
+
+    Args:
+        size: (OH, OW) of the output canvas, or None for the input's size.
+        center: (low, high), the range of the centre as fractions of the canvas, 0 <= low <= high <= 1.
+        fill: the value of uncovered pixels (uint8: in [0, 255]).
+        seed: seeds the generator.
+
+    Call: ``mosaic(x, boxes=None, seed=None, *, params=None, layout="NHWC", stream=None)`` ->
+    ``(images, boxes)`` (``boxes`` None when none were given). Padded boxes come back padded,
+    ``(N, 4 M, 4)`` with ``counts``; ragged ones as a list (on the GPU that reads the counts
+    back: one synchronisation).
+
+    Example::
+
+        >>> import numpy as np, gpuaug
+        >>> from gpuaug.targets import Boxes
+        >>> x = np.zeros((4, 16, 16, 3), np.uint8)
+        >>> b = Boxes(np.tile(np.array([[[2.0, 2.0, 14.0, 14.0]]]), (4, 1, 1)), labels=np.arange(4)[:, None])
+        >>> y, yb = gpuaug.Mosaic(size=(32, 32), seed=0)(x, b)
+        >>> y.shape, yb.data.shape, int(yb.counts[0]) <= 4
+        ((4, 32, 32, 3), (4, 4, 4), True)
+    """
+
+    def __init__(self, size=None, center=(0.25, 0.75), fill=114, *, seed=None):
+        if size is not None:
+            try:
+                oh, ow = (int(v) for v in size)
+                ok = oh >= 1 and ow >= 1 and all(float(v) == int(v) for v in size)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"size: got {size!r}; expected None or (OH, OW), two ints >= 1")
+            size = (oh, ow)
+        self.size = size
+        try:
+            lo, hi = (float(v) for v in center)
+        except (TypeError, ValueError):
+            lo = hi = float("nan")
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"center: got {center!r}; expected (low, high) with 0 <= low <= high <= 1")
+        self.center = (lo, hi)
+        try:
+            self.fill = float(fill)
+        except (TypeError, ValueError):
+            raise TypeError(f"fill: got {fill!r}; expected a number") from None
+        if not np.isfinite(self.fill):
+            raise ValueError(f"fill: got {fill!r}; expected a finite number")
+        self._rng = R.generator(seed)
+        self.last_params = None
+
+    def out_size(self, in_size):
+        """(OH, OW) for images of ``in_size = (H, W)``."""
+        return self.size if self.size is not None else (int(in_size[0]), int(in_size[1]))
+
+    def draw(self, n, size, seed=None):
+        """Draw :class:`MosaicParams` for ``n`` images of ``size = (H, W)``."""
+        rng = self._rng if seed is None else R.generator(seed)
+        n = int(n)
+        oh, ow = self.out_size(size)
+        lo, hi = self.center
+        sources = np.concatenate([np.arange(n)[:, None], rng.integers(0, max(n, 1), (n, 3))], axis=1)
+        cy = np.floor(rng.uniform(lo * oh, hi * oh, n)).astype(np.int64)
+        cx = np.floor(rng.uniform(lo * ow, hi * ow, n)).astype(np.int64)
+        return MosaicParams(sources, np.stack([np.clip(cy, 0, oh), np.clip(cx, 0, ow)], 1))
+
+    def __call__(self, x, boxes=None, seed=None, *, params=None, layout="NHWC", stream=None):
+        """Mosaic the batch ``x`` ((N, H, W, C) / (N, C, H, W), uint8 / float16 / float32, NumPy
+        or CuPy) and its ``boxes``; returns ``(images, boxes)``. ``params`` replays a call."""
+        x, _ = _as_array(x)
+        n, h, w, c = _shape(x, layout)
+        oh, ow = self.out_size((h, w))
+        bits = _fill_bits(self.fill, x.dtype)
+        if params is None:
+            params = self.draw(n, (h, w), seed)
+        elif seed is not None:
+            raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
+        src = np.asarray(params.sources, np.int64)
+        cen = np.asarray(params.centers, np.int64)
+        if src.shape != (n, 4) or (n and (src.min() < 0 or src.max() >= n)):
+            raise ValueError(f"params.sources: got shape {src.shape}; expected ({n}, 4) ints in [0, {n})")
+        if cen.shape != (n, 2) or (n and (cen[:, 0].min() < 0 or cen[:, 0].max() > oh or cen[:, 1].min() < 0
+                                          or cen[:, 1].max() > ow)):
+            raise ValueError(f"params.centers: got shape {cen.shape}; expected ({n}, 2) ints (cy, cx) in "
+                             f"[0, {oh}] x [0, {ow}]")
+        out_boxes = None
+        if boxes is not None:
+            out_boxes = self._boxes(boxes, n, h, w, oh, ow, src, cen, stream, x)
+        if isinstance(x, np.ndarray):
+            y = self._numpy(x, src, cen, h, w, oh, ow, layout, bits)
+        else:
+            y = self._cuda(x, src, cen, h, w, c, oh, ow, layout, bits, stream)
+        self.last_params = params
+        return y, out_boxes
+
+    def _numpy(self, x, src, cen, h, w, oh, ow, layout, bits):
+        n = x.shape[0]
+        shape = (n, oh, ow, x.shape[3]) if layout == "NHWC" else (n, x.shape[1], oh, ow)
+        fill = np.array(bits, {1: np.uint8, 2: np.uint16, 4: np.uint32}[x.itemsize]).view(x.dtype)
+        y = np.full(shape, fill, x.dtype)
+        xs = x if layout == "NHWC" else x.transpose(0, 2, 3, 1)
+        ys = y if layout == "NHWC" else y.transpose(0, 2, 3, 1)
+        offs, regs = _tile_offsets(cen, h, w), _tile_regions(cen, oh, ow)
+        for i in range(n):
+            for q in range(4):
+                oy, ox = offs[i, q]
+                ry0, rx0, ry1, rx1 = regs[i, q]
+                y0, y1 = max(ry0, oy), min(ry1, oy + h)
+                x0, x1 = max(rx0, ox), min(rx1, ox + w)
+                if y0 < y1 and x0 < x1:
+                    ys[i, y0:y1, x0:x1] = xs[src[i, q], y0 - oy:y1 - oy, x0 - ox:x1 - ox]
+        return y
+
+    def _cuda(self, x, src, cen, h, w, c, oh, ow, layout, bits, stream):
+        from gpuaug._stream import on_stream
+        from gpuaug._util import cupy_module
+        from gpuaug.kernels._cuda import get_function, upload
+
+        cp = cupy_module()
+        n = x.shape[0]
+        if n > 65535:  # blockIdx.y walks the samples
+            raise ValueError(f"x: got a batch of {n} images; expected at most 65535 per call (split the batch)")
+        with cp.cuda.Device(x.device.id), on_stream(stream):
+            x = cp.ascontiguousarray(x)
+            shape = (n, oh, ow, c) if layout == "NHWC" else (n, c, oh, ow)
+            out = cp.empty(shape, x.dtype)
+            if n == 0:
+                return out
+            rows = np.zeros((n, 6), np.int32)
+            rows[:, :4], rows[:, 4:] = src, cen
+            (p,) = upload(rows)
+            t = {"uint8": "unsigned char", "float16": "unsigned short", "float32": "float"}[np.dtype(x.dtype).name]
+            e = oh * ow * c
+            get_function("mixing.cu", f"gpuaug_mosaic<{t}>")(
+                (-(-e // 1024), n), (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(oh), np.int32(ow),
+                                             np.int32(layout == "NCHW"), p, np.int32(n), np.uint32(bits)))
+            return out
+
+    @staticmethod
+    def _boxes(boxes, n, h, w, oh, ow, src, cen, stream, x):
+        """The boxes of the four sources of every output, translated and clipped to their
+        quadrant, concatenated per output (kept rows first)."""
+        from gpuaug.targets import Boxes, map_boxes
+        from gpuaug.targets._types import as_boxes
+
+        boxes = as_boxes(boxes)
+        if boxes.n != n:
+            raise ValueError(f"boxes: holds {boxes.n} samples; the images are {n}; expected one entry per image")
+        ragged = not boxes.padded
+        xp = _xp_of(boxes)
+        data, counts, labels = _padded(boxes, xp)
+        m = data.shape[1]
+        scale = xp.asarray(np.array([w, h, w, h], data.dtype))
+        if boxes.normalized:
+            data = data * scale
+        flat = src.reshape(-1)  # (4N,): sample i's quadrant q is row 4 i + q
+        sel = xp.asarray(flat)
+        offs = _tile_offsets(cen, h, w).reshape(-1, 2)
+        regs = _tile_regions(cen, oh, ow).reshape(-1, 4)
+        mats = np.tile(np.eye(3), (4 * n, 1, 1))
+        mats[:, 0, 2] = offs[:, 1] - regs[:, 1]  # source -> the quadrant's own coordinates
+        mats[:, 1, 2] = offs[:, 0] - regs[:, 0]
+        quad = Boxes(data[sel], format=boxes.format, counts=counts[sel], min_visibility=boxes.min_visibility,
+                     check=boxes.check, labels=None if labels is None else labels[sel])
+        qh, qw = regs[:, 2] - regs[:, 0], regs[:, 3] - regs[:, 1]
+        mapped = map_boxes(quad, mats, np.tile([[h, w]], (4 * n, 1)), np.stack([qh, qw], 1), stream=stream)
+        shift = np.zeros((4 * n, 4), np.float64)
+        shift[:, 0], shift[:, 1] = regs[:, 1], regs[:, 0]
+        if boxes.format == "xyxy":
+            shift[:, 2], shift[:, 3] = regs[:, 1], regs[:, 0]
+        res = mapped.data + xp.asarray(shift.astype(mapped.data.dtype))[:, None, :]
+        if boxes.normalized:
+            res = res / xp.asarray(np.array([ow, oh, ow, oh], res.dtype))
+        # concatenate the four quadrants of each output: row j of quadrant q goes to
+        # sum(counts of q' < q) + j, rows past a quadrant's count to a discarded column
+        cnt = xp.asarray(mapped.counts).reshape(n, 4).astype(xp.int64)
+        start = xp.cumsum(cnt, axis=1) - cnt
+        j = xp.arange(m)[None, None, :]
+        dest = xp.where(j < cnt[:, :, None], start[:, :, None] + j, 4 * m).reshape(n, 4 * m)
+        rows = xp.repeat(xp.arange(n)[:, None], 4 * m, axis=1)
+        out = xp.zeros((n, 4 * m + 1, 4), res.dtype)
+        out[rows, dest] = res.reshape(n, 4 * m, 4)
+        out_counts = cnt.sum(axis=1).astype(xp.int32)
+        out_labels = None
+        if mapped.labels is not None:
+            lab = xp.asarray(mapped.labels)
+            ol = xp.full((n, 4 * m + 1), -1, lab.dtype)
+            ol[rows, dest] = lab.reshape(n, 4 * m)
+            out_labels = ol[:, :4 * m]
+        result = Boxes.__new__(Boxes)
+        result.data, result.format, result.normalized = out[:, :4 * m], boxes.format, boxes.normalized
+        result.counts, result.min_visibility, result.index = out_counts, boxes.min_visibility, None
+        result.check, result.labels = boxes.check, out_labels
+        if ragged:
+            c = np.asarray(out_counts.get() if xp is not np else out_counts)
+            result.data = [result.data[i, :c[i]] for i in range(n)]
+            result.labels = None if out_labels is None else [out_labels[i, :c[i]] for i in range(n)]
+            result.counts = None
+        return result
+
+
+def _xp_of(boxes):
+    if not boxes.device:
+        return np
+    from gpuaug._util import cupy_module
+
+    return cupy_module()
+
+
+def _padded(boxes, xp):
+    """(data (N, M, 4), counts (N,) int, labels (N, M) or None) of padded or ragged boxes."""
+    n = boxes.n
+    if boxes.padded:
+        d = boxes.data
+        counts = boxes.counts if boxes.counts is not None else xp.full(n, d.shape[1], xp.int32)
+        return d, xp.asarray(counts), boxes.labels
+    sizes = [a.shape[0] for a in boxes.data]
+    m = max(sizes + [0])
+    dt = boxes.data[0].dtype if n else np.float32
+    d = xp.zeros((n, m, 4), dt)
+    lab = None
+    if boxes.labels is not None:
+        lab = xp.full((n, m), -1, boxes.labels[0].dtype if n else np.int64)
+    for i, a in enumerate(boxes.data):
+        d[i, :sizes[i]] = a
+        if lab is not None:
+            lab[i, :sizes[i]] = boxes.labels[i]
+    return d, xp.asarray(np.array(sizes, np.int32)), lab
