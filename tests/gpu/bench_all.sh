@@ -27,12 +27,7 @@ if [ "${BENCH_SETUP:-1}" != "0" ]; then
   source tests/gpu/setup.sh > "$OUT/setup.log" 2>&1
   echo "setup: $((SECONDS - start)) s ($(tail -n 2 "$OUT/setup.log" | tr '\n' ' '))"
 fi
-python3 - <<'EOF'
-import numpy
-if tuple(int(v) for v in numpy.__version__.split(".")[:2]) >= (2, 5):
-    print(f"WARNING: numpy {numpy.__version__}: numba-cuda 0.30 needs < 2.5, so the numba rows will "
-          "fail; carry the kit (.kit/base + .kit/install.sh)")
-EOF
+python3 tests/gpu/numpy_check.py
 
 python3 -m gpuaug.cli info > "$OUT/info.txt" 2>&1
 cat "$OUT/info.txt"

@@ -69,15 +69,7 @@ if [ "$TESTS" = 1 ] && budget "tests/test_multi_gpu.py"; then
   grep -E "^(PASSED|FAILED|XFAIL|XPASS|SKIPPED|ERROR) " "$OUT/test_multi_gpu.txt" | cut -c1-220 | sed 's/^/    /' \
     | tee -a "$SUMMARY"
   # the stage at which a context on GPU 0 appeared (if any), from the probes' JSON
-  python3 - "$OUT/test_multi_gpu.txt" <<'PY' | tee -a "$SUMMARY"
-import json, re, sys
-text = open(sys.argv[1]).read()
-for m in re.finditer(r'^\{\n "variant".*?^\}', text, re.S | re.M):
-    r = json.loads(m.group(0))
-    first = next((s for s, c in r["stages"] if 0 in c), None)
-    print(f"    placement probe '{r['variant']}': contexts {r['stages'][-1][1]} at the end; first context on "
-          f"GPU 0 at: {first}; nvidia-smi lists the pid on GPUs {r['nvidia_smi_gpus_of_pid']}")
-PY
+  python3 tests/gpu/multi_gpu_placement.py "$OUT/test_multi_gpu.txt" | tee -a "$SUMMARY"
 fi
 
 # ---- 3. scaling ---------------------------------------------------------------------------
