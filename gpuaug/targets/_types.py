@@ -23,6 +23,8 @@ def _xp(a):
 def _as_array(value, name):
     """``value`` as a NumPy or CuPy array (no copy for arrays already of a kind)."""
     if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: got ndarray of dtype {value.dtype}; expected a NumPy or CUDA array of numbers")
         return value
     if is_cuda_array(value):
         cp = cupy_module()
@@ -331,6 +333,7 @@ def check_boxes_values(boxes: Boxes):
     raise ValueError naming the sample and the row. Device boxes: one reduction and one
     synchronisation."""
     fmt = boxes.format
+    bad_count = None
     if boxes.padded:
         d = boxes.data
         xp = _xp(d)
@@ -339,12 +342,14 @@ def check_boxes_values(boxes: Boxes):
         if boxes.counts is not None:
             c = xp.asarray(boxes.counts)
             valid = xp.arange(m)[None, :] < c[:, None]
+            if xp is not np:  # device counts: checked here, in the same readback as the values
+                bad_count = (c < 0) | (c > m)
         items = [(d, valid)]
     else:
         items = [(a[None], None) for a in boxes.data]
     for k, (d, valid) in enumerate(items):
         xp = _xp(d)
-        if d.shape[1] == 0:
+        if d.shape[1] == 0 and bad_count is None:
             continue
         finite = xp.isfinite(d).all(axis=-1)
         if fmt == "xyxy":
@@ -356,10 +361,15 @@ def check_boxes_values(boxes: Boxes):
         if valid is not None:
             bad_nan &= valid
             bad_order &= valid
-        flags = xp.stack([bad_nan.any(), bad_order.any()])
+        flags = xp.stack([bad_nan.any(), bad_order.any()] + ([bad_count.any()] if bad_count is not None else []))
         flags = flags if xp is np else flags.get()
         if not flags.any():
             continue
+        if bad_count is not None and flags[2]:
+            cc = boxes.counts.get()
+            i = int(np.nonzero((cc < 0) | (cc > m))[0][0])
+            raise ValueError(f"counts: sample {i} has count {int(cc[i])}, outside 0..{m} (the padded length M of "
+                             f"boxes {tuple(d.shape)})")
         if xp is not np:
             d, bad_nan, bad_order = d.get(), bad_nan.get(), bad_order.get()
         which = bad_nan if flags[0] else bad_order
