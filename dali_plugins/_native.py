@@ -64,11 +64,18 @@ native ops natively and fuses the rest.
 operator per fused stage of the policy's plan (kernels/fused.cu, as gpuaug runs it), when every
 transform has a native form (:data:`NATIVE_TRANSFORMS`: flips, rotation, affine, resize, centre
 crop, colour jitter, grayscale, gamma, solarize, posterize, invert, and the writes Normalize /
-ToDtype / ToLayout) and the images are HWC. Its random parameters come from one
-``fn.random.uniform(range=[0, 1], shape=[K])`` per stage (DALI's seed: the pipeline serializes);
-the operator turns them into each transform's values with the transform's own rules (``u < p``,
-``lo + (hi - lo) u``) and builds the stage's parameter rows in C++ per image size
-(``gpuaug_host.h``, checked bit for bit against ``gpuaug/policy/_fused.py``'s ``build``).
+ToDtype / ToLayout) and the images are HWC; it is gd.policy's default where the plugin loads.
+Its random parameters come from the policy's own generator: the operator holds a copy of its
+PCG64 state (``rng_state``, taken when the pipeline is defined, so the pipeline serializes) and
+draws per batch exactly the uniforms the policy's call would (``Generator.random`` rows, every
+transform's, in order; ``row_slots`` picks its stage's), so batch i gets the parameters of the
+policy's i-th call, as gd.policy's python_function path and ``policy(x)`` do (checked when the
+pipeline is defined: :func:`check_policy_draws`; a policy the operator cannot replay keeps
+python_function). ``draws="dali"`` takes one ``fn.random.uniform(range=[0, 1], shape=[K])`` per
+stage (the pipeline's seed) instead. The operator turns the uniforms into each transform's
+values with the transform's own rules (``u < p``, ``lo + (hi - lo) u``) and builds the stage's
+parameter rows in C++ per image size (``gpuaug_host.h``, checked bit for bit against
+``gpuaug/policy/_fused.py``'s ``build``).
 
 Example::
 
@@ -890,10 +897,13 @@ def _params_direct(entries, width):
 
 # ---- gd.policy: a gpuaug.Compose as gpuaug__Policy operators ---------------------------------
 # Codes and constants: dali_plugins/native/gpuaug_host.h (PolicyPlan). Each fused stage of the
-# policy's plan becomes one fn.gpuaug.policy; its random parameters come from ONE
-# fn.random.uniform(range=[0, 1], shape=[K]) per stage (DALI's seed; serializable), which the
-# operator turns into the transforms' values with their own sampling rules (u < p, lo + (hi -
-# lo) u), so the distributions are gpuaug's, the random stream is DALI's.
+# policy's plan becomes one fn.gpuaug.policy. Its uniforms come, by default, from the policy's
+# own generator: the operator holds a copy of its PCG64 state (rng_state, taken when the
+# pipeline is defined; serializable) and consumes per batch every row of uniforms the policy's
+# call would (row_slots says which rows are its stage's), so batch i gets the parameters of the
+# policy's i-th call. With draws="dali" they come from one fn.random.uniform(range=[0, 1],
+# shape=[K]) per stage (DALI's seed) instead. Either way the operator turns them into the
+# transforms' values with their own sampling rules (u < p, lo + (hi - lo) u).
 G_HFLIP, G_VFLIP, G_ROTATE, G_AFFINE, G_RESIZE, G_CENTER_CROP = 1, 2, 3, 4, 5, 6
 K_JITTER, K_GRAY, K_GAMMA, K_SOLARIZE, K_POSTERIZE, K_INVERT = 1, 2, 4, 5, 6, 7
 
@@ -950,6 +960,87 @@ def _transform_record(t):
     raise Unsupported(f"{type(t).__name__} has no native form (native transforms: {', '.join(NATIVE_TRANSFORMS)})")
 
 
+def _draw_rows(t):
+    """Per row of n uniforms ``t.sample`` draws (``rng.random``, in its order): the index of the
+    value it gives in the transform's draws (:func:`_transform_record`'s order)."""
+    from gpuaug.policy import transforms as TF
+
+    if isinstance(t, TF.RandomAffine):  # gpuaug.random.affine: angle, then each range given
+        return ([0] + ([1, 2] if t.translate is not None else []) + ([3] if t.scale is not None else [])
+                + ([4] if t.shear is not None else []) + ([5] if t.shear is not None and len(t.shear) == 4 else []))
+    if isinstance(t, TF.ColorJitter):  # p, then each range given
+        return [0] + [1 + j for j, r in enumerate((t.brightness, t.contrast_range, t.saturation, t.hue))
+                      if r is not None]
+    if isinstance(t, TF.RandomGamma):
+        return [0, 1]
+    if isinstance(t, (TF.RandomHorizontalFlip, TF.RandomVerticalFlip, TF.RandomRotation, TF.RandomGrayscale,
+                      TF.RandomSolarize, TF.RandomPosterize, TF.RandomInvert)):
+        return [0]
+    if t.kind in ("write",) or type(t) in (TF.Resize, TF.CenterCrop):
+        return []
+    raise Unsupported(f"{type(t).__name__} has no native form (native transforms: {', '.join(NATIVE_TRANSFORMS)})")
+
+
+def _row_slots(transforms, indices):
+    """``row_slots`` of the stage drawing for ``indices``: per row of the policy's call, the stage's
+    draw index it fills, or -1."""
+    base, k = {}, 0
+    for i in indices:
+        base[i] = k
+        k += _transform_record(transforms[i])[3]
+    slots = []
+    for i, t in enumerate(transforms):
+        slots += [base[i] + r if i in base else -1 for r in _draw_rows(t)]
+    return slots
+
+
+def policy_rng_state(policy) -> str:
+    """The policy's generator as ``fn.gpuaug.policy``'s ``rng_state`` (PCG64 state and increment,
+    32 hex digits each), or :class:`Unsupported`."""
+    g = getattr(policy, "_rng", None)
+    if not isinstance(g, np.random.Generator) or not isinstance(g.bit_generator, np.random.PCG64):
+        raise Unsupported("the policy's generator is not numpy's PCG64 (gpuaug.Compose(seed=int)); draws='dali' "
+                          "draws from DALI's seed instead")
+    st = g.bit_generator.state["state"]
+    return f"{int(st['state']):032x} {int(st['inc']):032x}"
+
+
+def check_policy_draws(policy, stages, state, n=3, sizes=(37, 45)):
+    """The operator's draws (numpy's PCG64 from ``state``, rows dealt out by ``row_slots``, turned
+    into values by :func:`policy_params`, which mirrors gpuaug_host.h) equal what
+    ``policy.sample`` draws from the same state, for two calls; else :class:`Unsupported` (the
+    policy samples in a way the operator does not replay)."""
+    from gpuaug.policy.compose import PolicyParams  # noqa: F401 - the type sample returns
+
+    def gen():
+        g = np.random.Generator(np.random.PCG64())
+        s, i = (int(v, 16) for v in state.split())
+        g.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": s, "inc": i}, "has_uint32": 0,
+                                 "uinteger": 0}
+        return g
+
+    hw = np.tile(np.asarray(sizes, np.int64), (n, 1))
+    ref_g, op_g = gen(), gen()
+    rows = len(stages[0]["row_slots"]) if stages else 0
+    for call in range(2):
+        want = policy.sample(hw, seed=ref_g)
+        u = op_g.random((rows, n))
+        draws = []
+        for st in stages:
+            d = np.zeros((n, st["width"]))
+            for r, slot in enumerate(st["row_slots"]):
+                if slot >= 0:
+                    d[:, slot] = u[r]
+            draws.append(d)
+        got = policy_params(policy, stages, draws, hw)
+        for i in range(len(policy.transforms)):
+            for key, v in got.values[i].items():
+                w = want.values[i].get(key)
+                if w is None or not np.array_equal(np.asarray(v, np.float64), np.asarray(w, np.float64)):
+                    raise Unsupported(f"the native operator would not draw what {type(policy.transforms[i]).__name__}"
+                                      f".sample draws ({key!r}, call {call}); draws='dali' draws from DALI's seed")
+
+
 def _text(values):
     return " ".join(repr(float(v)) for v in values)  # repr: the shortest text that reads back exactly
 
@@ -957,7 +1048,8 @@ def _text(values):
 def policy_stages(policy, input_dtype="uint8"):
     """The policy's fused stages as ``fn.gpuaug.policy`` arguments: a list of dicts (``width``:
     uniforms per sample; ``indices``: the stage's geometry then colour transforms, the order the
-    operator reads its uniforms in; the rest are the operator's arguments). Raises
+    operator reads its uniforms in; ``row_slots``: where each row of uniforms the policy's call
+    draws goes; the rest are the operator's arguments). Raises
     :class:`Unsupported` (saying why) when the policy cannot run natively."""
     from gpuaug.policy import _fused as F
     from gpuaug.policy import transforms as TF
@@ -1009,6 +1101,7 @@ def policy_stages(policy, input_dtype="uint8"):
             sum_prog = F.prog_value(codes[:jidx + 1])
         out_layout = "CHW" if st3["layout"] == "NCHW" else "HWC"
         out.append(dict(width=width, indices=list(spec.geometry + spec.colour), input_dtype=dt,
+                        row_slots=_row_slots(transforms, spec.geometry + spec.colour),
                         out_dtype=str(st3["dtype"]), out_layout=out_layout, sem_uint8=spec.sem == "uint8",
                         pre=bool(spec.pre), bilinear=bool(bilinear), geo_kind=int(geo_kind),
                         border=0 if fill is not None else 1, sum_kind=sum_kind, sum_prog=str(sum_prog),
@@ -1021,7 +1114,7 @@ def policy_stages(policy, input_dtype="uint8"):
 
 def policy_params(policy, stages, uniforms, sizes):
     """The :class:`gpuaug.policy.compose.PolicyParams` the native operators compute from
-    ``uniforms`` (per stage, an (n, width) float32 array) for images of ``sizes`` ((n, 2)):
+    ``uniforms`` (per stage, an (n, width) float32 or float64 array) for images of ``sizes`` ((n, 2)):
     ``policy.replay(x, policy_params(...))`` is what ``gd.policy`` gives with those draws (the
     tests' reference; it mirrors gpuaug_host.h, which mirrors the transforms' ``sample``)."""
     from gpuaug.policy import transforms as TF
@@ -1033,7 +1126,7 @@ def policy_params(policy, stages, uniforms, sizes):
     values = [dict(t.sample(np.random.default_rng(0), n, sizes)) for t in transforms]
     cur = sizes
     for st, u in zip(stages, uniforms):
-        u = np.asarray(u, np.float32).astype(np.float64).reshape(n, -1)
+        u = np.asarray(u).astype(np.float64).reshape(n, -1)  # float32 (DALI's) or float64 (the policy's)
         k = 0
         for i in st["indices"]:
             t = transforms[i]
@@ -1068,11 +1161,15 @@ def policy_params(policy, stages, uniforms, sizes):
     return PolicyParams(n, sizes, tuple(values))
 
 
-def policy_node(data, policy, *, input_dtype="uint8", forced=False, uniforms=None):
+def policy_node(data, policy, *, input_dtype="uint8", forced=False, uniforms=None, draws="policy"):
     """``fn.gpuaug.policy`` nodes running ``policy`` (a gpuaug.Compose) on HWC ``data``, or None
     to fall back to python_function (when not ``forced``; forced: an error saying why).
-    ``uniforms``: per stage, a CPU DataNode of (width,) float32 values in [0, 1) to use instead
-    of the stage's fn.random.uniform (tests)."""
+
+    ``draws``: "policy" (default): the policy's own generator, from its state now, so batch i
+    gets the parameters of the policy's i-th call (as gd.policy's python_function path and
+    ``policy(x)`` give, for a policy not called in between); "dali": one fn.random.uniform per
+    stage (the pipeline's seed). ``uniforms``: per stage, a CPU DataNode of (width,) float32
+    values in [0, 1) to use instead (tests)."""
     m = mode()
 
     def no(reason, warn=False):
@@ -1082,10 +1179,17 @@ def policy_node(data, policy, *, input_dtype="uint8", forced=False, uniforms=Non
             _warn_once(reason)
         return None
 
+    if draws not in ("policy", "dali"):
+        raise op_error("policy", f"draws: got {draws!r}; expected 'policy' (the policy's own seed) or 'dali' "
+                                 "(the pipeline's seed)")
     if m == "off" and not forced:
         return None
     try:
         stages = policy_stages(policy, input_dtype)
+        state = None
+        if uniforms is None and draws == "policy":
+            state = policy_rng_state(policy)
+            check_policy_draws(policy, stages, state)
     except Unsupported as e:
         return no(str(e))
     if not load():
@@ -1094,10 +1198,15 @@ def policy_node(data, policy, *, input_dtype="uint8", forced=False, uniforms=Non
 
     x = data
     for k, st in enumerate(stages):
-        kw = {key: v for key, v in st.items() if key not in ("width", "indices")}
+        kw = {key: v for key, v in st.items() if key not in ("width", "indices", "row_slots")}
         kw = {key: v for key, v in kw.items() if not (isinstance(v, list) and not v)}
-        if st["width"]:
-            kw["draws"] = (uniforms[k] if uniforms is not None else
-                           fn.random.uniform(range=[0.0, 1.0], shape=[st["width"]]))
+        if uniforms is not None:
+            kw["draws"] = uniforms[k]
+        elif state is not None:
+            kw["rng_state"] = state
+            if st["row_slots"]:
+                kw["row_slots"] = st["row_slots"]
+        elif st["width"]:
+            kw["draws"] = fn.random.uniform(range=[0.0, 1.0], shape=[st["width"]])
         x = fn.gpuaug.policy(x, source=kernel_source("fused.cu"), **kw)
     return x

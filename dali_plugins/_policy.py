@@ -4,7 +4,8 @@ Where :func:`gpuaug.dali.compose` chains registry ops with DALI-drawn per-sample
 this runs a :class:`gpuaug.Compose` policy (``gpuaug.RandomHorizontalFlip``,
 ``gpuaug.RandomRotation``, ``gpuaug.ColorJitter``, ``gpuaug.Normalize``, ...) on every batch:
 the policy draws its own per-sample parameters (``gpuaug.random``, seeded when the policy
-is made) and fuses what it can into single passes over the pixels.
+is made) and fuses what it can into single passes over the pixels, natively
+(``gpuaug__Policy``) or in python_function.
 """
 from __future__ import annotations
 
@@ -42,36 +43,41 @@ def _out_layout(policy, layout):
     return layout
 
 
-def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, input_dtype="uint8"):
+def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, input_dtype="uint8", draws="policy"):
     """Run a gpuaug policy (or any ``f(batch, layout=, backend=) -> batch``) on a DataNode of
-    images, once per batch: as one ``fn.python_function`` (default), or natively with
-    ``backend="native"`` (``fn.gpuaug.policy``, one C++ operator per fused stage, see
-    :mod:`gpuaug.dali._native`; the policy's transforms must all fuse and the data be HWC on
-    the GPU).
+    images, once per batch: natively (``fn.gpuaug.policy``, one C++ operator per fused stage, see
+    :mod:`gpuaug.dali._native`) when the plugin loads, the policy's transforms all have a native
+    form and the data is HWC on the GPU; else as one ``fn.python_function`` (when the plugin
+    cannot load, one warning says why).
 
-    Natively, the random parameters come from DALI (one ``fn.random.uniform`` per fused stage,
-    seeded by the pipeline's seed, so the pipeline serializes) and follow each transform's
-    distribution; the policy's own generator (its ``seed``) is not used. In python_function
-    the policy draws its parameters itself, as a standalone call does.
+    Both paths draw the parameters from the policy's own generator (its ``seed``): batch i gets
+    what the policy's i-th call draws, so a pipeline gives what ``policy(batch)`` gives on the
+    same batches. The native operator copies the generator's state when the pipeline is defined
+    (so a serialized pipeline replays it; and two pipelines made from one policy draw alike,
+    where python_function would share one generator between them). ``draws="dali"``: the native
+    operator draws from the pipeline's seed instead (one ``fn.random.uniform`` per stage; the
+    transforms' distributions, another stream).
 
     Args:
         data: DataNode of images (HWC samples, or CHW with ``layout="CHW"``), GPU or CPU.
         policy: a :class:`gpuaug.Compose` (its random draws are its own, from its seed).
         layout: the samples' layout, "HWC" or "CHW".
-        backend: None (CUDA C on GPU data, njit twins on CPU data, in python_function),
-            "native" (the native operator, or an error saying why; not yet the default: see
-            the note in the code), "cuda"/"python" (python_function), "numba" or "cpu".
+        backend: None (GPU data: native where it can, else CUDA C in python_function; CPU
+            data: njit twins in python_function), "native" (the native operator, or an error
+            saying why), "cuda"/"python" (python_function), "numba" or "cpu".
         output_layout: the outputs' layout when it differs from what the policy's
-            Normalize/ToLayout says (default: read from the policy).
+            Normalize/ToLayout says (default: read from the policy; python_function only).
         input_dtype: the images' dtype ("uint8" default, "float16", "float32"): the native
-            operator is planned for it and checks it at run time.
+            operator is planned for it and checks it at run time (an error naming
+            ``input_dtype`` when the images differ).
+        draws: "policy" (default) or "dali" (native only; see above).
 
     Returns:
         DataNode of the augmented images.
 
     Example::
 
-        pol = gpuaug.Compose([gpuaug.RandomResizedCrop(224), gpuaug.RandomHorizontalFlip(),
+        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(15),
                               gpuaug.ColorJitter(0.4, 0.4, 0.4),
                               gpuaug.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))], seed=0)
 
@@ -79,6 +85,7 @@ def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, inpu
         def pipe():
             jpegs, labels = fn.readers.file(file_root="train/", random_shuffle=True)
             images = fn.decoders.image(jpegs, device="mixed")
+            images = fn.resize(images, size=(224, 224))
             return gpuaug.dali.policy(images, pol), labels.gpu()
     """
     from nvidia.dali import fn
@@ -94,23 +101,22 @@ def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, inpu
     lay = LAYOUTS[layout]
     if output_layout is not None and (not isinstance(output_layout, str) or output_layout not in LAYOUTS):
         raise op_error("policy", f"output_layout: got {output_layout!r}; expected 'HWC' or 'CHW'")
+    if draws not in ("policy", "dali"):
+        raise op_error("policy", f"draws: got {draws!r}; expected 'policy' (the policy's own seed, default) or "
+                                 "'dali' (the pipeline's seed; native operator only)")
     out_lay = LAYOUTS[output_layout] if output_layout is not None else _out_layout(policy, lay)
     be = check_backend("policy", backend, device)
-    # Native only when asked for: its draws come from DALI, not the policy's own seed, and on the
-    # H100 (2026-11-25) tests/test_dali_gpu.py::test_policy_gpu got all -2.0 from it for a uint8
-    # flip + rotation + jitter + Normalize(0.5, 0.25) policy (undiagnosed), while its own tests
-    # (bit-exact against replay with the same draws) passed.
-    if device == "gpu" and backend == "native":
+    if device == "gpu" and backend in (None, "native"):
         from ._native import policy_node
 
-        forced = True
+        forced = backend == "native"
         if lay != "NHWC" or (output_layout is not None and out_lay != _out_layout(policy, lay)):
             if forced:
                 raise op_error("policy", "backend='native': the native policy takes HWC images and writes the "
                                "layout its Normalize / ToLayout says (layout='CHW' or output_layout: backend='cuda')",
                                RuntimeError)
         else:
-            node = policy_node(data, policy, input_dtype=input_dtype, forced=forced)
+            node = policy_node(data, policy, input_dtype=input_dtype, forced=forced, draws=draws)
             if node is not None:
                 return node
         be = "cuda"

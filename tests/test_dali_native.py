@@ -119,7 +119,7 @@ int packed_layout(const long long *st, const long long *dt, int n, int ci, int c
 int mean_parts(int sms, int n, long long items) { return gpuaug_host::mean_parts(sms, n, items); }
 int policy_row(const int *geo, int ngeo, const double *gargs, const int *col, int ncol, const double *cargs,
                int bilinear, int sem_uint8, const double *fill, int nfill, double in_scale, const double *write,
-               const float *d, long long h, long long w, int C, float *row, int P) {
+               const double *d, long long h, long long w, int C, float *row, int P) {
   gpuaug_host::PolicyPlan p;
   p.geo = geo; p.ngeo = ngeo; p.geo_args = gargs; p.colour = col; p.ncolour = ncol; p.colour_args = cargs;
   p.bilinear = bilinear; p.has_fill = nfill > 0; p.sem_uint8 = sem_uint8; p.fill = fill; p.nfill = nfill;
@@ -131,6 +131,12 @@ int policy_width(const int *geo, int ngeo, const int *col, int ncol, int sem_uin
   gpuaug_host::PolicyPlan p;
   p.geo = geo; p.ngeo = ngeo; p.colour = col; p.ncolour = ncol; p.sem_uint8 = sem_uint8;
   return gpuaug_host::policy_row_width(p);
+}
+void pcg64_draws(unsigned long long sh, unsigned long long sl, unsigned long long ih, unsigned long long il,
+                 const int *slots, int nrows, int n, int width, int calls, double *d) {
+  gpuaug_host::Pcg64 g;
+  g.set(sh, sl, ih, il);
+  for (int c = 0; c < calls; ++c) gpuaug_host::policy_draws(g, slots, nrows, n, width, d + (long long)c * n * width);
 }
 void policy_out_size(const int *geo, int ngeo, const double *gargs, long long h, long long w, long long *oh,
                      long long *ow) {
@@ -176,6 +182,8 @@ def host(tmp_path_factory):
     lib.policy_width.argtypes = [V, I, V, I, I]
     lib.policy_row.argtypes = [V, I, V, V, I, V, I, I, V, I, D, V, V, L, L, I, V, I]
     lib.policy_out_size.argtypes = [V, I, V, L, L, ctypes.POINTER(L), ctypes.POINTER(L)]
+    U = ctypes.c_ulonglong
+    lib.pcg64_draws.argtypes = [U, U, U, U, V, I, I, I, I, V]
     return lib
 
 
@@ -1034,7 +1042,8 @@ def _policy_row(host, st, u, h, w, c):
 
     geo, col = np.array(st["geometry"] or [0], np.int32), np.array(st["colour"] or [0], np.int32)
     ga, ca = nums(st["geometry_args"], 0.0), nums(st["colour_args"], 0.0)
-    fill, write, u = nums(st["fill"], 0.0), nums(st["write"], 0.0), np.ascontiguousarray(u, np.float32)
+    fill, write = nums(st["fill"], 0.0), nums(st["write"], 0.0)
+    u = np.ascontiguousarray(np.asarray(u).astype(np.float64))  # float32 (DALI's) draws are exact as doubles
     P = host.policy_width(geo.ctypes.data, len(st["geometry"]), col.ctypes.data, len(st["colour"]),
                           int(st["sem_uint8"]))
     out = np.zeros(P, np.float32)
@@ -1100,6 +1109,96 @@ def test_host_policy_row_refuses_a_singular_geometry_and_a_wrong_fill(host):
     aff = _native.policy_stages(gpuaug.Compose([gpuaug.Resize((8, 8)), gpuaug.RandomRotation(5)]))[0]
     rc, _ = _policy_row(host, dict(aff, geometry_args="0 0 " + aff["geometry_args"].split(" ", 2)[2]), [0.5], 8, 8, 3)
     assert rc == 1  # a resize to 0 x 0: singular
+
+
+def _operator_draws(host, state, slots, n, width, calls):
+    """(calls, n, width): what gpuaug__Policy draws for ``calls`` batches of ``n`` from
+    ``rng_state`` (gpuaug_host.h's Pcg64 and policy_draws)."""
+    s, i = (int(v, 16) for v in state.split())
+    m = (1 << 64) - 1
+    sl = np.ascontiguousarray(list(slots) or [0], np.int32)
+    d = np.full((calls, n, max(width, 1)), np.nan)
+    host.pcg64_draws(s >> 64, s & m, i >> 64, i & m, sl.ctypes.data, len(slots), n, width, calls, d.ctypes.data)
+    return d[..., :width]
+
+
+def test_host_pcg64_draws_are_numpys_generator(host):
+    """gpuaug_host.h's Pcg64 gives numpy.random.default_rng's Generator.random doubles, rows of n
+    values dealt to the draw slots row_slots names (-1: consumed, skipped), batch after batch."""
+    from gpuaug.dali import _native
+
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=12345)
+    state = _native.policy_rng_state(pol)
+    ref = np.random.default_rng(12345)
+    n = 5
+    got = _operator_draws(host, state, [-1, 2, 0], n, 3, 3)
+    for c in range(3):
+        rows = ref.random((3, n))
+        np.testing.assert_array_equal(got[c][:, 2], rows[1])
+        np.testing.assert_array_equal(got[c][:, 0], rows[2])
+        np.testing.assert_array_equal(got[c][:, 1], np.zeros(n))  # no row fills it
+    # the policy's own generator was only read
+    assert _native.policy_rng_state(pol) == state
+
+
+@pytest.mark.parametrize("name", sorted(_policies()))
+def test_host_native_policy_rows_follow_the_policys_own_draws(name, host):
+    """The operator's host side with the policy's own seed (rng_state, row_slots, Pcg64,
+    policy_row) gives, batch after batch and stage by stage, the parameter rows gpuaug's fused
+    stage builds (gpuaug/policy/_fused.py's build) from what the policy's own calls draw (a
+    Compose of the same seed): so native gd.policy gives what gd.policy's python_function path
+    and policy(x) give."""
+    from gpuaug._batch import as_batch
+    from gpuaug.dali import _native
+    from gpuaug.policy import _fused as F
+    from gpuaug.policy.compose import plan_stages
+
+    transforms, dt = _policies()[name]
+    pol = gpuaug.Compose(transforms, seed=7)
+    stages = _native.policy_stages(pol, dt)
+    state = _native.policy_rng_state(pol)
+    _native.check_policy_draws(pol, stages, state)  # the definition-time check passes
+    ref = gpuaug.Compose(transforms, seed=7)
+    items = [spec for _, spec in plan_stages(pol.transforms, dt)]
+    n, calls, c = 6, 3, 3
+    for h, w in ((37, 45), (64, 48)):
+        draws = [_operator_draws(host, state, st["row_slots"], n, st["width"], calls) for st in stages]
+        for call in range(calls):
+            pp = ref.sample(np.tile([h, w], (n, 1)))
+            hw = (h, w)
+            for k, (st, spec) in enumerate(zip(stages, items)):
+                batch = as_batch(np.zeros((n,) + hw + (c,), np.dtype(st["input_dtype"])))
+                built = F.build(spec, pol.transforms, pp.values, batch, "NHWC")
+                want = built.rows.astype(np.float32)
+                for i in range(n):
+                    rc, got = _policy_row(host, st, draws[k][call][i], hw[0], hw[1], c)
+                    assert rc == 0, rc
+                    np.testing.assert_array_equal(got, want[i], err_msg=f"{name} {h}x{w} call {call} stage {k} "
+                                                                        f"sample {i}")
+                hw = tuple(built.shapes[0])
+        state = _native.policy_rng_state(pol)  # unchanged: the next size starts from the seed again
+        ref = gpuaug.Compose(transforms, seed=7)
+
+
+def test_policy_draw_check_refuses_what_the_operator_cannot_replay():
+    """No PCG64 generator, or a transform that samples other than its class says: Unsupported
+    (gd.policy then keeps python_function), naming why."""
+    from gpuaug.dali import _native
+    from gpuaug.policy import transforms as TF
+
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=np.random.Generator(np.random.Philox(1)))
+    with pytest.raises(_native.Unsupported, match="PCG64"):
+        _native.policy_rng_state(pol)
+
+    class TwoRowFlip(TF.RandomHorizontalFlip):
+        def sample(self, rng, n, sizes):
+            rng.random(n)
+            return {"apply": rng.random(n) < self.p}
+
+    pol = gpuaug.Compose([TwoRowFlip(), gpuaug.RandomRotation(10)], seed=3)
+    stages = _native.policy_stages(pol)
+    with pytest.raises(_native.Unsupported, match="would not draw what"):
+        _native.check_policy_draws(pol, stages, _native.policy_rng_state(pol))
 
 
 def test_policy_stages_plan_and_refusals():
@@ -1179,12 +1278,17 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
             return gd.policy(x, gpuaug.Compose(transforms), **kw)
         return _schema_names(pipe())
 
-    got = names(_policies()["bench"][0], backend="native")
-    assert got.count("gpuaug__Policy") == 1 and not any("PythonFunction" in n for n in got), got
-    assert names(_policies()["two_stages"][0], backend="native").count("gpuaug__Policy") == 2
-    for kw in ({}, {"backend": "cuda"}):  # python_function unless native is asked for (see _policy.py)
+    for kw in ({}, {"backend": "native"}):  # native by default
         got = names(_policies()["bench"][0], **kw)
-        assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+        assert got.count("gpuaug__Policy") == 1 and not any("PythonFunction" in n for n in got), got
+        assert not any("Uniform" in n for n in got), got  # the policy's own draws: no DALI random operator
+    assert names(_policies()["two_stages"][0]).count("gpuaug__Policy") == 2
+    got = names(_policies()["bench"][0], draws="dali")
+    assert got.count("gpuaug__Policy") == 1 and any("Uniform" in n for n in got), got
+    got = names(_policies()["bench"][0], backend="cuda")
+    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    with pytest.raises(ValueError, match=r"policy: draws: got 'numpy'"):
+        names(_policies()["bench"][0], draws="numpy")
     got = names([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)])
     assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
     with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*GaussianBlur runs as its own gpuaug op"):
@@ -1194,7 +1298,7 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
     from nvidia.dali import backend as dbackend
 
     schema = dbackend.GetSchema("gpuaug__Policy")
-    for arg in ("draws", "geometry", "colour", "codes", "write", "input_dtype"):
+    for arg in ("draws", "rng_state", "row_slots", "geometry", "colour", "codes", "write", "input_dtype"):
         assert schema.HasArgument(arg), arg
     assert "RandomRotation" in _native.NATIVE_TRANSFORMS
 
@@ -1244,9 +1348,46 @@ def test_native_policy_bit_exact_against_replay(name, varshape, c, plugin):
 
 @pytest.mark.gpu
 @pytest.mark.dali
+@pytest.mark.parametrize("name", sorted(_policies()))
+@pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
+def test_native_policy_equals_the_policys_own_calls(name, varshape, plugin):
+    """gd.policy natively (default draws: the policy's own generator) gives, batch after batch,
+    bit for bit what the policy's own calls give on the same batches (a Compose of the same
+    seed, backend cuda): every stage, dense and varshape."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import cupy as cp
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    transforms, dt = _policies()[name]
+    imgs = _images(dt, varshape, 3, seed=5)
+
+    @pipeline_def(batch_size=N, num_threads=2, device_id=0, prefetch_queue_depth=1)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
+        return gd.policy(x, gpuaug.Compose(transforms, seed=4), backend="native", input_dtype=dt)
+
+    p = pipe()
+    assert "gpuaug__Policy" in _schema_names(p)
+    p.build()
+    ref = gpuaug.Compose(transforms, seed=4)
+    for it in range(3):
+        (out,) = p.run()
+        got = [np.array(t) for t in out.as_cpu()]
+        x = cp.asarray(np.stack(imgs)) if not varshape else [cp.asarray(a) for a in imgs]
+        r = ref(x, backend="cuda")
+        want = [cp.asnumpy(a) for a in r] if isinstance(r, list) else list(cp.asnumpy(r))
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g.shape == w.shape and g.dtype == w.dtype, (it, i, g.shape, w.shape, g.dtype, w.dtype)
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} batch {it} sample {i}")
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
 def test_native_policy_draws_follow_the_transforms(plugin):
-    """With DALI's own uniforms: flips about half the time, outputs of the planned dtype and
-    layout, and two runs of one pipeline differ while two pipelines of one seed agree."""
+    """With DALI's own uniforms (draws="dali"): flips about half the time, outputs of the planned
+    dtype and layout, and two pipelines of one seed agree."""
     if not _gpu_ready():
         pytest.skip("needs a CUDA GPU")
     import gpuaug.dali as gd
@@ -1259,7 +1400,7 @@ def test_native_policy_draws_follow_the_transforms(plugin):
         @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=21, prefetch_queue_depth=1)
         def pipe():
             x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
-            return gd.policy(x, pol, backend="native")
+            return gd.policy(x, pol, backend="native", draws="dali")
         p = pipe()
         p.build()
         return p

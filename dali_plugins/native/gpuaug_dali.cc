@@ -445,12 +445,88 @@ static const char *ctype(DALIDataType t) {
 
 static int type_size(DALIDataType t) { return t == ::DALI_UINT8 ? 1 : t == ::DALI_FLOAT16 ? 2 : 4; }
 
-class Kernel : public dali::Operator<dali::GPUBackend> {
+// ---- what gpuaug__Kernel and gpuaug__Policy share ------------------------------------------
+// The staging ring, the per-instance kernel table (no hashing of the source per batch), the
+// SM count, the CUDA context check and the optional profile.
+class Launcher : public dali::Operator<dali::GPUBackend> {
  public:
-  explicit Kernel(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
+  explicit Launcher(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {}
+
+ protected:
+  // Scope guard of RunImpl: records the staging slot's event after the launches (also when a
+  // launch threw) and, when profiling, the call's host time and the events bracketing its
+  // launches.
+  struct Release {
+    Launcher *k;
+    int slot;
+    CUstream stream;
+    CUevent a = nullptr;
+    Release(Launcher *k_, int s, CUstream st) : k(k_), slot(s), stream(st) {
+      if (profiling() && api().cuEventCreate(&a, 0) == 0) api().cuEventRecord(a, stream);
+    }
+    ~Release() {
+      k->staging_.record(slot, stream);
+      if (!profiling()) return;
+      CUevent b = nullptr;
+      if (a && api().cuEventCreate(&b, 0) == 0) {
+        api().cuEventRecord(b, stream);
+        k->profile().device(a, b);
+      }
+      k->profile().host(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - k->run_t0_).count());
+    }
+  };
+
+  // The driver API is usable and a context is current on this thread (DALI's, or the device's
+  // primary context); the start of every RunImpl.
+  void begin_run() {
+    run_t0_ = std::chrono::steady_clock::now();
+    auto &A = api();
+    DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
+    CUcontext ctx = nullptr;
+    A.cuCtxGetCurrent(&ctx);
+    if (!ctx) {
+      CUdevice dev;
+      GA_CU(op_, A.cuDeviceGet(&dev, device_));
+      GA_CU(op_, A.cuDevicePrimaryCtxRetain(&ctx, dev));
+      GA_CU(op_, A.cuCtxSetCurrent(ctx));
+    }
+  }
+
+  Profile &profile() {
+    if (!profile_) profile_ = std::make_unique<Profile>(op_ + " (" + profile_name_ + ")");
+    return *profile_;
+  }
+
+  CUfunction function(const std::string &name) {
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    return functions_[name] = get_function(op_, device_, source_, name);
+  }
+
+  int sms() {
+    if (sms_ == 0) {
+      CUdevice d;
+      GA_CU(op_, api().cuDeviceGet(&d, device_));
+      GA_CU(op_, api().cuDeviceGetAttribute(&sms_, 16, d));  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    }
+    return sms_;
+  }
+
+  std::string op_, source_, profile_name_;
+  int device_ = 0, sms_ = 0;
+  Staging staging_;
+  std::unique_ptr<Profile> profile_;
+  std::chrono::steady_clock::time_point run_t0_;
+  std::map<std::string, CUfunction> functions_;
+};
+
+class Kernel : public Launcher {
+ public:
+  explicit Kernel(const dali::OpSpec &spec) : Launcher(spec) {
     op_ = "gpuaug.dali." + spec.GetArgument<std::string>("op");
     source_ = spec.GetArgument<std::string>("source");
     kernel_ = spec.GetArgument<std::string>("kernel");
+    profile_name_ = kernel_;
     signature_ = spec.GetArgument<std::string>("signature");
     program_ = spec.GetArgument<std::string>("program");
     template_extra_ = spec.GetRepeatedArgument<int>("template_extra");
@@ -583,9 +659,8 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   }
 
   void RunImpl(dali::Workspace &ws) override {
-    run_t0_ = std::chrono::steady_clock::now();
+    begin_run();
     auto &A = api();
-    DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
     const auto &in = ws.Input<dali::GPUBackend>(0);
     auto &out = ws.Output<dali::GPUBackend>(0);
     out.SetLayout(out_layout_);
@@ -594,15 +669,6 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     const DALIDataType t = in.type();
     const int C = static_cast<int>(dims(in.tensor_shape(0))[2]);
     CUstream stream = reinterpret_cast<CUstream>(ws.stream());
-
-    CUcontext ctx = nullptr;
-    A.cuCtxGetCurrent(&ctx);
-    if (!ctx) {
-      CUdevice dev;
-      GA_CU(op_, A.cuDeviceGet(&dev, device_));
-      GA_CU(op_, A.cuDevicePrimaryCtxRetain(&ctx, dev));
-      GA_CU(op_, A.cuCtxSetCurrent(ctx));
-    }
 
     // Parameters: a per-sample argument input or one constant row.
     auto &rows = rows_;
@@ -881,48 +947,6 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
  private:
   static constexpr int kMaxParts = 32;  // gpuaug_host::mean_parts' cap (_colour.MAX_PARTS)
   static constexpr int kMaxNodes = 8;   // argument inputs p0..p7
-
-  // Scope guard of RunImpl: records the staging slot's event after the launches and, when
-  // profiling, the call's host time and the events bracketing its launches.
-  struct Release {
-    Kernel *k;
-    int slot;
-    CUstream stream;
-    CUevent a = nullptr;
-    Release(Kernel *k_, int s, CUstream st) : k(k_), slot(s), stream(st) {
-      if (profiling() && api().cuEventCreate(&a, 0) == 0) api().cuEventRecord(a, stream);
-    }
-    ~Release() {
-      k->staging_.record(slot, stream);
-      if (!profiling()) return;
-      CUevent b = nullptr;
-      if (a && api().cuEventCreate(&b, 0) == 0) {
-        api().cuEventRecord(b, stream);
-        k->profile().device(a, b);
-      }
-      k->profile().host(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - k->run_t0_).count());
-    }
-  };
-
-  Profile &profile() {
-    if (!profile_) profile_ = std::make_unique<Profile>(op_ + " (" + kernel_ + ")");
-    return *profile_;
-  }
-
-  CUfunction function(const std::string &name) {  // per instance: no hashing of the source per batch
-    auto it = functions_.find(name);
-    if (it != functions_.end()) return it->second;
-    return functions_[name] = get_function(op_, device_, source_, name);
-  }
-
-  int sms() {
-    if (sms_ == 0) {
-      CUdevice d;
-      GA_CU(op_, api().cuDeviceGet(&d, device_));
-      GA_CU(op_, api().cuDeviceGetAttribute(&sms_, 16, d));  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-    }
-    return sms_;
-  }
 
   // Parameter programs (gpuaug_host.h): one row per sample, errors naming the argument.
   void affine(std::vector<std::vector<float>> *rows, int C, int ti) {
@@ -1339,7 +1363,7 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
     return s;
   }
 
-  std::string op_, source_, kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_,
+  std::string kernel_, signature_, program_, dense_kernel_, out_dtype_, out_layout_, out_shape_,
       in_layout_, launch_;
   bool in_chw_ = false;
   uint64_t batches_ = 0;  // batches run: the noise ops' seed advances by one per batch
@@ -1347,22 +1371,20 @@ class Kernel : public dali::Operator<dali::GPUBackend> {
   std::vector<int> template_extra_, channels_, dtype_cols_, out_size_, node_expect_;
   std::vector<std::string> node_names_;
   std::vector<float> dtype_values_;
-  int device_ = 0, num_params_ = -1, mean_ = -1, sms_ = 0, out_channels_ = -1, num_nodes_ = 0;
+  int num_params_ = -1, mean_ = -1, out_channels_ = -1, num_nodes_ = 0;
   std::vector<int> segments_, tile_;
-  Staging staging_;
-  std::unique_ptr<Profile> profile_;
-  std::chrono::steady_clock::time_point run_t0_;
   std::vector<float> const_params_;
   bool const_read_ = false;
   std::vector<std::vector<float>> rows_;  // reused: no per-sample allocations once warm
-  std::map<std::string, CUfunction> functions_;
 };
 
 
 // ---- gpuaug__Policy: one fused stage of a gpuaug.Compose -------------------------------------
 // The stage's parameter rows are built here per sample (gpuaug_host::policy_row: the composed
-// geometry for the image's size, the colour program, the write) from the values the graph drew
-// with DALI's random operators (argument input "draws"), then kernels/fused.cu runs as
+// geometry for the image's size, the colour program, the write) from uniforms drawn by the
+// policy's own generator (rng_state: NumPy's PCG64, replayed by gpuaug_host::Pcg64, so batch i
+// gets the policy's i-th call's parameters) or by the graph (argument input "draws": DALI's
+// random operators), then kernels/fused.cu runs as
 // gpuaug/policy/_fused.py's launch_cuda does: the contrast mean's reduction first when the
 // program has one (gpuaug_gray_sum, packed when it can, or gpuaug_fused_sum), then
 // gpuaug_fused_dense (dense HWC batch in, dense HWC / CHW out, colour after geometry) or
@@ -1380,10 +1402,11 @@ static std::vector<double> parse_doubles(const std::string &op, const std::strin
   return v;
 }
 
-class Policy : public dali::Operator<dali::GPUBackend> {
+class Policy : public Launcher {
  public:
-  explicit Policy(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
+  explicit Policy(const dali::OpSpec &spec) : Launcher(spec) {
     op_ = "gpuaug.dali.policy";
+    profile_name_ = "gpuaug_fused";
     source_ = spec.GetArgument<std::string>("source");
     device_ = spec.GetArgument<int>("device_id");
     in_dtype_ = spec.GetArgument<std::string>("input_dtype");
@@ -1451,6 +1474,26 @@ class Policy : public dali::Operator<dali::GPUBackend> {
     for (int k = 0; k < nc; ++k) prog_ |= static_cast<unsigned long long>(codes[k]) << (4 * k);
     P_ = gpuaug_host::policy_row_width(plan_);
     ndraws_ = gpuaug_host::policy_draws(plan_);
+    row_slots_ = spec.GetRepeatedArgument<int>("row_slots");
+    const std::string st = spec.GetArgument<std::string>("rng_state");
+    has_rng_ = !st.empty();
+    if (has_rng_) {
+      // "<state> <inc>", 32 hex digits each: numpy's PCG64 bit_generator.state
+      std::istringstream in(st);
+      std::string a, b;
+      in >> a >> b;
+      auto hex = [&](const std::string &h) {
+        DALI_ENFORCE(h.size() == 32 && h.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos,
+                     op_ + ": argument 'rng_state': expected two 128-bit numbers as 32 hex digits each; got '" +
+                     st + "'");
+        return std::make_pair(std::stoull(h.substr(0, 16), nullptr, 16), std::stoull(h.substr(16), nullptr, 16));
+      };
+      const auto s_ = hex(a), i_ = hex(b);
+      rng_.set(s_.first, s_.second, i_.first, i_.second);
+      for (int r : row_slots_)
+        DALI_ENFORCE(r >= -1 && r < ndraws_, op_ + ": argument 'row_slots': got " + std::to_string(r) +
+                                             "; expected -1 or a draw index below " + std::to_string(ndraws_));
+    }
   }
 
  protected:
@@ -1492,9 +1535,8 @@ class Policy : public dali::Operator<dali::GPUBackend> {
   }
 
   void RunImpl(dali::Workspace &ws) override {
-    run_t0_ = std::chrono::steady_clock::now();
+    begin_run();
     auto &A = api();
-    DALI_ENFORCE(A.ok, op_ + ": cannot run: " + A.error);
     const auto &in = ws.Input<dali::GPUBackend>(0);
     auto &out = ws.Output<dali::GPUBackend>(0);
     out.SetLayout(out_layout_);
@@ -1503,33 +1545,36 @@ class Policy : public dali::Operator<dali::GPUBackend> {
     const DALIDataType t = in.type();
     const int C = static_cast<int>(in.tensor_shape(0)[2]);
     CUstream stream = reinterpret_cast<CUstream>(ws.stream());
-    CUcontext ctx = nullptr;
-    A.cuCtxGetCurrent(&ctx);
-    if (!ctx) {
-      CUdevice dev;
-      GA_CU(op_, A.cuDeviceGet(&dev, device_));
-      GA_CU(op_, A.cuDevicePrimaryCtxRetain(&ctx, dev));
-      GA_CU(op_, A.cuCtxSetCurrent(ctx));
-    }
-    // the draws: one float32 vector per sample (or one constant vector)
-    const float *dptr = nullptr;
-    int64_t dstride = 0;
-    const dali::TensorList<dali::CPUBackend> *dl = nullptr;
+    // The draws, ndraws_ doubles per sample, in the plan's order: from the policy's own generator
+    // (rng_state: the same numbers its i-th call would draw, for batch i), or a float32 vector
+    // per sample from the graph (argument input 'draws'), or one constant vector.
+    draws_.assign(size_t(std::max<int64_t>(1, int64_t(n) * ndraws_)), 0.0);
     if (spec_.HasTensorArgument("draws")) {
-      dl = &ws.ArgumentInput("draws");
-      DALI_ENFORCE(dl->num_samples() == n, op_ + ": argument 'draws': got " + std::to_string(dl->num_samples()) +
-                                               " samples for a batch of " + std::to_string(n));
-      DALI_ENFORCE(dl->type() == ::DALI_FLOAT, op_ + ": argument 'draws': got type " + dali::to_string(dl->type()) +
-                                                   "; expected float32");
+      const auto &dl = ws.ArgumentInput("draws");
+      DALI_ENFORCE(dl.num_samples() == n, op_ + ": argument 'draws': got " + std::to_string(dl.num_samples()) +
+                                              " samples for a batch of " + std::to_string(n));
+      DALI_ENFORCE(dl.type() == ::DALI_FLOAT, op_ + ": argument 'draws': got type " + dali::to_string(dl.type()) +
+                                                  "; expected float32");
+      for (int i = 0; i < n; ++i) {
+        const int64_t k = dl.tensor_shape(i).num_elements();
+        DALI_ENFORCE(k == ndraws_, op_ + ": argument 'draws': sample " + std::to_string(i) + " has " +
+                                       std::to_string(k) + " values; expected " + std::to_string(ndraws_));
+        const float *v = dl.tensor<float>(i);
+        for (int64_t j = 0; j < k; ++j) draws_[size_t(i) * ndraws_ + j] = v[j];
+      }
+    } else if (has_rng_) {
+      gpuaug_host::policy_draws(rng_, row_slots_.data(), static_cast<int>(row_slots_.size()), n,
+                                static_cast<int>(ndraws_), draws_.data());
     } else {
       if (!const_read_) {
         const_draws_ = spec_.GetRepeatedArgument<float>("draws");
         const_read_ = true;
       }
-      dptr = const_draws_.data();
       DALI_ENFORCE(int64_t(const_draws_.size()) == ndraws_,
                    op_ + ": argument 'draws': got " + std::to_string(const_draws_.size()) + " values; expected " +
                    std::to_string(ndraws_));
+      for (int i = 0; i < n; ++i)
+        for (int64_t j = 0; j < ndraws_; ++j) draws_[size_t(i) * ndraws_ + j] = const_draws_[j];
     }
 
     const size_t tab_bytes = size_t(n) * 6 * sizeof(int64_t);
@@ -1550,13 +1595,8 @@ class Policy : public dali::Operator<dali::GPUBackend> {
     for (int i = 0; i < n; ++i) {
       const auto &s = in.tensor_shape(i);
       const int64_t h = s[0], w = s[1];
-      if (dl) {
-        const int64_t k = dl->tensor_shape(i).num_elements();
-        DALI_ENFORCE(k == ndraws_, op_ + ": argument 'draws': sample " + std::to_string(i) + " has " +
-                                       std::to_string(k) + " values; expected " + std::to_string(ndraws_));
-        dptr = dl->tensor<float>(i);
-      }
-      const int rc = gpuaug_host::policy_row(plan_, dptr, h, w, C, par + size_t(i) * P_, P_);
+      const int rc = gpuaug_host::policy_row(plan_, draws_.data() + size_t(i) * ndraws_, h, w, C,
+                                             par + size_t(i) * P_, P_);
       DALI_ENFORCE(rc != 1, op_ + ": transforms: a sampled geometry is singular (sample " + std::to_string(i) +
                                 "; e.g. a zero scale); check the transforms' ranges");
       DALI_ENFORCE(rc != 2, op_ + ": fill: got " + std::to_string(fill_.size()) + " values; the images have " +
@@ -1576,6 +1616,7 @@ class Policy : public dali::Operator<dali::GPUBackend> {
       dense = dense && h == st[1] && w == st[2] && oh == dt[1] && ow == dt[2] &&
               src[0] == st[0] + int64_t(i) * h * w * C * es && dst[0] == dt[0] + int64_t(i) * oh * ow * C * oes;
     }
+    dump(n, C, st, par, dense);
     Release release{this, slot, stream};
     GA_CU(op_, A.cuMemcpyHtoDAsync(dev, host, total, stream));
 
@@ -1631,64 +1672,48 @@ class Policy : public dali::Operator<dali::GPUBackend> {
   }
 
  private:
-  struct Release {
-    Policy *k;
-    int slot;
-    CUstream stream;
-    CUevent a = nullptr;
-    Release(Policy *k_, int s, CUstream st) : k(k_), slot(s), stream(st) {
-      if (profiling() && api().cuEventCreate(&a, 0) == 0) api().cuEventRecord(a, stream);
+  // GPUAUG_DALI_POLICY_DUMP=<dir>: the first 4 batches' draws, descriptor tables and parameter
+  // rows as text, <dir>/policy_<instance>_<batch>.txt (tests/gpu/dali_policy_debug.py reads them).
+  void dump(int n, int C, const int64_t *st, const float *par, bool dense) {
+    static const char *dir = getenv("GPUAUG_DALI_POLICY_DUMP");
+    const uint64_t b = batches_++;
+    if (!dir || !*dir || b >= 4) return;
+    char name[64];
+    snprintf(name, sizeof(name), "/policy_%p_%llu.txt", static_cast<void *>(this), static_cast<unsigned long long>(b));
+    std::ofstream f(std::string(dir) + name);
+    f.precision(17);
+    f << "n " << n << " C " << C << " P " << P_ << " draws " << ndraws_ << " rng " << (has_rng_ ? 1 : 0) << " dense " << (dense ? 1 : 0)
+      << " sum " << (sum_kind_.empty() ? "-" : sum_kind_) << "\n";
+    for (int i = 0; i < n; ++i) {
+      f << "sample " << i << " src";
+      for (int k = 0; k < 6; ++k) f << " " << st[6 * i + k];
+      f << "\ndraws";
+      for (int64_t k = 0; k < ndraws_; ++k) f << " " << draws_[size_t(i) * ndraws_ + k];
+      f << "\nrow";
+      for (int k = 0; k < P_; ++k) f << " " << par[size_t(i) * P_ + k];
+      f << "\n";
     }
-    ~Release() {
-      k->staging_.record(slot, stream);
-      if (!profiling()) return;
-      CUevent b = nullptr;
-      if (a && api().cuEventCreate(&b, 0) == 0) {
-        api().cuEventRecord(b, stream);
-        k->profile().device(a, b);
-      }
-      k->profile().host(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - k->run_t0_).count());
-    }
-  };
+  }
 
   static std::string dtype_name(DALIDataType t) {
     return t == ::DALI_UINT8 ? "uint8" : t == ::DALI_FLOAT16 ? "float16" : t == ::DALI_FLOAT ? "float32"
                                                                                                 : dali::to_string(t);
   }
 
-  Profile &profile() {
-    if (!profile_) profile_ = std::make_unique<Profile>(op_ + " (gpuaug_fused)");
-    return *profile_;
-  }
-
-  CUfunction function(const std::string &name) {
-    auto it = functions_.find(name);
-    if (it != functions_.end()) return it->second;
-    return functions_[name] = get_function(op_, device_, source_, name);
-  }
-
-  int sms() {
-    if (sms_ == 0) {
-      CUdevice d;
-      GA_CU(op_, api().cuDeviceGet(&d, device_));
-      GA_CU(op_, api().cuDeviceGetAttribute(&sms_, 16, d));
-    }
-    return sms_;
-  }
-
-  std::string op_, source_, in_dtype_, out_dtype_, out_layout_, sum_kind_, sum_prog_;
+  std::string in_dtype_, out_dtype_, out_layout_, sum_kind_, sum_prog_;
   bool pre_ = false, const_read_ = false;
-  int device_ = 0, geo_kind_ = 0, border_ = 1, P_ = 0, sms_ = 0;
+  int geo_kind_ = 0, border_ = 1, P_ = 0;
   int64_t ndraws_ = 0;
   unsigned long long prog_ = 0;
   std::vector<int> geo_, colour_, expect_codes_;
   std::vector<double> geo_args_, colour_args_, fill_, write_;
   std::vector<float> const_draws_;
+  std::vector<double> draws_;  // this batch's draws (reused)
+  std::vector<int> row_slots_;
+  bool has_rng_ = false;
+  uint64_t batches_ = 0;
+  gpuaug_host::Pcg64 rng_;  // the policy's generator, advanced once per batch
   gpuaug_host::PolicyPlan plan_;
-  Staging staging_;
-  std::unique_ptr<Profile> profile_;
-  std::chrono::steady_clock::time_point run_t0_;
-  std::map<std::string, CUfunction> functions_;
 };
 
 }  // namespace gpuaug_dali
@@ -1761,8 +1786,9 @@ DALI_REGISTER_OPERATOR(gpuaug__Policy, ::gpuaug_dali::Policy, dali::GPU);
 
 DALI_SCHEMA(gpuaug__Policy)
     .DocStr(R"(Runs one fused stage of a gpuaug.Compose (kernels/fused.cu) over a batch of HWC images,
-once per batch, on DALI's stream; the per-sample parameter rows are built from the values the
-graph drew ("draws") and each image's size (the operator behind gpuaug.dali.policy's native path).)")
+once per batch, on DALI's stream; the per-sample parameter rows are built from uniforms (the
+policy's own generator, "rng_state", or values the graph drew, "draws") and each image's size
+(the operator behind gpuaug.dali.policy's native path).)")
     .NumInput(1)
     .NumOutput(1)
     .InputLayout(0, {"HWC"})
@@ -1787,5 +1813,11 @@ graph drew ("draws") and each image's size (the operator behind gpuaug.dali.poli
     .AddOptionalArg("write", "Write scale and bias for 1, 3 and 4 channels (16 numbers, text; nan: none).",
                     std::string(""))
     .AddOptionalArg("in_scale", "Semantic units per source unit (text).", std::string("1"))
-    .AddOptionalArg("draws", "Per-sample float32 values drawn by the graph, in the plan's order.",
-                    std::vector<float>{}, true);
+    .AddOptionalArg("draws", "Per-sample float32 values drawn by the graph, in the plan's order (instead of "
+                    "rng_state).", std::vector<float>{}, true)
+    .AddOptionalArg("rng_state", "The policy's generator (numpy PCG64 state and increment, 32 hex digits "
+                    "each) when the pipeline was defined: batch i draws what the policy's i-th call would.",
+                    std::string(""))
+    .AddOptionalArg("row_slots", "Per row of n uniforms the policy's call consumes (every transform's "
+                    "rng.random rows, in order): the draw index it fills, -1 for another stage's.",
+                    std::vector<int>{});

@@ -201,8 +201,8 @@ inline int cmn_vec_layout(const int64_t *dt, int n, int co, int osz) {
 }
 
 // ---- gpuaug.Compose's fused stage (gpuaug/policy/_fused.py's build) -------------------------
-// A stage's parameter row, per sample, from uniform [0, 1) numbers the graph drew (one
-// fn.random.uniform of the stage's width: DALI's seed, serializable) and the image's size: the
+// A stage's parameter row, per sample, from uniform [0, 1) numbers (the policy's own generator,
+// replayed by Pcg64 below; or DALI's fn.random.uniform of the stage's width) and the image's size: the
 // transforms' own sampling rules (gpuaug/policy/transforms.py's sample(): value = lo + (hi - lo)
 // u, applied when u < p), the composed destination -> source matrix (geometry), the colour
 // program's blocks, the write's per-channel scale and bias. The plan (what the graph side knows
@@ -249,9 +249,9 @@ inline int colour_args_of(int code) {
   return code == K_JITTER ? 9 : code == K_GAMMA ? 3 : code == K_SOLARIZE || code == K_POSTERIZE ? 2 : 1;
 }
 // gpuaug.random.uniform's rule: lo + (hi - lo) u.
-inline double lerp(const double *lohi, float u) { return lohi[0] + (lohi[1] - lohi[0]) * double(u); }
+inline double lerp(const double *lohi, double u) { return lohi[0] + (lohi[1] - lohi[0]) * u; }
 // gpuaug.random.bernoulli's rule: u < p.
-inline bool coin(double p, float u) { return double(u) < p; }
+inline bool coin(double p, double u) { return u < p; }
 inline int colour_draws_of(int code) { return code == K_JITTER ? 5 : code == K_GAMMA ? 2 : 1; }
 inline int step_width(int code) { return code == K_JITTER ? 4 : code == K_AFFINE ? 12 : code == K_GAMMA ? 2 : 1; }
 
@@ -336,7 +336,7 @@ inline void affine_matrix(double h, double w, double angle, double tx, double ty
 // One sample's row (P floats, P = policy_row_width) from its draws d. Returns 0, or 1 for a
 // singular geometry, 2 when fill has neither 1 nor C values, 3 when the write has no C-channel
 // form (Normalize's mean / std given for other channel counts).
-inline int policy_row(const PolicyPlan &p, const float *d, int64_t h0, int64_t w0, int C, float *row, int P) {
+inline int policy_row(const PolicyPlan &p, const double *d, int64_t h0, int64_t w0, int C, float *row, int P) {
   std::vector<double> r(P, 0.0);
   double h = double(h0), w = double(w0);
   if (p.ngeo) {
@@ -354,8 +354,8 @@ inline int policy_row(const PolicyPlan &p, const float *d, int64_t h0, int64_t w
         affine_matrix(h, w, -lerp(a + 3, d[0]), 0.0, 0.0, 1.0, 0.0, 0.0, a[0] != 0, a[1], a[2], mi);
       } else if (g == G_AFFINE) {
         const double mx = a[3] * w, my = a[4] * h;
-        const double tx = std::nearbyint(mx * (2 * double(d[1]) - 1));
-        const double ty = std::nearbyint(my * (2 * double(d[2]) - 1));
+        const double tx = std::nearbyint(mx * (2 * d[1] - 1));
+        const double ty = std::nearbyint(my * (2 * d[2] - 1));
         affine_matrix(h, w, lerp(a + 5, d[0]), tx, ty, lerp(a + 7, d[3]), lerp(a + 9, d[4]), lerp(a + 11, d[5]),
                       a[0] != 0, a[1], a[2], mi);
       } else if (g == G_RESIZE) {
@@ -465,6 +465,47 @@ inline int policy_row(const PolicyPlan &p, const float *d, int64_t h0, int64_t w
   }
   for (int k = 0; k < P; ++k) row[k] = float(r[k]);
   return 0;
+}
+
+// ---- the policy's own random numbers: NumPy's PCG64 (gpuaug.random's Generator) ---------------
+// gpuaug.Compose draws each call's parameters from numpy.random.default_rng(seed) (PCG64,
+// XSL-RR output) with Generator.random: one double (next_uint64 >> 11) * 2^-53 per value, in
+// blocks rng.random((rows, n)) per transform, row-major, transforms in policy order. The
+// operator holds a copy of the generator's state (taken when the pipeline is defined) and
+// consumes the same numbers per batch, so batch i gets what the policy's i-th call would draw.
+struct Pcg64 {
+  unsigned __int128 state = 0, inc = 0;
+  static unsigned __int128 u128(uint64_t hi, uint64_t lo) {
+    return (static_cast<unsigned __int128>(hi) << 64) | lo;
+  }
+  void set(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) {
+    state = u128(state_hi, state_lo);
+    inc = u128(inc_hi, inc_lo);
+  }
+  uint64_t next64() {
+    static const unsigned __int128 kMul = u128(2549297995355413924ULL, 4865540595714422341ULL);
+    state = state * kMul + inc;
+    const uint64_t v = static_cast<uint64_t>(state >> 64) ^ static_cast<uint64_t>(state);
+    const unsigned rot = static_cast<unsigned>(state >> 122);
+    return (v >> rot) | (v << ((64 - rot) & 63));
+  }
+  double next_double() { return double(next64() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// One batch's draws for one fused stage: the policy consumes `nrows` blocks of n doubles (every
+// transform's rng.random rows, in policy order); slots[r] >= 0 puts row r's value for sample i at
+// d[i * width + slots[r]] (the stage's own transforms), -1 skips it (other stages' transforms).
+// Draw slots no row fills stay 0 (ranges the transform was not given: their value is neutral
+// whatever the draw).
+inline void policy_draws(Pcg64 &g, const int *slots, int nrows, int n, int width, double *d) {
+  for (int64_t k = 0; k < int64_t(n) * width; ++k) d[k] = 0.0;
+  for (int r = 0; r < nrows; ++r) {
+    const int s = slots[r];
+    for (int i = 0; i < n; ++i) {
+      const double u = g.next_double();
+      if (s >= 0) d[int64_t(i) * width + s] = u;
+    }
+  }
 }
 
 }  // namespace gpuaug_host
