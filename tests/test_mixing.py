@@ -421,3 +421,113 @@ def test_mosaic_gpu_matches_cpu(dtype, layout):
         np.testing.assert_array_equal(cupy.asnumpy(b.counts), rb.counts)
         np.testing.assert_allclose(cupy.asnumpy(b.data), rb.data, atol=1e-4)
         np.testing.assert_array_equal(cupy.asnumpy(b.labels), rb.labels)
+
+
+# -- boxes through MixUp / CutMix --------------------------------------------------------------
+
+def test_mixup_boxes_concatenated_with_weights():
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(31)
+    n, h, w, m = 6, 12, 14, 4
+    x = _batch(rng, n, h, w)
+    data, counts, labels = _random_boxes(rng, n, m, h, w)
+    mu = gpuaug.MixUp(0.5, seed=32)
+    y, soft, b, wts = mu(x, boxes=Boxes(data, counts=counts, labels=labels))
+    p = mu.last_params
+    assert soft is None and b.data.shape == (n, 2 * m, 4) and wts.shape == (n, 2 * m)
+    y2, _ = mu(x, np.zeros((n, 2)), params=p)
+    np.testing.assert_array_equal(y, y2)
+    for i in range(n):
+        j = p.partner[i]
+        k = counts[i] + counts[j]
+        assert b.counts[i] == k
+        np.testing.assert_array_equal(b.data[i, :k], np.concatenate([data[i, :counts[i]], data[j, :counts[j]]]))
+        np.testing.assert_array_equal(b.labels[i, :k], np.concatenate([labels[i, :counts[i]], labels[j, :counts[j]]]))
+        np.testing.assert_allclose(wts[i, :k], [p.lam[i]] * counts[i] + [1 - p.lam[i]] * counts[j], rtol=1e-6)
+        assert (wts[i, k:] == 0).all() and (b.labels[i, k:] == -1).all()
+
+
+@pytest.mark.parametrize("min_vis", [0.0, 0.5, None])
+@pytest.mark.parametrize("normalized", [False, True])
+def test_cutmix_boxes(min_vis, normalized):
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(33)
+    n, h, w, m = 8, 20, 24, 5
+    x = _batch(rng, n, h, w)
+    data, counts, labels = _random_boxes(rng, n, m, h, w)
+    scale = np.array([w, h, w, h], np.float32) if normalized else np.ones(4, np.float32)
+    b = Boxes(data / scale, normalized=normalized, counts=counts, labels=labels, min_visibility=min_vis)
+    cm = gpuaug.CutMix(1.0, num_classes=50, seed=34)
+    y, soft, out, wts = cm(x, np.zeros(n, int), boxes=b)
+    p = cm.last_params
+    for i in range(n):
+        y0, x0, y1, x1 = p.boxes[i]
+        ref = []
+        for bx in data[i, :counts[i]]:  # own boxes: visible area outside the patch
+            area = (bx[2] - bx[0]) * (bx[3] - bx[1])
+            iw = max(0.0, min(bx[2], x1) - max(bx[0], x0))
+            ih = max(0.0, min(bx[3], y1) - max(bx[1], y0))
+            vis = area - iw * ih
+            if min_vis is None or (vis > 0 and vis >= min_vis * area):
+                ref.append(bx)
+        nown = len(ref)
+        j = p.partner[i]
+        for bx in data[j, :counts[j]]:  # partner's boxes: clipped to the patch
+            c = np.array([np.clip(bx[0], x0, x1), np.clip(bx[1], y0, y1), np.clip(bx[2], x0, x1),
+                          np.clip(bx[3], y0, y1)])
+            area = (bx[2] - bx[0]) * (bx[3] - bx[1])
+            ca = (c[2] - c[0]) * (c[3] - c[1])
+            if min_vis is None or (ca > 0 and ca >= min_vis * area):
+                ref.append(c)
+        k = len(ref)
+        assert out.counts[i] == k, f"sample {i}"
+        if k:
+            np.testing.assert_allclose(out.data[i, :k] * scale, np.array(ref), atol=1e-3)
+        assert (wts[i, :k] == 1).all() and (wts[i, k:] == 0).all()
+        own_lab = [lab for bx, lab in zip(data[i, :counts[i]], labels[i, :counts[i]])
+                   if any(np.array_equal(bx, r) for r in ref[:nown])]
+        np.testing.assert_array_equal(out.labels[i, :nown], own_lab)
+
+
+def test_mix_boxes_ragged_and_bad():
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(35)
+    n, h, w = 4, 10, 10
+    x = _batch(rng, n, h, w)
+    data, counts, labels = _random_boxes(rng, n, 3, h, w)
+    rag = Boxes([data[i, :counts[i]] for i in range(n)], labels=[labels[i, :counts[i]] for i in range(n)])
+    for cls in (gpuaug.MixUp, gpuaug.CutMix):
+        a = cls(1.0, seed=36)
+        _, _, pb, pw = a(x, boxes=Boxes(data, counts=counts, labels=labels))
+        _, _, rb, rw = a(x, boxes=rag, params=a.last_params)
+        assert isinstance(rb.data, list) and isinstance(rw, list)
+        for i in range(n):
+            np.testing.assert_array_equal(rb.data[i], pb.data[i, :pb.counts[i]])
+            np.testing.assert_array_equal(rb.labels[i], pb.labels[i, :pb.counts[i]])
+            np.testing.assert_array_equal(rw[i], pw[i, :pb.counts[i]])
+        with pytest.raises(ValueError, match="boxes: holds 3 samples; the images are 4"):
+            a(x, boxes=Boxes(data[:3]))
+        with pytest.raises(ValueError, match="labels: got None"):
+            a(x)
+
+
+@gpu
+def test_mix_boxes_gpu_matches_cpu():
+    import cupy
+    from gpuaug.targets import Boxes
+
+    rng = np.random.default_rng(37)
+    x = _batch(rng, 16, 32, 32)
+    data, counts, labels = _random_boxes(rng, 16, 6, 32, 32)
+    for cls in (gpuaug.MixUp, gpuaug.CutMix):
+        a = cls(1.0, seed=38)
+        _, _, gb, gw = a(cupy.asarray(x), boxes=Boxes(cupy.asarray(data), counts=cupy.asarray(counts),
+                                                      labels=cupy.asarray(labels)))
+        _, _, cb, cw = a(x, boxes=Boxes(data, counts=counts, labels=labels), params=a.last_params)
+        np.testing.assert_array_equal(cupy.asnumpy(gb.counts), cb.counts)
+        np.testing.assert_allclose(cupy.asnumpy(gb.data), cb.data, atol=1e-4)
+        np.testing.assert_array_equal(cupy.asnumpy(gb.labels), cb.labels)
+        np.testing.assert_allclose(cupy.asnumpy(gw), cw, atol=1e-6)

@@ -114,13 +114,25 @@ class _Mix:
         rng = self._rng if seed is None else R.generator(seed)
         return self._draw(rng, int(n), int(size[0]), int(size[1]))
 
-    def __call__(self, x, labels, seed=None, *, params=None, layout="NHWC", stream=None):
+    def __call__(self, x, labels=None, seed=None, *, boxes=None, params=None, layout="NHWC", stream=None):
         """Mix the batch ``x`` ((N, H, W, C) / (N, C, H, W), uint8 / float16 / float32, NumPy or
         CuPy) and its ``labels``; returns ``(images, soft_labels)``. ``params`` replays a call
-        (e.g. ``last_params``); the draws are kept in ``last_params``."""
+        (e.g. ``last_params``); the draws are kept in ``last_params``.
+
+        Detection: with ``boxes`` (a :class:`gpuaug.targets.Boxes`, its ``labels`` the box
+        classes) returns ``(images, soft_labels, boxes, box_weights)``; ``labels`` may then be
+        None (``soft_labels`` is None). MixUp concatenates each sample's boxes with its
+        partner's, weighted ``lam`` and ``1 - lam``; CutMix keeps the sample's own boxes that
+        the pasted patch leaves visible (``boxes.min_visibility``, as the targets module) and
+        adds the partner's boxes clipped to the patch, all weighted 1. Out: padded
+        ``(N, 2 M, 4)`` with ``counts`` (kept rows first, own before partner's) and weights
+        ``(N, 2 M)`` float32 (0 in the padding); ragged in, ragged out (lists).
+        """
         x, _ = _as_array(x)
         n, h, w, c = _shape(x, layout)
-        soft = _soft_labels(labels, n, self.num_classes)
+        if labels is None and boxes is None:
+            raise ValueError("labels: got None; expected class ids or soft labels (or boxes= for detection)")
+        soft = None if labels is None else _soft_labels(labels, n, self.num_classes)
         if params is None:
             params = self.draw(n, (h, w), seed)
         elif seed is not None:
@@ -138,7 +150,12 @@ class _Mix:
             y = self._numpy(x, rows, h, w, layout)
         else:
             y, rows_dev = self._cuda(x, rows, h, w, c, layout, stream)
-        if isinstance(soft, np.ndarray):
+        out_boxes = None
+        if boxes is not None:
+            out_boxes = self._boxes(boxes, n, h, w, partner, params, stream)
+        if soft is None:
+            pass
+        elif isinstance(soft, np.ndarray):
             lam, pidx = rows[:, 1:2], partner
             soft = lam * soft + (1 - lam) * soft[pidx]
         else:  # on the labels' device and the caller's stream, from the rows uploaded once
@@ -152,7 +169,79 @@ class _Mix:
                 lam, pidx = rows_dev[:, 1:2], rows_dev[:, 0].astype(np.int32)
                 soft = lam * soft + (1 - lam) * soft[pidx]
         self.last_params = params
-        return y, soft
+        return (y, soft) if out_boxes is None else (y, soft) + out_boxes
+
+    def _boxes(self, boxes, n, h, w, partner, params, stream):
+        """(boxes, weights) of the mixed batch (see :meth:`__call__`)."""
+        from gpuaug._stream import on_stream
+        from gpuaug.targets._types import as_boxes, check_boxes_values
+
+        boxes = as_boxes(boxes)
+        if boxes.n != n:
+            raise ValueError(f"boxes: holds {boxes.n} samples; the images are {n}; expected one entry per image")
+        if boxes.check:
+            check_boxes_values(boxes)
+        xp = _xp_of(boxes)
+        with on_stream(stream) if xp is not np else _NoCtx():
+            data, counts, labels = _padded(boxes, xp)
+            m = data.shape[1]
+            valid = xp.arange(m)[None, :] < xp.asarray(counts)[:, None]
+            pidx = xp.asarray(partner)
+            lam = xp.asarray(np.asarray(params.lam, np.float32))
+            if self.kind == "mixup":
+                own_w = xp.broadcast_to(lam[:, None], (n, m))
+                parts = [(data, valid, labels, own_w),
+                         (data[pidx], valid[pidx], None if labels is None else labels[pidx], 1 - own_w)]
+            else:
+                parts = self._cut_parts(boxes, data, valid, labels, pidx, params, n, h, w, stream, xp)
+            res, cnt, lab, wts = _merge_rows(parts, n, xp)
+            result = boxes.like(res, counts=cnt)
+            result.labels = lab
+            if not boxes.padded:
+                c = np.asarray(cnt.get() if xp is not np else cnt)
+                result.data = [res[i, :c[i]] for i in range(n)]
+                result.labels = None if lab is None else [lab[i, :c[i]] for i in range(n)]
+                result.counts = None
+                wts = [wts[i, :c[i]] for i in range(n)]
+        return result, wts
+
+    @staticmethod
+    def _cut_parts(boxes, data, valid, labels, pidx, params, n, h, w, stream, xp):
+        """CutMix: the sample's own boxes left visible around the patch, and the partner's
+        clipped to the patch (through :func:`gpuaug.targets.map_boxes`)."""
+        from gpuaug.targets import Boxes, map_boxes
+
+        m = data.shape[1]
+        cut = np.asarray(params.boxes, np.int64).reshape(n, 4)  # (y0, x0, y1, x1)
+        scale = np.array([w, h, w, h], np.float64) if boxes.normalized else np.ones(4)
+        x1, y1, x2, y2 = _corners(data, boxes.format, xp, xp.asarray(scale.astype(np.float32)))
+        cy0, cx0, cy1, cx1 = (xp.asarray(cut[:, k:k + 1].astype(np.float32)) for k in range(4))
+        iw = xp.clip(xp.minimum(x2, cx1) - xp.maximum(x1, cx0), 0, None)
+        ih = xp.clip(xp.minimum(y2, cy1) - xp.maximum(y1, cy0), 0, None)
+        area = (x2 - x1) * (y2 - y1)
+        vis = area - iw * ih
+        mv = boxes.min_visibility
+        own_keep = valid if mv is None else valid & (vis > 0) & (vis >= mv * area)
+        mats = np.tile(np.eye(3), (n, 1, 1))
+        mats[:, 0, 2], mats[:, 1, 2] = -cut[:, 1], -cut[:, 0]  # the partner's boxes in the patch's coordinates
+        in_sizes = np.tile([[h, w]], (n, 1))
+        patch = np.stack([cut[:, 2] - cut[:, 0], cut[:, 3] - cut[:, 1]], 1)
+        pdata = data[pidx]
+        if boxes.normalized:
+            pdata = pdata * xp.asarray(scale.astype(pdata.dtype))
+        quad = Boxes(pdata, format=boxes.format, counts=valid.sum(1).astype(xp.int32)[pidx],
+                     min_visibility=mv, check=False, labels=None if labels is None else labels[pidx])
+        mapped = map_boxes(quad, mats, in_sizes, patch, stream=stream)
+        shift = np.zeros((n, 4))
+        shift[:, 0], shift[:, 1] = cut[:, 1], cut[:, 0]
+        if boxes.format == "xyxy":
+            shift[:, 2], shift[:, 3] = cut[:, 1], cut[:, 0]
+        pres = mapped.data + xp.asarray(shift.astype(mapped.data.dtype))[:, None, :]
+        if boxes.normalized:
+            pres = pres / xp.asarray(scale.astype(pres.dtype))
+        pvalid = xp.arange(m)[None, :] < xp.asarray(mapped.counts)[:, None]
+        ones = xp.ones((n, m), xp.float32)
+        return [(data, own_keep, labels, ones), (pres.astype(data.dtype), pvalid, mapped.labels, ones)]
 
     def _cuda(self, x, rows, h, w, c, layout, stream):
         from gpuaug._stream import on_stream
@@ -567,3 +656,49 @@ def _padded(boxes, xp):
         if lab is not None:
             lab[i, :sizes[i]] = boxes.labels[i]
     return d, xp.asarray(np.array(sizes, np.int32)), lab
+
+
+class _NoCtx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _corners(data, fmt, xp, scale):
+    """(x1, y1, x2, y2), each (N, M), in pixels, of boxes ``data`` (N, M, 4) in ``fmt``
+    (``scale``: (4,) multiplies normalised coordinates into pixels, else ones)."""
+    d = data * scale
+    a, b, c, e = d[..., 0], d[..., 1], d[..., 2], d[..., 3]
+    if fmt == "xywh":
+        return a, b, a + c, b + e
+    if fmt == "cxcywh":
+        return a - 0.5 * c, b - 0.5 * e, a + 0.5 * c, b + 0.5 * e
+    return a, b, c, e
+
+
+def _merge_rows(parts, n, xp):
+    """Concatenate per-sample rows of several parts, kept rows first in part order.
+
+    ``parts``: (data (N, M_k, 4), keep (N, M_k) bool, labels (N, M_k) or None, weights (N, M_k)).
+    Returns (data (N, M, 4), counts (N,) int32, labels (N, M) (-1 in the padding) or None,
+    weights (N, M) float32 (0 in the padding)) with M = sum M_k. Scatter through a discarded
+    column, so nothing waits for the device."""
+    data = xp.concatenate([p[0] for p in parts], axis=1)
+    keep = xp.concatenate([p[1] for p in parts], axis=1)
+    wts = xp.concatenate([xp.asarray(p[3], xp.float32) for p in parts], axis=1)
+    m = data.shape[1]
+    dest = xp.where(keep, xp.cumsum(keep, axis=1) - 1, m)
+    rows = xp.repeat(xp.arange(n)[:, None], m, axis=1)
+    out = xp.zeros((n, m + 1, 4), data.dtype)
+    out[rows, dest] = data
+    ow = xp.zeros((n, m + 1), xp.float32)
+    ow[rows, dest] = wts
+    lab = None
+    if all(p[2] is not None for p in parts):
+        labels = xp.concatenate([p[2] for p in parts], axis=1)
+        ol = xp.full((n, m + 1), -1, labels.dtype)
+        ol[rows, dest] = labels
+        lab = ol[:, :m]
+    return out[:, :m], keep.sum(axis=1).astype(xp.int32), lab, ow[:, :m]
