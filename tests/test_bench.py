@@ -595,3 +595,17 @@ def test_importing_the_cli_and_bench_imports_no_gpu_library():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
                          timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_old_module_names_are_the_package_modules():
+    """gpuaug.bench_peers and gpuaug.bench_e2e (the names before gpuaug/bench/ became a package)
+    are the very modules gpuaug.bench.peers and gpuaug.bench.e2e, so a patch through one is seen
+    through the other."""
+    import gpuaug.bench.e2e
+    import gpuaug.bench.peers
+    import gpuaug.bench_e2e
+    import gpuaug.bench_peers
+
+    assert gpuaug.bench_peers is gpuaug.bench.peers and gpuaug.bench_e2e is gpuaug.bench.e2e
+    assert bp is gpuaug.bench.peers and bp.PEERS["flip"]
+    assert callable(gpuaug.bench_e2e.synthetic_folder)
