@@ -266,3 +266,24 @@ def test_safe_crop_bad_arguments():
         T.iou_crop_windows(Boxes(np.zeros((2, 1, 4))), [[8, 8]] * 2, keys=[1])
     with pytest.raises(ValueError, match="keep"):
         T.crop(np.array([[8, 8]]), 0, 0, 4, 4, boxes=np.zeros((1, 2, 4)), keep=np.ones((1, 3), bool))
+
+
+def _hooked():
+    """Compose.__call__ resolves box-aware crops itself (PolicyTargets.resolve after the draw)."""
+    import inspect
+
+    return "resolve" in inspect.getsource(gpuaug.Compose.__call__)
+
+
+@pytest.mark.skipif(not _hooked(), reason="Compose.__call__ does not call PolicyTargets.resolve yet "
+                                         "(use gpuaug.targets.sample_policy + params=)")
+def test_compose_call_with_boxes_resolves_the_crops():
+    x, b = _det_batch(n=4)
+    pol = gpuaug.Compose([RandomIoUCrop(20, trials=12), gpuaug.RandomHorizontalFlip()])
+    y, bo = pol(x, seed=7, boxes=b)
+    p = pol.last_params
+    want = sample_policy(pol, x, boxes=b, seed=7)
+    np.testing.assert_array_equal(p[0]["window"], want[0]["window"])
+    y2, bo2 = pol(x, params=want, boxes=b)
+    np.testing.assert_array_equal(y, y2)
+    np.testing.assert_array_equal(bo.data, bo2.data)
