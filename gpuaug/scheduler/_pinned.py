@@ -74,7 +74,12 @@ class PinnedPool:
                 self.idle_bytes -= buf.nbytes
                 self.reused += 1
                 return buf, False
-        buf = dev.alloc_pinned(nbytes)  # outside the lock: slow (it page-locks the memory)
+        try:
+            buf = dev.alloc_pinned(nbytes)  # outside the lock: slow (it page-locks the memory)
+        except Exception:
+            if not self.clear():  # out of pinned memory: idle buffers first, then once more
+                raise
+            buf = dev.alloc_pinned(nbytes)
         with self._lock:
             self._owner[buf] = dev
             self.allocs += 1
