@@ -120,7 +120,7 @@ class Compose:
         return c
 
     def __call__(self, data):
-        from ._ops import check_backend, python_function_node, step_for
+        from ._nodes import check_backend, python_function_node, step_for
 
         self.operators = 0
         layout = self.layout

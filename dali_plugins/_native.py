@@ -1010,8 +1010,6 @@ def check_policy_draws(policy, stages, state, n=3, sizes=(37, 45)):
     into values by :func:`policy_params`, which mirrors gpuaug_host.h) equal what
     ``policy.sample`` draws from the same state, for two calls; else :class:`Unsupported` (the
     policy samples in a way the operator does not replay)."""
-    from gpuaug.policy.compose import PolicyParams  # noqa: F401 - the type sample returns
-
     def gen():
         g = np.random.Generator(np.random.PCG64())
         s, i = (int(v, 16) for v in state.split())
@@ -1052,7 +1050,6 @@ def policy_stages(policy, input_dtype="uint8"):
     draws goes; the rest are the operator's arguments). Raises
     :class:`Unsupported` (saying why) when the policy cannot run natively."""
     from gpuaug.policy import _fused as F
-    from gpuaug.policy import transforms as TF
     from gpuaug.policy.compose import plan_stages
 
     transforms = list(getattr(policy, "transforms", None) or [])

@@ -41,6 +41,7 @@ import numpy as np
 from gpuaug._registry import REGISTRY
 
 from ._callback import _channels, batch_view, call_op, op_kwargs, wrap_error
+from ._nodes import python_function_node
 from ._steps import SAMPLE_LAYOUT, op_error
 
 #: Launch shape of the GPU run function, per sample (it strides over larger images).
@@ -150,7 +151,6 @@ def _out_dtype(step, in_dt):
 
 def numba_node(step, data, nodes, input_dtype):
     """The DataNode of ``step`` run through DALI's numba_function (see module docstring)."""
-    from ._ops import python_function_node
 
     op, device = step.op, data.device
     try:

@@ -90,9 +90,9 @@ def policy(data, policy, *, layout="HWC", backend=None, output_layout=None, inpu
     """
     from nvidia.dali import fn
 
-    from ._ops import _data_device, check_backend
+    from ._nodes import check_backend, data_device
 
-    device = _data_device("policy", data)
+    device = data_device("policy", data)
     if not callable(policy):
         raise op_error("policy", f"policy: got {type(policy).__name__}; expected a gpuaug.Compose or a callable",
                        TypeError)
