@@ -258,9 +258,8 @@ def _iou_select_cuda(d, counts, sizes, keys, opts, cfg, rounds, trials, stream):
     cp = cupy_module()
     n, m = d.shape[:2]
     with on_stream(stream):
-        starts, c_dev, sz, ky, op, cf = upload(np.arange(n, dtype=np.int64) * m, np.zeros(n, np.int32),
-                                                sizes.astype(np.int32), keys, np.asarray(opts, np.float64),
-                                                np.asarray(cfg, np.float64))
+        starts, sz, ky, op, cf = upload(np.arange(n, dtype=np.int64) * m, sizes.astype(np.int32), keys,
+                                        np.asarray(opts, np.float64), np.asarray(cfg, np.float64))
         counts = cp.ascontiguousarray(counts, dtype=cp.int32)
         window = cp.empty((n, 4), cp.int32)
         within = cp.zeros((n, m), cp.uint8)
@@ -292,8 +291,8 @@ def bbox_safe_windows(boxes, sizes, u, *, erosion_rate=0.0):
 
         >>> import numpy as np
         >>> from gpuaug.targets.safe_crops import bbox_safe_windows
-        >>> bbox_safe_windows(np.array([[[4.0, 6.0, 10.0, 12.0]]]), [[20, 20]], [[0.0, 0.0, 0.0, 0.0]]).tolist()
-        [[6, 4, 6, 6]]
+        >>> bbox_safe_windows(np.array([[[4.0, 6.0, 10.0, 12.0]]]), [[20, 20]], [[0.5, 0.5, 0.5, 0.5]]).tolist()
+        [[3, 2, 13, 13]]
     """
     boxes = as_boxes(boxes)
     n = boxes.n
