@@ -31,7 +31,8 @@ import math
 import numpy as np
 
 __all__ = ["generator", "bernoulli", "uniform", "integers", "seed64", "affine", "resized_crop_boxes",
-           "perspective_corners", "erasing_boxes", "crop_offsets", "permutations"]
+           "perspective_corners", "erasing_boxes", "crop_offsets", "permutations", "philox4x32_10",
+           "philox_key", "philox_uniforms"]
 
 
 def generator(seed=None) -> np.random.Generator:
@@ -288,3 +289,84 @@ def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
 def permutations(rng, n, k) -> np.ndarray:
     """``(n, k)`` int64: a uniformly random permutation of ``range(k)`` per sample."""
     return np.argsort(_rng(rng).random((_count(n), _count(k, "k"))), axis=1)
+
+
+# -- counter-based draws (Compose's device draws, draws="device") ------------------------------
+#
+# The CUDA C copy is kernels/philox_core.cuh + kernels/fused_draw.cu; both give the same bits.
+_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+_MASK32, _SH32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 (Salmon et al., SC'11, as in Random123) over NumPy arrays: counter words
+    ``c0..c3`` and key words ``k0, k1`` (uint32 values, broadcast together) -> four uint32 arrays.
+
+    Example::
+
+        >>> from gpuaug import random as R
+        >>> [hex(int(w)) for w in R.philox4x32_10(0, 0, 0, 0, 0, 0)]  # Random123's known answer
+        ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
+    """
+    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(*(np.asarray(v, np.uint64) & _MASK32 for v in (c0, c1, c2, c3, k0, k1)))
+    c0, c1, c2, c3, k0, k1 = (v.copy() for v in (c0, c1, c2, c3, k0, k1))
+    for _ in range(10):
+        p0, p1 = _M0 * c0, _M1 * c2  # 32 x 32 -> 64 bits: exact in uint64
+        c0, c1, c2, c3 = ((p1 >> _SH32) ^ c1 ^ k0, p1 & _MASK32, (p0 >> _SH32) ^ c3 ^ k1, p0 & _MASK32)
+        k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
+    return tuple(v.astype(np.uint32) for v in (c0, c1, c2, c3))
+
+
+def philox_key(seed=None):
+    """The two uint32 key words of the counter-based draws from ``seed``: an int >= 0 or a
+    SeedSequence (through SeedSequence: nearby seeds give unrelated keys), a Generator (one
+    :func:`seed64` draw, which advances it) or None (fresh entropy).
+
+    Example::
+
+        >>> from gpuaug import random as R
+        >>> R.philox_key(7) == R.philox_key(7), R.philox_key(7) == R.philox_key(8)
+        (True, False)
+    """
+    if isinstance(seed, np.random.Generator):
+        v = seed64(seed)
+        return int(v & 0xFFFFFFFF), int(v >> 32)
+    if seed is not None and not isinstance(seed, np.random.SeedSequence):
+        generator(seed)  # the same checks and errors as every seed
+        seed = int(seed)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    k = ss.generate_state(2, np.uint32)
+    return int(k[0]), int(k[1])
+
+
+def philox_uniforms(key, counter, samples, stream, count):
+    """``(len(samples), count)`` float64 uniforms in [0, 1) of the counter-based draws: column
+    ``j`` of sample ``s`` is a function of ``(key, counter, s, stream, j)`` alone (not of the
+    batch size or of the other samples).
+
+    Uniform ``j`` comes from the Philox block with counter ``(s, stream * 256 + j // 2,
+    counter mod 2**32, counter // 2**32)``: its words 0-1 for even ``j``, 2-3 for odd ``j``,
+    as 53 bits (``(a >> 5) * 2**26 + (b >> 6)``) times 2**-53, as NumPy's own doubles.
+    ``stream`` (< 2**24) numbers the transform of a policy, ``count`` <= 512.
+
+    Example::
+
+        >>> import numpy as np
+        >>> from gpuaug import random as R
+        >>> u = R.philox_uniforms(R.philox_key(0), 5, np.arange(4), 2, 3)
+        >>> u.shape, bool(((u >= 0) & (u < 1)).all())
+        ((4, 3), True)
+        >>> bool((R.philox_uniforms(R.philox_key(0), 5, np.arange(2, 3), 2, 3) == u[2:3]).all())
+        True
+    """
+    k0, k1 = key
+    s = np.asarray(samples, np.uint64)[:, None]
+    j = np.arange(_count(count, "count"), dtype=np.uint64)[None, :]
+    counter = int(counter)
+    w = philox4x32_10(s, np.uint64(int(stream) << 8) + (j >> np.uint64(1)), counter & 0xFFFFFFFF,
+                      (counter >> 32) & 0xFFFFFFFF, k0, k1)
+    odd = (j & np.uint64(1)).astype(bool)
+    a = np.where(odd, w[2], w[0]).astype(np.float64)
+    b = np.where(odd, w[3], w[1]).astype(np.float64)
+    return (np.floor(a / 32.0) * 67108864.0 + np.floor(b / 64.0)) * (1.0 / 9007199254740992.0)

@@ -262,41 +262,56 @@ def _nparts(cp, n, items):
     return max(1, min(MAX_PARTS, math.ceil(4 * _sms[dev] / n), math.ceil(items / 256)))
 
 
-def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
-    """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream)."""
-    from gpuaug.kernels._cuda import get_function, upload
+def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None):
+    """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream).
+
+    The parameter rows are ``built.rows`` (uploaded), or, from a device draw, ``par``: a device
+    array or the address of the stage's first row (an int) in rows of ``stride`` floats.
+    ``partials``: a preallocated (n, nparts) float64 buffer for the contrast reduction (a
+    captured graph keeps its own); None allocates one."""
+    from gpuaug._batch import _table_key
+    from gpuaug.kernels._cuda import get_function, stage, upload
     from gpuaug.ops._colour import packed_layout
 
     cp = cupy_module()
     n, c = src.n, src.channels
     dense, planar = _dense(src, dst, spec)
     src_t = descriptor_table(src)
-    host = [np.ascontiguousarray(built.rows, np.float32)]
     need_tables = not dense or built.jidx >= 0
-    if need_tables:
-        host += [src_t] if dense else [src_t, descriptor_table(dst)]
-    dev = upload(*host)
-    par = dev[0]
-    P, N = np.int32(par.shape[1]), np.int32(n)
+    if par is None:
+        host = [np.ascontiguousarray(built.rows, np.float32)]
+        if need_tables:
+            host += [src_t] if dense else [src_t, descriptor_table(dst)]
+        dev = upload(*host)
+        par, tabs = dev[0], dev[1:]
+        P = np.int32(par.shape[1])
+    else:
+        # device rows: only the (cached, keyed) descriptor tables travel
+        tabs = stage(*(((_table_key(b), descriptor_table(b)) for b in ([src] if dense else [src, dst]))
+                       if need_tables else ()))
+        P = np.int32(stride)
+    N = np.int32(n)
     names = kernel_names(spec, built, src.dtype, c, dense, planar)
-    partials, nparts = np.uint64(0), 0
+    nparts = 0
     if built.jidx >= 0:
-        tab = dev[1]
+        tab = tabs[0]
         if _gray_sum_ok(spec, built, src.dtype):
             def layout():
                 ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
                 return ok, items if ok else int((src_t[:, 1] * src_t[:, 2]).max())
             ok, items = memo_plan((layout_key(src),), ("fused_sum", c), layout)
             nparts = _nparts(cp, n, items)
-            partials = cp.empty((n, nparts), cp.float64)
+            partials = cp.empty((n, nparts), cp.float64) if partials is None else partials
             fn = get_function("fused.cu", names[0].format(packed="_packed" if ok else ""))
             fn((nparts, min(n, 65535), 1), (256, 1, 1),
                (tab, par, P, N, np.int32(P_COLOUR), partials, np.int32(nparts)))
         else:
             nparts = _nparts(cp, n, int((src_t[:, 1] * src_t[:, 2]).max()))
-            partials = cp.empty((n, nparts), cp.float64)
+            partials = cp.empty((n, nparts), cp.float64) if partials is None else partials
             fn = get_function("fused.cu", names[0])
             fn((nparts, min(n, 65535), 1), (256, 1, 1), (tab, par, P, N, partials, np.int32(nparts)))
+    else:
+        partials = np.uint64(0)
     fn = get_function("fused.cu", names[-1])
     if dense:
         _, h, w, _ = src.nhwc.shape
@@ -307,7 +322,26 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     else:
         hmax, wmax = max_size(dst.shapes)
         grid = ((wmax + 31) // 32, min((hmax + 7) // 8, 65535), min(n, 65535))
-        fn(grid, (256, 1, 1), (dev[1], dev[2], par, P, N, partials, np.int32(nparts)))
+        fn(grid, (256, 1, 1), (tabs[0], tabs[1], par, P, N, partials, np.int32(nparts)))
+
+
+def partials_shape(spec: StageSpec, built: Built, src: Batch):
+    """(n, nparts) of the contrast reduction's buffer for this stage and batch, or None."""
+    from gpuaug.ops._colour import packed_layout
+
+    if built.jidx < 0:
+        return None
+    cp = cupy_module()
+    src_t = descriptor_table(src)
+    c = src.channels
+    if _gray_sum_ok(spec, built, src.dtype):
+        def layout():
+            ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
+            return ok, items if ok else int((src_t[:, 1] * src_t[:, 2]).max())
+        _, items = memo_plan((layout_key(src),), ("fused_sum", c), layout)
+    else:
+        items = int((src_t[:, 1] * src_t[:, 2]).max())
+    return src.n, _nparts(cp, src.n, items)
 
 
 def meta_array(spec: StageSpec, built: Built):

@@ -46,14 +46,31 @@ computes (the same maths on the same values: uint8 outputs bit for bit, float ou
 within float32 rounding of the normalisation's scale and bias, which the fused stage folds
 into one multiply-add per channel).
 
-Randomness: each transform draws its parameters per sample from a numpy Generator through
-:mod:`gpuaug.random` (``p`` per sample), so a seed fixes the parameters on every backend, and
-``last_params`` replays a call exactly.
+Randomness, ``draws=``:
+
+- ``"host"`` (the default): each transform draws its parameters per sample from a numpy
+  Generator through :mod:`gpuaug.random` (``p`` per sample), so a seed fixes the parameters
+  on every backend, and ``last_params`` replays a call exactly. The host then composes the
+  matrices and packs the rows: a cost per sample, on every call.
+- ``"device"``: the parameters are drawn with Philox4x32-10 keyed by (seed, call counter,
+  sample index) -- the same distributions, other streams -- in ONE small launch before the
+  fused stages (kernels/fused_draw.cu), which also builds the stages' rows; a call does no
+  per-sample host work (the program is made once per policy and input shape). Drawn values
+  stay on the device until ``last_params`` is read. NumPy input (``backend="cpu"``) and the
+  Numba backend draw the same values with the NumPy twin (:mod:`gpuaug.policy._draw`), so a
+  seed gives the same parameters on every backend here too. Policies with RandomPerspective
+  or an op transform (GaussianBlur, ...), varshape batches and calls with targets cannot
+  draw on the device: ValueError.
+- ``"auto"``: ``"device"`` for CUDA input where it can, ``"host"`` otherwise (and for NumPy input).
+
+Without a ``seed`` a device-drawn call uses the policy's key and its call counter, which every
+such call advances; ``seed=`` (an int or SeedSequence) keys one call with counter 0.
+:meth:`Compose.capture` records a device-drawn policy into a CUDA graph.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,7 +84,12 @@ from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import LAYOUTS
 from gpuaug.policy._fused import StageSpec
 
-__all__ = ["Compose", "PolicyParams", "Stage"]
+__all__ = ["Compose", "PolicyParams", "Stage", "CapturedPolicy"]
+
+DRAWS = ("host", "device", "auto")
+#: captured graphs draw with call counters from here on (capture k: (k + 1) * 2**48 + the
+#: policy's counter), so that eager calls and replays never share a counter
+_CAPTURE_SPACE = 1 << 48
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,8 @@ class PolicyParams:
     n: int
     sizes: np.ndarray
     values: tuple
+    #: device draws: (DrawPlan, rows device array) -- a GPU replay reuses the drawn rows as they are
+    drawn: object = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, i):
         return self.values[i]
@@ -184,6 +208,8 @@ class Compose:
             ColorJitter, Normalize, ...).
         seed: seeds the policy's own generator, which calls without a ``seed`` draw from (None:
             fresh entropy; an int, SeedSequence or Generator).
+        draws: "host" (default), "device" or "auto": where the random parameters are drawn
+            (see the module docstring).
 
     Call arguments:
         x: the batch.
@@ -230,7 +256,7 @@ class Compose:
         True
     """
 
-    def __init__(self, transforms, *, seed=None):
+    def __init__(self, transforms, *, seed=None, draws="host"):
         if isinstance(transforms, TF.Transform) or not hasattr(transforms, "__iter__"):
             raise TypeError(f"transforms: got {type(transforms).__name__}; expected a list of gpuaug transforms")
         transforms = tuple(transforms)
@@ -241,14 +267,35 @@ class Compose:
                 raise TypeError(f"transforms[{i}]: got {type(t).__name__}; expected a gpuaug transform "
                                 "(gpuaug.RandomHorizontalFlip, gpuaug.ColorJitter, ...)")
         self.transforms = transforms
+        self.draws = check_choice("draws", draws, DRAWS)
         self._rng = R.generator(seed)
+        self._seed = seed
+        self._key = None        # the Philox key of device draws, made at the first one
+        self._counter = 0       # device-drawn calls so far (without a seed)
+        self._captures = 0
         self._lock = threading.Lock()
         self._plans = {}
-        self.last_params = None
+        self._dplans = {}
+        self._last = None
+
+    @property
+    def last_params(self):
+        """The :class:`PolicyParams` the last call used (device draws: copied to the host now)."""
+        p = self._last
+        if isinstance(p, _Drawn):
+            p = self._last = p.params()
+        return p
+
+    @last_params.setter
+    def last_params(self, value):
+        self._last = value
 
     def __getstate__(self):  # picklable (DataLoader workers pickle datasets and their transforms)
         state = dict(self.__dict__)
         del state["_lock"]
+        state["_dplans"] = {}
+        last = self.last_params
+        state["_last"] = None if last is None else PolicyParams(last.n, last.sizes, last.values)
         return state
 
     def __setstate__(self, state):
@@ -270,6 +317,8 @@ class Compose:
     def sample(self, x, seed=None, *, layout="NHWC"):
         """Draw the parameters a call on ``x`` would use (without running it): a
         :class:`PolicyParams`. ``x``: a batch, or an (n, 2) array of image sizes (h, w).
+        With ``draws="device"`` these are the device draws' values (computed by the NumPy
+        twin; without a seed, those of the next call, whose counter is not advanced here).
 
         Example::
 
@@ -278,6 +327,19 @@ class Compose:
             >>> p[0]["apply"]
             array([False,  True,  True,  True])
         """
+        if self.draws == "device":
+            b = None if (isinstance(x, np.ndarray) and x.ndim == 2) else as_batch(x, layout)
+            if b is None:
+                sizes = _sizes_of(x, layout)
+                if np.any(sizes != sizes[0]):
+                    raise ValueError("x: device draws need images of one size; got sizes that differ")
+                b = as_batch(np.zeros((1, int(sizes[0][0]), int(sizes[0][1]), 3), np.uint8))
+                n = len(sizes)
+            else:
+                n = b.n
+            plan = self._device_plan(b, "draws")
+            key, counter = self._draw_key(seed, advance=False)
+            return _twin_params(plan, key, counter, n, b)
         sizes = _sizes_of(x, layout)
         return self._sample(len(sizes), sizes, seed)
 
@@ -286,6 +348,60 @@ class Compose:
             with self._lock:
                 return self._draw(self._rng, n, sizes)
         return self._draw(R.generator(seed), n, sizes)
+
+    # -- device draws ---------------------------------------------------------------------
+    def _draw_key(self, seed, advance=True):
+        """(key, counter) of a device-drawn call."""
+        if seed is not None:
+            return R.philox_key(seed), 0
+        with self._lock:
+            if self._key is None:
+                self._key = R.philox_key(self._rng if self._seed is None or isinstance(self._seed, np.random.Generator)
+                                         else self._seed)
+            counter = self._counter
+            if advance:
+                self._counter += 1
+        return self._key, counter
+
+    def _device_plan(self, b, why):
+        """The cached :class:`gpuaug.policy._draw.DrawPlan` for batches like ``b``; ValueError
+        (naming ``why``'s argument) when this policy or batch cannot draw on the device."""
+        from gpuaug.policy import _draw as D
+
+        if b.varshape:
+            raise ValueError(f"{why}: device draws need a batch of one image size (not a list of images "
+                             "of different sizes); use draws='host'")
+        name = DTYPE_NAMES[b.dtype]
+        shape = b.nhwc.shape
+        key = (name, b.channels, b.layout, shape[1], shape[2])
+        plan = self._dplans.get(key)
+        if plan is None:
+            bad = D.unsupported(self.transforms)
+            if bad:
+                raise ValueError(f"{why}: {bad}; use draws='host'")
+            items = self._items(name)
+            if any(kind != "fused" for kind, _ in items):
+                raise ValueError(f"{why}: the policy has op stages, which cannot draw on the device; use draws='host'")
+            plan = self._dplans[key] = D.compile_plan(self.transforms, items, name, b.channels, b.layout,
+                                                      shape[1:3])
+        return plan
+
+    def _use_device(self, b, backend, targets):
+        if self.draws == "host":
+            return False
+        if self.draws == "auto":
+            if not (b.device and backend == "cuda") or b.varshape or targets is not None:
+                return False
+            try:
+                self._device_plan(b, "draws")
+            except ValueError:
+                return False
+            return True
+        if targets is not None:
+            raise ValueError("draws: targets (boxes, keypoints, masks) follow host-drawn parameters; "
+                             "use draws='host' for calls with targets")
+        self._device_plan(b, "draws")
+        return True
 
     # -- planning -------------------------------------------------------------------------
     def _items(self, dtype):
@@ -346,19 +462,29 @@ class Compose:
         b = as_batch(x, layout)
         be = choose_backend(b, backend)
         check_stream(stream)
-        sizes = _batch_sizes(b)
         if params is not None:
             if seed is not None:
                 raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
-            _check_params(params, b, sizes, len(self.transforms))
+            _check_params(params, b, _batch_sizes(b), len(self.transforms))
         targets = None
         if boxes is not None or keypoints is not None or masks is not None:
             # gpuaug.targets: checked here, before any pixel is written
             from gpuaug.targets._policy import PolicyTargets
 
-            targets = PolicyTargets(b, sizes, boxes, keypoints, masks)
+            targets = PolicyTargets(b, _batch_sizes(b), boxes, keypoints, masks)
+        device = (params is None or params.drawn is not None) and self._use_device(b, be, targets)
+        if device and b.device and be == "cuda":
+            from gpuaug._stream import on_device
+
+            with on_device(b.device_id(), stream) as st:
+                y, self._last = self._run_device(x, b, out, seed, params, st or cupy_module().cuda.get_current_stream())
+            return y
         if params is None:
-            params = self._sample(b.n, sizes, seed)
+            if device:  # NumPy input / the Numba backend: the NumPy twin of the device draws
+                plan = self._device_plan(b, "draws")
+                params = _twin_params(plan, *self._draw_key(seed), b.n, b)
+            else:
+                params = self._sample(b.n, _batch_sizes(b), seed)
         if b.device:
             from gpuaug._stream import on_stream
 
@@ -373,6 +499,94 @@ class Compose:
                 y = (y,) + targets.run(self, params, b.dtype.name, None, be)
         self.last_params = params
         return y
+
+    def _run_device(self, x, b, out, seed, params, st, ws=None, counter_dev=None):
+        """A device-drawn call on CuPy's current stream: (result, what last_params will read).
+
+        ``params``: device-drawn PolicyParams to replay (their rows, as they are). ``ws``: a
+        dict of preallocated buffers (a capture: filled at the first run, reused after);
+        ``counter_dev``: the device counter a captured graph advances."""
+        from gpuaug.policy import _draw as D
+
+        cp = cupy_module()
+        plan = self._device_plan(b, "draws")
+        n = b.n
+        if params is not None and params.drawn is not None and params.drawn[0] is plan:
+            values, rows = None, params.drawn[1]
+        else:
+            if ws is None:
+                values, rows = cp.empty((n, plan.V), cp.float64), cp.empty((n, plan.P), cp.float32)
+            else:
+                values = ws.setdefault("values", cp.empty((n, plan.V), cp.float64))
+                rows = ws.setdefault("rows", cp.empty((n, plan.P), cp.float32))
+            key, counter = self._draw_key(seed) if counter_dev is None else (self._draw_key(None, False)[0], 0)
+            D.launch_draw(plan, n, key, counter, values, rows, counter_dev)
+        cur, cur_b = x, b
+        base = rows.data.ptr
+        for k, sp in enumerate(plan.stages):
+            last = k == len(plan.stages) - 1
+            if cur_b is None:
+                cur_b = as_batch(cur, plan.stages[k - 1].built.out_layout)
+            built = _with_n(sp, n)
+            if ws is not None and ("out", k) in ws:
+                result, dst, partials = ws[("out", k)]
+            else:
+                result, dst = F.allocate(cur_b, out if last else None, built)
+                partials = None
+                if ws is not None:
+                    shp = F.partials_shape(sp.spec, built, cur_b)
+                    partials = None if shp is None else cp.empty(shp, cp.float64)
+                    ws[("out", k)] = (result, dst, partials)
+            F.launch_cuda(sp.spec, built, cur_b, dst, par=base + 4 * sp.col, stride=plan.P, partials=partials)
+            cur, cur_b = result, None
+        if values is None:
+            return cur, params
+        return cur, _Drawn(plan, values, rows, b, st)
+
+    def capture(self, shape, dtype="uint8", layout="NHWC", *, device=None):
+        """Record this policy, for batches of one ``shape``, ``dtype`` and ``layout``, into a CUDA
+        graph: a :class:`CapturedPolicy` whose call replays it (the device draw, which advances
+        a counter on the device, and every fused launch), a few microseconds of host time.
+
+        The graph reads a fixed input buffer (``captured.input``: fill it, or pass the batch to
+        the call, which copies it in on the device) and writes a fixed output
+        (``captured.output``, overwritten by the next replay: copy it to keep it). Needs a
+        policy that can draw on the device (any ``draws``: the graph always draws there) and
+        CuPy. Replays draw with their own counters (capture k of a policy starts at
+        (k + 1) * 2**48 plus the policy's counter), so they never repeat an eager call's draws.
+
+        Example (on a GPU)::
+
+            g = policy.capture((256, 224, 224, 3))
+            for batch in loader:          # CuPy uint8 (256, 224, 224, 3)
+                y = g(batch)              # == policy(batch) with the next counter, as a graph
+        """
+        cp = cupy_module()
+        layout = check_choice("layout", layout, LAYOUTS)
+        dev = cp.cuda.runtime.getDevice() if device is None else int(device)
+        with cp.cuda.Device(dev):
+            xbuf = cp.zeros(tuple(int(v) for v in shape), dtype)
+            b = as_batch(xbuf, layout)
+            plan = self._device_plan(b, "capture")
+            with self._lock:
+                self._captures += 1
+                start = self._captures * _CAPTURE_SPACE + self._counter
+            counter_dev = cp.asarray(np.array([start], np.uint64))
+            stream = cp.cuda.Stream(non_blocking=True)
+            ws = {}
+            with stream:
+                # compiles every kernel, allocates every buffer and caches the descriptor tables
+                # on this stream; then the same launches again, captured
+                self._run_device(xbuf, b, None, None, None, stream, ws, counter_dev)
+                counter_dev.fill(start)
+                stream.synchronize()
+                stream.begin_capture()
+                try:
+                    y, drawn = self._run_device(xbuf, b, None, None, None, stream, ws, counter_dev)
+                finally:
+                    graph = stream.end_capture()
+            stream.synchronize()
+        return CapturedPolicy(self, graph, xbuf, y, drawn, counter_dev, dev, layout)
 
     def replay(self, x, params, **kwargs):
         """Run the policy with ``params`` (a :class:`PolicyParams`, e.g. ``last_params``) instead of
@@ -439,3 +653,91 @@ def _check_params(params, b, sizes, count):
     if not np.array_equal(params.sizes, sizes):
         raise ValueError("params: were drawn for images of other sizes "
                          f"(first {tuple(params.sizes[0])}, the batch's {tuple(sizes[0])}); expected the same sizes")
+
+
+def _with_n(sp, n):
+    """sp.built with the output shapes of n samples (memoised per n on the StagePlan)."""
+    import dataclasses
+
+    from gpuaug._batch import Same
+
+    cache = sp.__dict__.setdefault("_by_n", {})
+    got = cache.get(n)
+    if got is None:
+        got = cache[n] = dataclasses.replace(sp.built, shapes=Same(sp.out_hw, n))
+    return got
+
+
+def _twin_params(plan, key, counter, n, b):
+    """PolicyParams of a device-drawn call, computed on the host by the NumPy twin."""
+    from gpuaug.policy import _draw as D
+
+    sizes = _batch_sizes(b) if b.n == n else np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (n, 2))
+    values = D.twin_values(plan, key, counter, n)
+    return PolicyParams(n, np.array(sizes, np.int64), D.to_params(plan, values, sizes))
+
+
+class _Drawn:
+    """A device-drawn call's parameters, still on the device: read back at the first look."""
+
+    __slots__ = ("plan", "values", "rows", "n", "hw", "stream")
+
+    def __init__(self, plan, values, rows, b, stream):
+        self.plan, self.values, self.rows, self.n = plan, values, rows, b.n
+        self.hw = tuple(int(v) for v in b.nhwc.shape[1:3])
+        self.stream = stream
+
+    def params(self, keep_rows=True):
+        from gpuaug.policy import _draw as D
+
+        host = self.values.get(stream=self.stream)  # waits for the call's stream only
+        sizes = np.broadcast_to(np.asarray(self.hw, np.int64), (self.n, 2))
+        return PolicyParams(self.n, np.array(sizes), D.to_params(self.plan, host, sizes),
+                            (self.plan, self.rows) if keep_rows else None)
+
+
+class CapturedPolicy:
+    """A :class:`Compose` recorded into a CUDA graph by :meth:`Compose.capture`.
+
+    ``captured(x=None, *, stream=None)``: copies ``x`` (a CUDA array of the captured shape and
+    dtype; None: the caller filled ``captured.input``) into the input buffer, replays the graph
+    on ``stream`` (None: CuPy's current stream) and returns ``captured.output``, which the next
+    replay overwrites. ``last_params``: the parameters of the latest replay (copied to the host
+    when read). ``input``, ``output``, ``graph``: the buffers and the cupy.cuda.Graph.
+    """
+
+    def __init__(self, policy, graph, xbuf, out, drawn, counter_dev, device, layout):
+        self.policy, self.graph, self.input, self.output = policy, graph, xbuf, out
+        self._drawn, self.counter, self.device, self.layout = drawn, counter_dev, device, layout
+        self._nbytes = xbuf.nbytes
+
+    def __call__(self, x=None, *, stream=None):
+        from gpuaug._stream import on_device
+
+        with on_device(self.device, stream) as st:
+            st = st or cupy_module().cuda.get_current_stream()
+            if x is not None:
+                self._copy_in(x, st)
+            self.graph.launch(st)
+            self._drawn.stream = st
+        return self.output
+
+    def _copy_in(self, x, st):
+        cp = cupy_module()
+        if x is self.input:
+            return
+        if not isinstance(x, cp.ndarray):
+            x = cp.asarray(x)
+        if x.shape != self.input.shape or x.dtype != self.input.dtype:
+            raise ValueError(f"x: got {x.dtype} {tuple(x.shape)}; the graph was captured for "
+                             f"{self.input.dtype} {tuple(self.input.shape)}")
+        if x.flags.c_contiguous and x.device.id == self.device:
+            cp.cuda.runtime.memcpyAsync(self.input.data.ptr, x.data.ptr, self._nbytes,
+                                        cp.cuda.runtime.memcpyDeviceToDevice, st.ptr)
+        else:
+            self.input[...] = x
+
+    @property
+    def last_params(self):
+        """The latest replay's :class:`PolicyParams` (read back from the device now)."""
+        return self._drawn.params(keep_rows=False)

@@ -1,0 +1,489 @@
+"""Compose's device draws (draws="device"): the Philox twin, the draw contract, the CUDA C draw
+kernel (kernels/fused_draw.cu) run on the host against the twin, and on the GPU the device
+draws, the fused output and CUDA graph replay.
+
+The kernel runs here as host C++ (g++, the CUDA built-ins it uses emulated, as
+tests/cuda_emu.py does for other kernels): its drawn values must equal the NumPy twin's bit for
+bit, its rows the host path's (gpuaug.policy._fused.build from the same values) to float32
+rounding.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import gpuaug
+from gpuaug import random as R
+from gpuaug._batch import as_batch
+from gpuaug.policy import _draw as D
+from gpuaug.policy import _fused as F
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+# ------------------------------------------------------------------------------ Philox twin
+def test_philox_known_answers():
+    """Random123's known-answer vectors for Philox4x32-10."""
+    cases = [((0, 0, 0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+             ((0xFFFFFFFF,) * 6, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+             ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0),
+              (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+    for args, want in cases:
+        assert tuple(int(w) for w in R.philox4x32_10(*args)) == want
+
+
+def test_uniforms_range_distribution_and_determinism():
+    key = R.philox_key(1)
+    u = R.philox_uniforms(key, 3, np.arange(4000), 5, 6)
+    assert u.shape == (4000, 6) and u.dtype == np.float64
+    assert ((u >= 0) & (u < 1)).all()
+    # uniform: mean 1/2, variance 1/12, deciles within a few standard errors
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
+    counts = np.histogram(u, bins=10, range=(0, 1))[0]
+    assert np.all(np.abs(counts - u.size / 10) < 5 * np.sqrt(u.size / 10))
+    # 53-bit values: multiples of 2**-53, and not all multiples of 2**-32
+    assert np.all(u * 2.0 ** 53 == np.floor(u * 2.0 ** 53))
+    assert np.any(u * 2.0 ** 32 != np.floor(u * 2.0 ** 32))
+    # deterministic by (key, counter), and each of key / counter / stream changes everything
+    np.testing.assert_array_equal(u, R.philox_uniforms(R.philox_key(1), 3, np.arange(4000), 5, 6))
+    for other in (R.philox_uniforms(R.philox_key(2), 3, np.arange(4000), 5, 6),
+                  R.philox_uniforms(key, 4, np.arange(4000), 5, 6),
+                  R.philox_uniforms(key, 3 + (1 << 32), np.arange(4000), 5, 6),
+                  R.philox_uniforms(key, 3, np.arange(4000), 6, 6)):
+        assert np.mean(other == u) < 1e-3
+
+
+def test_uniforms_independent_across_samples_and_columns():
+    u = R.philox_uniforms(R.philox_key(9), 0, np.arange(5000), 0, 4)
+    c = np.corrcoef(np.concatenate([u[:-1], u[1:]], axis=1).T)  # columns, and neighbouring samples
+    off = c - np.eye(len(c))
+    assert np.abs(off).max() < 0.06
+    # a sample's draws depend on its index only: any subset, any order, any batch size
+    idx = np.array([4999, 7, 123, 0])
+    np.testing.assert_array_equal(R.philox_uniforms(R.philox_key(9), 0, idx, 0, 4), u[idx])
+
+
+def test_philox_key():
+    assert R.philox_key(3) == R.philox_key(3) != R.philox_key(4)
+    assert R.philox_key(np.random.SeedSequence(3)) == R.philox_key(3)
+    g1, g2 = np.random.default_rng(5), np.random.default_rng(5)
+    assert R.philox_key(g1) == R.philox_key(g2) and R.philox_key(g1) != R.philox_key(np.random.default_rng(5))
+    assert all(0 <= k < 2 ** 32 for k in R.philox_key(None))
+    with pytest.raises(ValueError, match="seed: got -1"):
+        R.philox_key(-1)
+    with pytest.raises(TypeError, match="seed: got 1.5"):
+        R.philox_key(1.5)
+
+
+# ------------------------------------------------------------------------------ the twin's draws
+def _all_transforms():
+    return [gpuaug.RandomHorizontalFlip(0.3), gpuaug.RandomVerticalFlip(0.7), gpuaug.RandomRotation((-20, 40)),
+            gpuaug.RandomAffine(15, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3)),
+            gpuaug.RandomResizedCrop(12, scale=(0.2, 1.0)), gpuaug.RandomCrop(10, padding=2),
+            gpuaug.Resize(11), gpuaug.CenterCrop(9),
+            gpuaug.ColorJitter(0.4, 0.3, 0.2, 0.1, p=0.8), gpuaug.RandomGrayscale(0.4),
+            gpuaug.RandomChannelPermutation(), gpuaug.RandomGamma((70, 130), p=0.6), gpuaug.RandomSolarize(100, p=0.5),
+            gpuaug.RandomPosterize(3, p=0.5), gpuaug.RandomInvert(0.2), gpuaug.Normalize(*IMAGENET)]
+
+
+def _plan(policy, x, layout="NHWC"):
+    return policy._device_plan(as_batch(x, layout), "draws")
+
+
+def test_twin_draws_follow_the_transforms_ranges():
+    ts = _all_transforms()
+    policy = gpuaug.Compose(ts, draws="device")
+    n = 4000
+    x = np.zeros((1, 20, 24, 3), np.uint8)
+    plan = _plan(policy, x)
+    vals = D.twin_values(plan, R.philox_key(0), 0, n)
+    sizes = np.broadcast_to(np.array([20, 24]), (n, 2))
+    p = D.to_params(plan, vals, sizes)
+    # the host samplers' keys and dtypes
+    host = gpuaug.Compose(ts).sample(np.broadcast_to(np.array([[20, 24]]), (3, 2)).copy(), seed=0)
+    for i, (d, h) in enumerate(zip(p, host.values)):
+        assert sorted(d) == sorted(h), ts[i]
+        for k in d:
+            assert d[k].dtype == h[k].dtype and d[k].shape[1:] == h[k].shape[1:], (ts[i], k)
+    se = 4 / np.sqrt(n)
+    assert abs(p[0]["apply"].mean() - 0.3) < se and abs(p[1]["apply"].mean() - 0.7) < se
+    a = p[2]["angle"]
+    assert a.min() >= -20 and a.max() < 40 and abs(a.mean() - 10) < 1.5
+    af = p[3]
+    assert np.abs(af["angle"]).max() <= 15 and np.all(af["tx"] == np.rint(af["tx"]))
+    assert np.abs(af["tx"]).max() <= round(0.1 * 24) and np.abs(af["ty"]).max() <= round(0.2 * 20)
+    assert af["scale"].min() >= 0.8 and af["scale"].max() < 1.2
+    assert np.abs(af["shear_x"]).max() <= 5 and np.abs(af["shear_y"]).max() <= 3 and af["shear_y"].std() > 1
+    # RandomResizedCrop on the 20 x 24 image (its output 12 x 12 feeds RandomCrop)
+    top, left, bh, bw = p[4]["boxes"].T
+    assert np.all((top >= 0) & (left >= 0) & (top + bh <= 20) & (left + bw <= 24) & (bh > 0) & (bw > 0))
+    area = bh * bw / (20 * 24)
+    assert area.min() >= 0.15 and area.max() <= 1.0 and len(np.unique(p[4]["boxes"], axis=0)) > n // 4
+    assert np.all(np.abs(np.log(bw / bh)) <= np.log(4 / 3) + 0.25)
+    # RandomCrop(10, padding 2) of a 12 x 12 image: corners in [-2, 4]
+    cr = p[5]["corner"]
+    assert cr.min() == -2 and cr.max() == 4 and len(np.unique(cr[:, 0])) == 7
+    j = p[8]
+    on = j["apply"]
+    assert abs(on.mean() - 0.8) < se
+    assert np.all(j["brightness"][~on] == 1) and np.all(j["hue"][~on] == 0)
+    assert j["brightness"][on].min() >= 0.6 and j["brightness"][on].max() < 1.4
+    assert np.abs(j["hue"]).max() <= 0.1 and j["saturation"][on].min() >= 0.8
+    assert abs(p[9]["apply"].mean() - 0.4) < se
+    perm = p[10]["permutation"]
+    assert np.all(np.sort(perm, axis=1) == [0, 1, 2])
+    assert len(np.unique(perm, axis=0)) == 6
+    assert np.all(np.abs(np.unique(perm, axis=0, return_counts=True)[1] - n / 6) < 4 * np.sqrt(n / 6))
+    g = p[11]
+    assert np.all(g["gamma"][~g["apply"]] == 1) and g["gamma"][g["apply"]].min() >= 0.7
+    assert g["gamma"].max() < 1.3
+    for k, prob in ((12, 0.5), (13, 0.5), (14, 0.2)):
+        assert abs(p[k]["apply"].mean() - prob) < se
+    assert p[15] == {}
+
+
+def test_twin_draws_independent_of_batch_and_transform_streams():
+    policy = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomHorizontalFlip()], draws="device")
+    plan = _plan(policy, np.zeros((1, 8, 8, 3), np.uint8))
+    v = D.twin_values(plan, R.philox_key(4), 2, 3000)
+    assert np.mean(v[:, 0] == v[:, 1]) < 0.55  # two transforms: two streams
+    np.testing.assert_array_equal(D.twin_values(plan, R.philox_key(4), 2, 10), v[:10])
+    np.testing.assert_array_equal(D.twin_values(plan, R.philox_key(4), 2, [2999, 5]), v[[2999, 5]])
+
+
+# ------------------------------------------------------------------------------ the contract
+def _images(n=4, h=16, w=18, c=3, dtype=np.uint8, seed=0):
+    x = np.random.default_rng(seed).integers(0, 256, (n, h, w, c), dtype=np.uint8)
+    return x if dtype == np.uint8 else (x / 255).astype(dtype)
+
+
+def _policy(draws="device", seed=None):
+    return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(10, translate=(0.1, 0.1)),
+                           gpuaug.ColorJitter(0.3, 0.3, 0.3, 0.05), gpuaug.Normalize(*IMAGENET)],
+                          seed=seed, draws=draws)
+
+
+def _same(a, b):
+    assert a.n == b.n and np.array_equal(a.sizes, b.sizes)
+    for da, db in zip(a.values, b.values):
+        assert sorted(da) == sorted(db)
+        for k in da:
+            np.testing.assert_array_equal(da[k], db[k])
+
+
+def test_draw_contract_seed_counter_and_sample():
+    x = _images()
+    pol = _policy(seed=7)
+    ya = pol(x, seed=3)
+    pa = pol.last_params
+    _same(pa, pol.sample(x, seed=3))
+    np.testing.assert_array_equal(pol(x, seed=3), ya)
+    # a fresh policy: the same seed, the same parameters and output
+    np.testing.assert_array_equal(_policy()(x, seed=3), ya)
+    # without a seed: the policy's key and counter; sample() predicts the next call
+    nxt = pol.sample(x)
+    y0 = pol(x)
+    _same(pol.last_params, nxt)
+    y1 = pol(x)
+    assert pol._counter == 2 and not np.array_equal(y0, y1)
+    # the same policy seed: the same sequence of calls
+    other = _policy(seed=7)
+    np.testing.assert_array_equal(other(x), y0)
+    np.testing.assert_array_equal(other(x), y1)
+    assert not np.array_equal(_policy(seed=8)(x), y0)
+    # the twin's values, through the plan
+    plan = _plan(pol, x)
+    np.testing.assert_array_equal(D.twin_values(plan, R.philox_key(3), 0, 4)[:, 0] != 0, pa[0]["apply"])
+    # replay and params from the device draws replay through the host path
+    np.testing.assert_array_equal(pol(x, params=pa), ya)
+    np.testing.assert_array_equal(pol.replay(x, pa), ya)
+
+
+def test_draws_device_per_sample_not_per_batch():
+    """Sample i's parameters depend on (seed, counter, i), not on the batch size."""
+    pol = _policy()
+    x = _images(6)
+    pol(x, seed=5)
+    big = pol.last_params
+    pol(x[:2], seed=5)
+    small = pol.last_params
+    for db, ds in zip(big.values, small.values):
+        for k in db:
+            np.testing.assert_array_equal(db[k][:2], ds[k])
+
+
+def test_draws_host_is_the_default_and_auto_on_numpy_is_host():
+    x = _images()
+    host = gpuaug.Compose(_policy().transforms)
+    auto = gpuaug.Compose(_policy().transforms, draws="auto")
+    assert host.draws == "host"
+    np.testing.assert_array_equal(host(x, seed=2), auto(x, seed=2))
+    _same(host.last_params, auto.last_params)
+    _same(host.last_params, host.sample(x, seed=2))
+
+
+def test_draws_device_errors_name_the_argument():
+    x = _images()
+    with pytest.raises(ValueError, match="draws: got 'gpu'"):
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="gpu")
+    with pytest.raises(ValueError, match="draws: transforms: RandomPerspective cannot be drawn"):
+        gpuaug.Compose([gpuaug.RandomPerspective()], draws="device")(x)
+    with pytest.raises(ValueError, match="draws: transforms: GaussianBlur"):
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)], draws="device")(x)
+    with pytest.raises(ValueError, match="draws: device draws need a batch of one image size"):
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="device")([x[0], x[1, :8]])
+    with pytest.raises(ValueError, match="draws: targets"):
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="device")(x, boxes=np.zeros((4, 1, 4)))
+    # "auto" falls back to host draws for all of those
+    gpuaug.Compose([gpuaug.RandomPerspective(), gpuaug.GaussianBlur(3)], draws="auto")(x, seed=0)
+
+
+def test_pickle_with_device_draws():
+    import pickle
+
+    pol = _policy(seed=1)
+    x = _images()
+    pol(x)
+    q = pickle.loads(pickle.dumps(pol))
+    np.testing.assert_array_equal(q(x), pol(x))  # the key and counter travel
+    _same(q.last_params, pol.last_params)
+
+
+# ------------------------------------------------------------------------------ the CUDA C draw, on the host
+_EXTRA = r"""
+#define __launch_bounds__(...)
+#define __host__
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((uint64_t)a * b) >> 32); }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline float __double2float_rn(double a) { return (float)a; }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fadd_rd(float a, float b) {
+  const double e = (double)a + (double)b; float r = (float)e;
+  return (double)r > e ? std::nextafter(r, -INFINITY) : r;
+}
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline float __int2float_rn(int v) { return (float)v; }
+static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+"""
+
+
+@pytest.fixture(scope="module")
+def draw_kernel(tmp_path_factory):
+    import cuda_emu
+
+    if cuda_emu.available() or shutil.which("g++") is None:
+        pytest.skip("no g++ here to build the host emulation of kernels/fused_draw.cu")
+    d = tmp_path_factory.mktemp("draw_emu")
+    for f in ("common.cuh", "rowvec.cuh", "philox.cuh", "fused_draw.cu"):
+        src = open(os.path.join(cuda_emu.KERNEL_DIR, f)).read()
+        for a, b in cuda_emu._ASM.items():
+            src = src.replace(a, b)
+        (d / f).write_text(src)
+    (d / "emu.cpp").write_text(
+        cuda_emu.PRELUDE + _EXTRA + '#include "common.cuh"\n#include "fused_draw.cu"\n'
+        'extern "C" __attribute__((visibility("default"))) void draw(const unsigned* g, const unsigned* b, '
+        "const uint64_t* s) { emu_run(&gpuaug_policy_draw, g, b, s); }\n")
+    r = subprocess.run(["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-fvisibility=hidden",
+                        "-fno-gnu-unique", f"-I{d}", "-o", str(d / "libdraw.so"), str(d / "emu.cpp")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"the host build of fused_draw.cu failed:\n{r.stderr[-3000:]}"
+    lib = ctypes.CDLL(str(d / "libdraw.so"))
+
+    def run(plan, n, key, counter, counter_dev=None, threads=32):
+        values = np.full((n, plan.V), np.nan)
+        rows = np.full((n, plan.P), np.nan, np.float32)
+        prog = np.ascontiguousarray(plan.prog)
+        cst = np.ascontiguousarray(plan.consts)
+        args = [prog.ctypes.data, len(plan.prog), cst.ctypes.data, n, key[0], key[1], counter,
+                0 if counter_dev is None else counter_dev.ctypes.data, values.ctypes.data, plan.V,
+                rows.ctypes.data, plan.P]
+        g = (ctypes.c_uint * 3)(1, 1, 1)
+        b = (ctypes.c_uint * 3)(threads, 1, 1)
+        lib.draw(g, b, (ctypes.c_uint64 * len(args))(*[int(a) & 0xFFFFFFFFFFFFFFFF for a in args]))
+        return values, rows
+    return run
+
+
+def _host_rows(policy, plan, params, x, layout):
+    """Every stage's rows as the host path builds them from ``params``."""
+    from gpuaug.policy.compose import plan_stages
+
+    out = np.zeros((params.n, plan.P))
+    cur = x
+    lay = layout
+    for (kind, spec), sp in zip(plan_stages(policy.transforms, x.dtype.name), plan.stages):
+        b = as_batch(cur, lay)
+        built = F.build(spec, policy.transforms, params.values, b, lay)
+        out[:, sp.col:sp.col + sp.width] = built.rows
+        cur = np.zeros((params.n,) + ((tuple(built.shapes[0]) + (b.channels,)) if built.out_layout == "NHWC"
+                                      else (b.channels,) + tuple(built.shapes[0])), built.out_dtype)
+        lay = built.out_layout
+    return out
+
+
+DRAW_CASES = {
+    "all-u8": (lambda: _all_transforms()[:-1] + [gpuaug.ToDtype("float32", scale=True), gpuaug.RandomGrayscale(0.5),
+                                                 gpuaug.RandomChannelPermutation(), gpuaug.Normalize(*IMAGENET)],
+               np.uint8, 3, "NHWC"),
+    "bench-f32-nchw": (lambda: _policy().transforms, np.float32, 3, "NCHW"),
+    "float-sem-runs-f16": (lambda: [gpuaug.RandomGrayscale(0.5), gpuaug.RandomChannelPermutation(),
+                                    gpuaug.ColorJitter(0.2, 0.2), gpuaug.RandomChannelPermutation(),
+                                    gpuaug.RandomRotation(90), gpuaug.RandomVerticalFlip()], np.float16, 3, "NHWC"),
+    "rotate-quarter-turns-rgba": (lambda: [gpuaug.RandomRotation((90, 90)), gpuaug.RandomHorizontalFlip(),
+                                           gpuaug.RandomCrop(7, padding=1, fill=0.25), gpuaug.RandomInvert()],
+                                  np.float32, 4, "NHWC"),
+    "rrc-fallback-one-channel": (lambda: [gpuaug.RandomResizedCrop(5, scale=(0.9, 1.0), ratio=(3.0, 4.0)),
+                                          gpuaug.RandomAffine(5, scale=(0.5, 0.6), shear=8),
+                                          gpuaug.RandomGamma(p=0.5)], np.uint8, 1, "NHWC"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAW_CASES))
+def test_cuda_c_draw_on_host_equals_twin_and_host_rows(draw_kernel, name):
+    make, dtype, c, layout = DRAW_CASES[name]
+    policy = gpuaug.Compose(make(), draws="device")
+    x = _images(1, 13, 17, c, dtype)
+    if layout == "NCHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    plan = _plan(policy, x, layout)
+    n = 37  # more samples than threads: the stride loop
+    key = R.philox_key(11)
+    values, rows = draw_kernel(plan, n, key, 5 + (3 << 32))
+    twin = D.twin_values(plan, key, 5 + (3 << 32), n)
+    np.testing.assert_array_equal(values[:, :plan.V], twin)
+    sizes = np.broadcast_to(np.array(x.shape[1:3] if layout == "NHWC" else x.shape[2:4]), (n, 2))
+    params = gpuaug.policy.PolicyParams(n, np.array(sizes), D.to_params(plan, twin, sizes))
+    xn = np.broadcast_to(x, (n,) + x.shape[1:])
+    want = _host_rows(policy, plan, params, np.ascontiguousarray(xn), layout)
+    assert not np.isnan(rows).any()
+    np.testing.assert_allclose(rows, want.astype(np.float32), rtol=2e-6, atol=2e-6)
+    if name == "rotate-quarter-turns-rgba":
+        assert np.all(rows[:, F.P_INTERP] == 0)  # exact maps: nearest, as the host decides
+
+
+def test_cuda_c_draw_device_counter(draw_kernel):
+    """counter_dev: the launch reads the counter there and advances it by one."""
+    policy = _policy()
+    plan = _plan(policy, _images(1))
+    key = R.philox_key(2)
+    ctr = np.array([41], np.uint64)
+    v1, _ = draw_kernel(plan, 5, key, 0, ctr)
+    v2, _ = draw_kernel(plan, 5, key, 0, ctr)
+    assert int(ctr[0]) == 43
+    np.testing.assert_array_equal(v1, D.twin_values(plan, key, 41, 5))
+    np.testing.assert_array_equal(v2, D.twin_values(plan, key, 42, 5))
+
+
+def test_cuda_c_draw_compiles():
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    from gpuaug.kernels._cuda import check_compile
+
+    try:
+        ptx = check_compile("fused_draw.cu", ["gpuaug_policy_draw"])
+    except RuntimeError as e:
+        if "NVRTC failed" in str(e):
+            raise
+        pytest.skip(f"NVRTC is not usable here: {e}")
+    except Exception as e:  # noqa: BLE001 - no NVRTC library on this machine
+        pytest.skip(f"NVRTC is not usable here: {type(e).__name__}: {e}")
+    assert "gpuaug_policy_draw" in ptx
+
+
+# ------------------------------------------------------------------------------ on the GPU
+def _gpu_x(n=8, h=20, w=22, c=3):
+    import cupy as cp
+
+    return cp.asarray(_images(n, h, w, c))
+
+
+@pytest.mark.gpu
+def test_gpu_device_draws_equal_the_twin():
+    pol = _policy(seed=3)
+    x = _gpu_x()
+    pol(x, seed=4)
+    got = pol.last_params
+    _same(got, pol.sample(x.get(), seed=4))
+    pol(x)
+    _same(pol.last_params, _policy(seed=3).sample(x.get()))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(DRAW_CASES))
+def test_gpu_device_output_equals_the_host_path_with_the_same_params(name):
+    """The device-drawn call equals the host path (host-built rows) and the CPU twin, given the
+    same parameters; replaying its own params on the GPU reuses its rows: bit for bit."""
+    import cupy as cp
+
+    from test_policy import _gpu_compare
+
+    make, dtype, c, layout = DRAW_CASES[name]
+    pol = gpuaug.Compose(make(), draws="device")
+    xh = _images(6, 21, 19, c, dtype)
+    if layout == "NCHW":
+        xh = np.ascontiguousarray(xh.transpose(0, 3, 1, 2))
+    x = cp.asarray(xh)
+    y = pol(x, seed=9, layout=layout)
+    p = pol.last_params
+    assert p.drawn is not None
+    again = pol(x, params=p, layout=layout)
+    assert bool((again == y).all())
+    host_rows = gpuaug.Compose(pol.transforms)(x, params=gpuaug.policy.PolicyParams(p.n, p.sizes, p.values),
+                                               layout=layout)
+    _gpu_compare(cp.asnumpy(y), cp.asnumpy(host_rows), f"{name} device vs host rows", frac=2e-3)
+    cpu = pol(xh, seed=9, layout=layout)  # the CPU backend draws the same values (NumPy twin)
+    _same(pol.last_params, gpuaug.policy.PolicyParams(p.n, p.sizes, p.values))
+    _gpu_compare(cp.asnumpy(y), cpu, f"{name} device vs cpu", frac=2e-3)
+
+
+@pytest.mark.gpu
+def test_gpu_auto_uses_device_draws_for_cuda_input():
+    pol = gpuaug.Compose(_policy().transforms, draws="auto")
+    x = _gpu_x()
+    pol(x)
+    assert pol._counter == 1 and pol.last_params.drawn is not None
+    pol(x.get())  # NumPy: host draws
+    assert pol._counter == 1 and pol.last_params.drawn is None
+
+
+@pytest.mark.gpu
+def test_gpu_graph_replay_equals_eager_calls():
+    import cupy as cp
+
+    pol = gpuaug.Compose([gpuaug.RandomResizedCrop(16), gpuaug.RandomHorizontalFlip(),
+                          gpuaug.ColorJitter(0.4, 0.4, 0.4, 0.1), gpuaug.Normalize(*IMAGENET)], seed=1)
+    x = _gpu_x(8, 24, 26)
+    g = pol.capture(x.shape)
+    outs, params = [], []
+    for k in range(3):
+        y = g(x + k)
+        outs.append(y.copy())
+        params.append(g.last_params)
+    assert not bool((outs[0] == outs[1]).all())  # the device counter advanced
+    for k in range(3):
+        eager = pol(x + k, params=params[k])  # host path, the replay's parameters
+        from test_policy import _gpu_compare
+        _gpu_compare(cp.asnumpy(outs[k]), cp.asnumpy(eager), f"replay {k}", frac=2e-3)
+    # a fresh capture of a policy with the same seed replays the same sequence
+    g2 = gpuaug.Compose(pol.transforms, seed=1).capture(x.shape)
+    assert bool((g2(x) == outs[0]).all())
+    # the input buffer filled by the caller; another stream
+    s = cp.cuda.Stream(non_blocking=True)
+    g.input[...] = x
+    y = g(stream=s)
+    s.synchronize()
+    assert y is g.output and y.shape == (8, 3, 16, 16)
+    with pytest.raises(ValueError, match="x: got uint8"):
+        g(x[:4])
