@@ -259,6 +259,17 @@ def test_array_source_read_in_one_call(monkeypatch, kind):
     assert len(copies) == {"consecutive": 1, "shuffled": 0, "strided": 0, "blocks": 5}[kind]
 
 
+def test_array_source_read_strided_source_not_gathered(monkeypatch):
+    """A source that is not C-contiguous is read run by run: np.take would first copy all
+    of it (every chunk)."""
+    x = data(200, 3, 4, 2)[:, ::-1]
+    idx = np.random.default_rng(2).permutation(200)[:50]
+    monkeypatch.setattr(np, "take", lambda *a, **k: pytest.fail("np.take on a strided source"))
+    out = np.empty((50, 3, 4, 2), np.uint8)
+    ArraySource(x).read(idx, out)
+    np.testing.assert_array_equal(out, x[idx])
+
+
 def test_array_source_read_bad_index():
     x = data(30)
     out = np.empty((10,) + x.shape[1:], np.uint8)

@@ -8,6 +8,12 @@ Pipeline of one epoch (a *run*), batch ``k`` flowing left to right::
      released; a batch is     events copy0/copy1        copy1; events            stream for comp1
      split into chunks)                                 comp0/comp1
 
+The workers prepare batches in order (one at a time: the source's describe/labels, a
+pinned slot) and fill their chunks in parallel (an array source: one NumPy copy or gather
+per chunk, the GIL released for all of it); a free worker prepares batch k + 1 while the
+others still fill batch k, when its slot is free. The pinned ring stays from epoch to
+epoch (see :mod:`gpuaug.scheduler._staging`).
+
 Resources and the event each waits for before it is reused (D = ``depth``):
 
 - pinned slot ``s``: refilled for batch k only after the copy of its last user (k - D)

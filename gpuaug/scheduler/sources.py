@@ -191,7 +191,9 @@ class ArraySource(Source):
 
     def read(self, indices, out):
         runs = _runs(indices)
-        if len(runs) <= _FEW_RUNS:
+        flags = self.images.flags
+        # np.take makes a C-contiguous, aligned copy of the whole source first when it is not one
+        if len(runs) <= _FEW_RUNS or not (flags.c_contiguous and flags.aligned):
             pos = 0
             for a, b in runs:
                 # plain slice copies (memcpy, GIL released) for consecutive runs
