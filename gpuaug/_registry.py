@@ -117,6 +117,14 @@ class Param:
             return dtype_max(dtype)
         return self.high
 
+    def limits(self, dtype="uint8"):
+        """The range as :func:`gpuaug._params.per_sample` keywords (``low``, ``high``,
+        ``low_open``), so an op can check a value against its own spec::
+
+            per_sample(scale, b.n, SCALE.name, **SCALE.limits(b.dtype), device=b.device)
+        """
+        return {"low": self.low, "high": self.high_for(dtype), "low_open": self.low_open}
+
     def range_text(self):
         """The accepted values in words (docs/errors.md's per-op ranges), "" when unbounded."""
         if self.range_doc:

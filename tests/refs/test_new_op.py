@@ -57,7 +57,7 @@ def identity_scale(x, scale=1.0, *, out=None, layout="NHWC", stream=None, backen
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    f = per_sample(scale, b.n, SCALE.name, low=SCALE.low, device=b.device)  # the range from the spec
+    f = per_sample(scale, b.n, SCALE.name, **SCALE.limits(b.dtype), device=b.device)  # the spec's range
     return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
 
 
