@@ -287,3 +287,31 @@ def test_compose_call_with_boxes_resolves_the_crops():
     y2, bo2 = pol(x, params=want, boxes=b)
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_array_equal(bo.data, bo2.data)
+
+
+def test_labels_and_index_follow_through_several_stages():
+    """Two fused stages (geometry, colour, geometry): the output's index points into the
+    ORIGINAL rows (composed stage by stage) and labels are those rows' labels."""
+    n, h, w, m = 6, 30, 40, 12
+    x = RNG.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
+    d = _boxes(n, m, h, w)
+    lab = RNG.integers(0, 1000, (n, m))
+    pol = gpuaug.Compose([gpuaug.RandomRotation(40), gpuaug.ColorJitter(0.3), gpuaug.RandomResizedCrop((20, 24)),
+                          gpuaug.RandomHorizontalFlip()])
+    assert len([s for s in pol.plan() if s.kind == "fused"]) == 2
+    _, bo = pol(x, seed=4, boxes=Boxes(d, labels=lab, min_visibility=0.4))
+    # the same through the stages one by one, by hand
+    p = pol.last_params
+    m1 = pol.transforms[0].matrices(p[0], np.array([[h, w]] * n))
+    s1 = T.apply_matrices(x, m1, boxes=Boxes(d, min_visibility=0.4)).boxes
+    m2 = pol.transforms[3].matrices(p[3], np.array([[20, 24]] * n)) @ pol.transforms[2].matrices(
+        p[2], np.array([[h, w]] * n))
+    s2 = T.apply_matrices(x, m2, (20, 24), boxes=s1.like(s1.data, counts=s1.counts)).boxes  # index: stage 1's rows
+    np.testing.assert_array_equal(bo.counts, s2.counts)
+    np.testing.assert_allclose(bo.data, s2.data, atol=1e-9)
+    for i in range(n):
+        k = bo.counts[i]
+        rows = s1.index[i][s2.index[i, :k]]  # stage 2's rows are stage 1's outputs
+        np.testing.assert_array_equal(bo.index[i, :k], rows)
+        np.testing.assert_array_equal(bo.labels[i, :k], lab[i, rows])
+    assert 0 < bo.counts.sum() < n * m  # some boxes dropped, some kept
