@@ -15,7 +15,8 @@ fn.rotate vs gd.rotate native vs python_function (uniform angle); fn.brightness_
 gd.color_jitter native (brightness + contrast: the mean pre-pass), fn.crop_mirror_normalize vs
 gd.crop_mirror_normalize native (float32 CHW out); the chain of four built-ins (flip, rotate,
 brightness_contrast, crop_mirror_normalize) vs gd.policy native (the fused Compose: ONE
-fn.gpuaug.policy, draws from one fn.random.uniform) vs gd.policy python_function
+fn.gpuaug.policy, drawing from the policy's own generator: no DALI random operator) vs
+gd.policy native with draws="dali" (one fn.random.uniform more) vs gd.policy python_function
 (backend="cuda") vs the same four as native gd ops, and that chain's prefixes (where a chain's
 cost goes), and both chains with constant parameters (the native one then has no DALI CPU
 operators: the difference to the per-sample chain is what the random draws cost), and gd.flip,
@@ -86,12 +87,12 @@ def main(argv=None):
     def u(lo, hi):
         return fn.random.uniform(range=[lo, hi])
 
-    def policy_node(x, backend=None):
+    def policy_node(x, backend=None, **kw):
         # as gpuaug.dali._bench's policy row
         pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(30),
                               gpuaug.ColorJitter(brightness=0.5, contrast=0.5),
                               gpuaug.Normalize([m / 255 for m in MEAN], [s / 255 for s in STD])], seed=0)
-        return gd.policy(x, pol, backend=backend)
+        return gd.policy(x, pol, backend=backend, **kw)
 
     def policy_py(x):
         return policy_node(x, backend="cuda")
@@ -143,6 +144,7 @@ def main(argv=None):
         "gd.crop_mirror_normalize native": lambda x: gd.crop_mirror_normalize(x, mean=MEAN, std=STD,
                                                                              backend="native"),
         "gd.policy native (fused)": lambda x: policy_node(x, backend="native"),
+        "gd.policy native, draws='dali' (fused)": lambda x: policy_node(x, backend="native", draws="dali"),
         "gd.policy python_function (fused)": policy_py,
         # where a chain's cost goes: the same four native ops with constant parameters (no DALI CPU
         # operators at all: no random draws, reshape/cast/cat of the parameter rows, fn.shapes checks)
