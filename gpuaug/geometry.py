@@ -70,7 +70,9 @@ def _build(n, rows):
 
 def _cos_sin(angle_deg, xp=np):
     """cos and sin of angles in degrees, exact at multiples of 90 (so rotating by 90
-    degrees moves pixels exactly onto pixels). ``xp``: numpy, or cupy for device angles."""
+    degrees moves pixels exactly onto pixels). ``xp``: numpy, or cupy for device angles.
+    The one copy: the ops, Compose's transforms and the targets use it, and
+    kernels/fused_draw.cu (Compose's device draws) computes the same."""
     r = xp.deg2rad(angle_deg)
     c, s = xp.cos(r), xp.sin(r)
     q90 = angle_deg / 90.0

@@ -386,6 +386,14 @@ class Compose:
                                                       shape[1:3])
         return plan
 
+    def _drawn_fits(self, params, b, backend):
+        if not (b.device and backend == "cuda") or b.varshape:
+            return False
+        try:
+            return params.drawn[0] is self._device_plan(b, "params")
+        except ValueError:
+            return False
+
     def _use_device(self, b, backend, targets):
         if self.draws == "host":
             return False
@@ -472,7 +480,10 @@ class Compose:
             from gpuaug.targets._policy import PolicyTargets
 
             targets = PolicyTargets(b, _batch_sizes(b), boxes, keypoints, masks)
-        device = (params is None or params.drawn is not None) and self._use_device(b, be, targets)
+        if params is None:
+            device = self._use_device(b, be, targets)
+        else:  # device-drawn params replay their rows on the GPU when they fit this batch
+            device = params.drawn is not None and targets is None and self._drawn_fits(params, b, be)
         if device and b.device and be == "cuda":
             from gpuaug._stream import on_device
 
@@ -511,14 +522,15 @@ class Compose:
         cp = cupy_module()
         plan = self._device_plan(b, "draws")
         n = b.n
-        if params is not None and params.drawn is not None and params.drawn[0] is plan:
+        if params is not None:  # device-drawn (checked by _drawn_fits)
             values, rows = None, params.drawn[1]
         else:
             if ws is None:
                 values, rows = cp.empty((n, plan.V), cp.float64), cp.empty((n, plan.P), cp.float32)
             else:
-                values = ws.setdefault("values", cp.empty((n, plan.V), cp.float64))
-                rows = ws.setdefault("rows", cp.empty((n, plan.P), cp.float32))
+                if "values" not in ws:
+                    ws["values"], ws["rows"] = cp.empty((n, plan.V), cp.float64), cp.empty((n, plan.P), cp.float32)
+                values, rows = ws["values"], ws["rows"]
             key, counter = self._draw_key(seed) if counter_dev is None else (self._draw_key(None, False)[0], 0)
             D.launch_draw(plan, n, key, counter, values, rows, counter_dev)
         cur, cur_b = x, b

@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug import random as R
+from gpuaug.geometry import _cos_sin
 from gpuaug.policy import _args as A
 
 # colour program step codes (kernels/fused.cuh)
@@ -92,21 +93,6 @@ def _eye(n):
     return np.tile(_EYE9, (n, 1)).reshape(n, 3, 3)
 
 
-def _cos_sin(deg):
-    """cos and sin of angles in degrees, exact at multiples of 90 (a quarter turn of a square
-    image then maps pixels onto pixels, and takes the exact path)."""
-    deg = np.asarray(deg, np.float64)
-    r = np.deg2rad(deg)
-    c, s = np.cos(r), np.sin(r)
-    q = deg * (1.0 / 90.0)
-    exact = q == np.round(q)
-    if exact.any():
-        k = np.mod(np.round(q), 4).astype(np.int64)
-        c = np.where(exact, np.array([1.0, 0.0, -1.0, 0.0])[k], c)
-        s = np.where(exact, np.array([0.0, 1.0, 0.0, -1.0])[k], s)
-    return c, s
-
-
 def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     """torchvision's affine map (``_get_inverse_affine_matrix(..., inverted=False)``) as
     (n, 3, 3) source -> destination matrices in pixel-centre coordinates: rotation by ``angle``
@@ -116,11 +102,12 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     n = len(angle)
     h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
     cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
+    angle = np.asarray(angle, np.float64)
     cr, sr = _cos_sin(angle)
     if np.any(shear_x) or np.any(shear_y):
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
-        crs, srs = _cos_sin(np.asarray(angle) - shear_y)
+        crs, srs = _cos_sin(angle - shear_y)
         a = crs / cos_sy
         c = srs / cos_sy
         b = -(a * tan_sx + sr)
