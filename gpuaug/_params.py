@@ -109,6 +109,29 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
         fast = _scalar(value, n, integer, low, high, low_open, boolean)
         if fast is not None:
             return fast
+    elif shape and type(value) is tuple and len(value) <= 16:  # e.g. a mean per channel
+        key = (value, n, shape, integer, finite, low, high, low_open, boolean)
+        try:
+            got = _TUPLES.get(key)
+        except TypeError:  # unhashable items: the general path says what is wrong
+            got = key = None
+        if got is not None:
+            return got
+        got = _per_sample(value, n, name, shape, integer, finite, low, high, low_open, device, boolean)
+        if key is not None and isinstance(got, np.ndarray) and all(type(v) in _SCALARS for v in value):
+            got.flags.writeable = False  # shared by every call with this tuple
+            if len(_TUPLES) >= 256:
+                _TUPLES.pop(next(iter(_TUPLES)))
+            _TUPLES[key] = got
+        return got
+    return _per_sample(value, n, name, shape, integer, finite, low, high, low_open, device, boolean)
+
+
+#: per_sample results for tuples of numbers (per-channel means, fills...), read-only.
+_TUPLES: dict = {}
+
+
+def _per_sample(value, n, name, shape, integer, finite, low, high, low_open, device, boolean):
     what = "flags (True/False or 0/1)" if boolean else "numbers"
     accepted = (f"a value of shape {shape} or {(n,) + shape} (one per sample)" if shape
                 else f"{'a flag' if boolean else 'a number'} or a sequence of {n} {what} (one per sample)")
@@ -200,9 +223,9 @@ def param_item(params, n):
 def _uniform_key(tag, m):
     """A key for the C-contiguous 2-D matrix ``m`` when its rows are bit-identical, else None."""
     if m.size and m.size <= 1 << 16:
-        bits = m.view(np.uint32 if m.itemsize == 4 else np.uint64 if m.itemsize == 8 else np.uint8)
-        if (bits == bits[0]).all():
-            return (tag, m.shape, m.dtype.char, bits[0].tobytes())
+        row = m[0].tobytes()  # first and last rows first: per-sample values fail there, cheaply
+        if m[-1].tobytes() == row and m.tobytes() == row * m.shape[0]:
+            return (tag, m.shape, m.dtype.char, row)
     return None
 
 

@@ -627,3 +627,19 @@ def test_alloc_memo_gives_the_output_of_the_first_call(shape, layout, kw):
     assert (d0.layout, d0.dtype, d0.channels, d0.nhwc.shape, list(d0.shapes)) == \
         (d1.layout, d1.dtype, d1.channels, d1.nhwc.shape, list(d1.shapes))
     assert d1.arrays[0] is r1 and np.shares_memory(d1.nhwc, r1)
+
+
+def test_per_sample_tuples_are_memoised_read_only_and_still_checked():
+    from gpuaug._params import per_sample
+
+    a = per_sample((0.5, 0.25, 0.125), 4, "mean", shape=(3,))
+    b = per_sample((0.5, 0.25, 0.125), 4, "mean", shape=(3,))
+    assert a is b and not a.flags.writeable and a.shape == (4, 3)
+    np.testing.assert_array_equal(a, np.tile([0.5, 0.25, 0.125], (4, 1)))
+    assert per_sample((0.5, 0.25, 0.125), 5, "mean", shape=(3,)).shape == (5, 3)  # n is in the key
+    with pytest.raises(ValueError, match="std"):  # checks still run for each new tuple
+        per_sample((1.0, 0.0, 1.0), 4, "std", shape=(3,), low=0, low_open=True)
+    with pytest.raises(ValueError, match="std"):
+        per_sample((1.0, 0.0, 1.0), 4, "std", shape=(3,), low=0, low_open=True)
+    with pytest.raises(ValueError, match="finite"):
+        per_sample((1.0, float("nan"), 1.0), 4, "mean", shape=(3,))
