@@ -1265,17 +1265,17 @@ def test_policy_kernels_compile_with_nvrtc():
         nvrtc.destroyProgram(prog)
 
 
-def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
+def test_gd_policy_defines_a_native_graph_and_falls_back(plugin, monkeypatch):
     import gpuaug.dali as gd
     from nvidia.dali import fn, pipeline_def
 
     from gpuaug.dali import _native
 
-    def names(transforms, **kw):
+    def names(transforms, seed=None, **kw):
         @pipeline_def(batch_size=N, num_threads=1, device_id=0)
         def pipe():
             x = fn.external_source(name="x", device="gpu", layout="HWC")
-            return gd.policy(x, gpuaug.Compose(transforms), **kw)
+            return gd.policy(x, gpuaug.Compose(transforms, seed=seed), **kw)
         return _schema_names(pipe())
 
     for kw in ({}, {"backend": "native"}):  # native by default
@@ -1289,6 +1289,17 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin):
     assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
     with pytest.raises(ValueError, match=r"policy: draws: got 'numpy'"):
         names(_policies()["bench"][0], draws="numpy")
+    # a policy whose generator the operator cannot replay keeps python_function
+    philox = np.random.Generator(np.random.Philox(1))
+    got = names([gpuaug.RandomHorizontalFlip()], seed=philox)
+    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*PCG64"):
+        names([gpuaug.RandomHorizontalFlip()], seed=philox, backend="native")
+    assert names([gpuaug.RandomHorizontalFlip()], seed=philox, draws="dali").count("gpuaug__Policy") == 1
+    monkeypatch.setenv("GPUAUG_DALI_NATIVE", "0")
+    got = names(_policies()["bench"][0])
+    assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
+    monkeypatch.delenv("GPUAUG_DALI_NATIVE")
     got = names([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)])
     assert "gpuaug__Policy" not in got and any("PythonFunction" in n for n in got), got
     with pytest.raises(RuntimeError, match=r"policy.*backend='native'.*GaussianBlur runs as its own gpuaug op"):
