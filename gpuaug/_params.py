@@ -162,7 +162,7 @@ def _per_sample(value, n, name, shape, integer, finite, low, high, low_open, dev
     if not isinstance(arr, np.ndarray):  # on the GPU: no value checks (would synchronise)
         if boolean:  # flags only feed column_stack, whose gather kernel reads any numeric dtype
             return arr
-        return arr.astype(np.int64 if integer else np.float64)
+        return arr.astype(np.int64 if integer else np.float64, copy=False)  # no copy kernel if it is one
     if boolean:
         if arr.dtype.kind != "b" and not np.all((arr == 0) | (arr == 1)):
             raise ValueError(f"{name}: got {_bad(value, arr, (arr != 0) & (arr != 1))}; expected True/False or 0/1 per sample "
@@ -254,20 +254,23 @@ def gather_table(flat, on_host, address):
     columns, ``on_host[g]`` says which are host arrays (packed into one float64 block) and
     ``address(c)`` gives a device column's address. Pure host logic (the tests run the
     kernel on an emulator with it)."""
-    desc = np.empty((len(flat), 6), np.int64)
-    col = hcol = 0
-    for g, (c, h) in enumerate(zip(flat, on_host)):
+    rows, col, hcol = [], 0, 0
+    for c, h in zip(flat, on_host):
         k = c.shape[1]
         if h:
-            desc[g] = (hcol, _HOST_BLOCK, 0, 1, k, col)  # row stride filled in below
+            rows.append([hcol, _HOST_BLOCK, -1, 1, k, col])  # row stride filled in below
             hcol += k
         else:
             it = c.itemsize
-            desc[g] = (address(c), _GATHER_CODES[c.dtype], c.strides[0] // it, c.strides[1] // it, k, col)
+            rows.append([address(c), _GATHER_CODES[c.dtype], c.strides[0] // it, c.strides[1] // it, k, col])
         col += k
+    if hcol:
+        for r in rows:
+            if r[1] == _HOST_BLOCK:
+                r[2] = hcol
+    desc = np.array(rows, np.int64).reshape(len(flat), 6)
     if not hcol:
         return desc, None, col
-    desc[desc[:, 1] == _HOST_BLOCK, 2] = hcol
     return desc, np.concatenate([np.asarray(c, np.float64) for c, h in zip(flat, on_host) if h], axis=1), col
 
 
