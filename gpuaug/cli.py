@@ -5,6 +5,7 @@
                   --device gpu|cpu --case NxHxW ...]
     gpuaug bench --e2e [FOLDER] [--images 4096 --batch 256 --workers 14 --epochs 3
                   --paths dali,gpuaug_dali_rrc,... --out DIR --dry-run]
+    gpuaug bench --policies [--batch 256 --size 224 --out DIR --dry-run]
     gpuaug info
 
 Adding a subcommand: write ``add_<name>(sub)`` (builds its parser from the subparsers
@@ -129,6 +130,9 @@ def add_bench(sub):
                         "separate GPU calls) into one per case, then print/--json/--plot as usual")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--log", action="store_true", help="print one line per row as it finishes (stderr)")
+    p.add_argument("--policies", action="store_true",
+                   help="the automatic policies and mixing against torchvision, kornia and DALI's auto_aug "
+                        "(gpuaug.bench.policies; with --out DIR, --dry-run)")
     e2e = p.add_argument_group("end to end (--e2e): a JPEG folder to augmented batches, every path "
                                 "(gpuaug.bench.e2e)")
     e2e.add_argument("--e2e", nargs="?", const="", default=None, metavar="FOLDER",
@@ -219,6 +223,10 @@ def cmd_bench(args) -> int:
 
     if args.e2e is not None:
         return cmd_bench_e2e(args)
+    if args.policies:
+        from gpuaug.bench.policies import cli
+
+        return cli(args)
     if args.merge:
         docs = []
         for path in args.merge:
