@@ -124,6 +124,29 @@ struct HueRotation {
   }
 };
 
+// The block's sum of every thread's ``acc``, stored by thread 0 into *out: a warp shuffle, then
+// the warps' sums in a fixed order (the same bits run after run). Every thread of the block
+// calls it (two barriers); warp_sums is the block's __shared__ double[32]. The contrast
+// reductions (gray_sum here, gpuaug_fused_sum in fused.cu) share it. Host emulation: the
+// threads run in turn and add into the zeroed *out.
+__device__ __forceinline__ void block_partial(double acc, double* warp_sums, double* out) {
+#ifdef GPUAUG_HOST_EMULATION
+  *out += acc;
+  return;
+#endif
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (lane == 0) warp_sums[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double t = 0.0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += warp_sums[w];
+    *out = t;
+  }
+  __syncthreads();
+}
+
 // The sample's grayscale mean from its partial sums; every lane of the (full) warp gets the same
 // value, summed in a fixed order.
 __device__ __forceinline__ float sample_mean(const double* partials, int nparts, int s, float count) {
@@ -339,7 +362,6 @@ template <typename T, int C, int BRIGHT, bool PACKED>
 __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params, int P, int n, int bcol,
                                          double* partials, int nparts) {
   __shared__ double warp_sums[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int stride = nparts * blockDim.x;
   for (int s0 = blockIdx.y; s0 < n; s0 += gridDim.y) {
     const int s = n - 1 - s0;
@@ -385,20 +407,7 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
         acc += contrast_gray<T, C, BRIGHT>(a, bf);
       }
     }
-#ifdef GPUAUG_HOST_EMULATION
-    partials[(i64)s * nparts + blockIdx.x] += acc;  // zeroed by the emulator; threads run in turn
-    continue;
-#endif
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-    if (lane == 0) warp_sums[warp] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double t = 0.0;
-      for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += warp_sums[w];
-      partials[(i64)s * nparts + blockIdx.x] = t;
-    }
-    __syncthreads();
+    block_partial(acc, warp_sums, partials + (i64)s * nparts + blockIdx.x);
   }
 }
 

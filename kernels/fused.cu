@@ -119,7 +119,6 @@ __global__ void __launch_bounds__(256) gpuaug_fused_sum(const gpuaug::i64* src_t
   constexpr unsigned long long PREFIX = J == 0 ? 0ull : (PROG & ((1ull << (4 * J)) - 1ull));
   constexpr int JOFF = fused::P_COLOUR + fused::prog_params(PREFIX);
   __shared__ double warp_sums[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int stride = nparts * blockDim.x;
   for (int s0 = blockIdx.y; s0 < n; s0 += gridDim.y) {
     const int s = n - 1 - s0;  // last sample first: the main kernel starts with sample 0
@@ -139,19 +138,6 @@ __global__ void __launch_bounds__(256) gpuaug_fused_sum(const gpuaug::i64* src_t
       prefix(a);
       acc += contrast_gray<S, C, 1>(a, bn);
     }
-#ifdef GPUAUG_HOST_EMULATION
-    partials[(i64)s * nparts + blockIdx.x] += acc;  // zeroed by the emulator; threads run in turn
-    continue;
-#endif
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-    if (lane == 0) warp_sums[warp] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double t = 0.0;
-      for (int k = 0; k < (int)(blockDim.x >> 5); ++k) t += warp_sums[k];
-      partials[(i64)s * nparts + blockIdx.x] = t;
-    }
-    __syncthreads();
+    block_partial(acc, warp_sums, partials + (i64)s * nparts + blockIdx.x);  // colour.cuh
   }
 }
