@@ -1189,6 +1189,9 @@ def test_policy_draw_check_refuses_what_the_operator_cannot_replay():
     pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=np.random.Generator(np.random.Philox(1)))
     with pytest.raises(_native.Unsupported, match="PCG64"):
         _native.policy_rng_state(pol)
+    for draws in ("device", "auto"):  # Philox draws on the device (python_function would use them)
+        with pytest.raises(_native.Unsupported, match=f"draws='{draws}'"):
+            _native.policy_rng_state(gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=1, draws=draws))
 
     class TwoRowFlip(TF.RandomHorizontalFlip):
         def sample(self, rng, n, sizes):
