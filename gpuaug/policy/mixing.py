@@ -515,7 +515,10 @@ class Mosaic:
                              f"[0, {oh}] x [0, {ow}]")
         out_boxes = None
         if boxes is not None:
-            out_boxes = self._boxes(boxes, n, h, w, oh, ow, src, cen, stream, x)
+            from gpuaug._stream import on_stream
+
+            with on_stream(stream) if not isinstance(x, np.ndarray) else _NoCtx():
+                out_boxes = self._boxes(boxes, n, h, w, oh, ow, src, cen, stream, x)
         if isinstance(x, np.ndarray):
             y = self._numpy(x, src, cen, h, w, oh, ow, layout, bits)
         else:
