@@ -643,3 +643,25 @@ def test_per_sample_tuples_are_memoised_read_only_and_still_checked():
         per_sample((1.0, 0.0, 1.0), 4, "std", shape=(3,), low=0, low_open=True)
     with pytest.raises(ValueError, match="finite"):
         per_sample((1.0, float("nan"), 1.0), 4, "mean", shape=(3,))
+
+
+def test_parallel_cpu_kernels_run_small_inputs_on_one_thread(monkeypatch):
+    """Below SmallSerial.SMALL elements a prange kernel runs with Numba's thread count at 1
+    (and the count is put back); larger inputs keep the pool."""
+    import numba
+
+    from gpuaug.kernels.numba._dual import SmallSerial
+
+    seen = []
+
+    def kern(a, b):
+        seen.append(numba.get_num_threads())
+    k = SmallSerial(kern)
+    before = numba.get_num_threads()
+    k(np.zeros(10), np.zeros(10))
+    k(np.zeros(SmallSerial.SMALL), np.zeros(1))
+    assert seen == [1, before] and numba.get_num_threads() == before
+    with pytest.raises(ZeroDivisionError):
+        SmallSerial(lambda a: 1 / 0)(np.zeros(3))
+    assert numba.get_num_threads() == before  # put back after an exception too
+    assert SmallSerial(kern).__name__ == "kern"  # the dispatcher's attributes
