@@ -487,3 +487,175 @@ def test_gpu_graph_replay_equals_eager_calls():
     assert y is g.output and y.shape == (8, 3, 16, 16)
     with pytest.raises(ValueError, match="x: got uint8"):
         g(x[:4])
+
+
+# ------------------------------------------------------------------------------ the device path, on the host
+class _Dev(np.ndarray):
+    """A host array standing in for a CuPy array: ``.data.ptr`` and ``.get()``."""
+
+    @property
+    def data(self):
+        import types
+
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    def get(self, stream=None):
+        return np.array(self)
+
+
+E2E = {
+    "bench-u8": (lambda: _policy().transforms, np.uint8, 3, "NHWC"),
+    "two-stages-nchw-f32": (lambda: [gpuaug.RandomResizedCrop(9), gpuaug.ColorJitter(0.2, 0.3, 0.2, 0.1),
+                                     gpuaug.RandomGrayscale(0.5), gpuaug.Normalize(0.5, 0.25, layout="NHWC"),
+                                     gpuaug.RandomRotation(20), gpuaug.ToDtype("float16")],
+                            np.float32, 3, "NCHW"),
+}
+
+
+def _e2e_batch(name, n=5, seed=0):
+    make, dtype, c, layout = E2E[name]
+    x = _images(n, 13, 17, c, dtype, seed)
+    if layout == "NCHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    return gpuaug.Compose(make(), draws="device"), x, layout
+
+
+@pytest.fixture(scope="module")
+def device_path(tmp_path_factory, draw_kernel):
+    """Compose's device path (_run_device: the draw launch, then launch_cuda on the drawn rows)
+    with both CUDA C files run on the host: fused.cu as tests/test_policy_cuda_host.py builds
+    it, fused_draw.cu as above."""
+    import test_policy_cuda_host as H
+
+    from gpuaug.kernels._cuda import KERNEL_DIR
+
+    names = set()
+    for name in E2E:
+        pol, x, layout = _e2e_batch(name)
+        plan = _plan(pol, x, layout)
+        for sp in plan.stages:
+            for dtype in (x.dtype, np.float32, np.float16):
+                for dense, planar in ((True, False), (True, True), (False, False)):
+                    for nm in F.kernel_names(sp.spec, sp.built, np.dtype(dtype), x.shape[-1] if layout == "NHWC"
+                                             else x.shape[1], dense, planar):
+                        names |= {nm.format(packed=""), nm.format(packed="_packed")}
+    d = tmp_path_factory.mktemp("fused_e2e")
+    for f in ("common.cuh", "interp.cuh", "warp_common.cuh", "colour.cuh", "fused.cuh", "fused.cu"):
+        src = open(os.path.join(KERNEL_DIR, f)).read()
+        for a, b in H._ASM.items():
+            src = src.replace(a, b)
+        (d / f).write_text(src)
+    lines = [H._HARNESS, 'extern "C" {', "#define EMU_API __attribute__((visibility(\"default\")))"]
+    table = {}
+    for j, nm in enumerate(sorted(names)):
+        runner = "run_seq" if "_sum" in nm else "run"
+        lines.append(f"EMU_API void k{j}(const unsigned* g, const unsigned* b, const uint64_t* s) "
+                     f"{{ {runner}(&{nm}, g, b, s); }}")
+        table[nm] = f"k{j}"
+    lines.append("}")
+    (d / "shim.h").write_text(H._SHIM)
+    (d / "harness.cpp").write_text("\n".join(lines))
+    r = subprocess.run(["g++", "-O1", "-std=c++20", "-pthread", "-shared", "-fPIC", "-w", "-fno-gnu-unique",
+                        "-fvisibility=hidden", "-include", "shim.h", f"-I{d}", "harness.cpp", "-o", "harness.so"],
+                       cwd=d, capture_output=True, text=True)
+    assert r.returncode == 0, f"the host build of fused.cu failed:\n{r.stderr[-3000:]}"
+    return ctypes.CDLL(str(d / "harness.so")), table, draw_kernel
+
+
+@pytest.fixture
+def host_device_path(device_path, monkeypatch):
+    import types
+
+    import test_policy_cuda_host as H
+
+    import gpuaug.kernels._cuda as K
+    from gpuaug.policy import compose as C
+
+    lib, table, draw = device_path
+    launched = []
+
+    def slot(a):
+        return 0 if a is None else H._slot(a)
+
+    def get_function(filename, name):
+        launched.append(name.split("<")[0])
+        if filename == "fused_draw.cu":
+            def launch_draw(grid, block, args, shared_mem=0):
+                prog, nrec, cst, n, k0, k1, counter, cdev, values, V, rows, P = args
+                plan = types.SimpleNamespace(prog=np.asarray(prog).reshape(-1, D.REC), consts=np.asarray(cst),
+                                             V=int(V), P=int(P))
+                v, r = draw(plan, int(n), (int(k0), int(k1)), int(counter), cdev, threads=block[0])
+                values[...] = v
+                rows[...] = r
+            return launch_draw
+        fn = getattr(lib, table[name])
+
+        def launch(grid, block, args, shared_mem=0):
+            g = (ctypes.c_uint * 3)(*(tuple(grid) + (1, 1, 1))[:3])
+            b = (ctypes.c_uint * 3)(*(tuple(block) + (1, 1, 1))[:3])
+            fn(g, b, (ctypes.c_uint64 * len(args))(*[slot(a) for a in args]))
+        return launch
+
+    fake_cp = types.SimpleNamespace(
+        float64=np.float64, float32=np.float32, empty=lambda shape, dtype: np.zeros(shape, dtype).view(_Dev),
+        cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
+            getDevice=lambda: 0, getDeviceProperties=lambda d: {"multiProcessorCount": 1})))
+    monkeypatch.setattr(K, "get_function", get_function)
+    monkeypatch.setattr(K, "stage", lambda *items: [np.array(h) for _, h in items])
+    monkeypatch.setattr(F, "cupy_module", lambda: fake_cp)
+    monkeypatch.setattr(C, "cupy_module", lambda: fake_cp)
+    monkeypatch.setattr(F, "descriptor_table", H._host_table)
+    monkeypatch.setattr(F, "_sms", {})
+    monkeypatch.setattr(D, "device_program", lambda plan: (plan.prog, plan.consts))
+    return launched
+
+
+@pytest.mark.parametrize("name", sorted(E2E))
+def test_device_path_on_host_equals_the_host_path(host_device_path, name):
+    """The draw launch writes the rows; every stage's launch reads them at its column and
+    stride: the output equals the CPU twin run with the drawn parameters."""
+    from test_policy import _gpu_compare
+
+    pol, x, layout = _e2e_batch(name)
+    b = as_batch(x, layout)
+    y, drawn = pol._run_device(x, b, None, 7, None, None)
+    p = drawn.params()
+    want_values = D.twin_values(_plan(pol, x, layout), R.philox_key(7), 0, b.n)
+    _same(p, gpuaug.policy.PolicyParams(b.n, p.sizes, D.to_params(_plan(pol, x, layout), want_values, p.sizes)))
+    want = gpuaug.Compose(pol.transforms)(x, params=gpuaug.policy.PolicyParams(p.n, p.sizes, p.values),
+                                          layout=layout, backend="cpu")
+    _gpu_compare(np.asarray(y), want, name, frac=2e-3)
+    assert host_device_path[0] == "gpuaug_policy_draw"
+    assert len(host_device_path) == 1 + sum(len(s.launches) for s in pol.plan(x, layout=layout))
+    # replaying the drawn params reuses the rows: no draw, the same output
+    host_device_path.clear()
+    y2, _ = pol._run_device(x, b, None, None, p, None)
+    assert "gpuaug_policy_draw" not in host_device_path
+    np.testing.assert_array_equal(np.asarray(y2), np.asarray(y))
+
+
+def test_device_path_on_host_capture_buffers_and_counter(host_device_path):
+    """As a capture runs it: buffers kept in ``ws`` and reused, the counter read and advanced
+    on the device, each run equal to the host path with its own parameters."""
+    from test_policy import _gpu_compare
+
+    pol, x, layout = _e2e_batch("bench-u8")
+    b = as_batch(x, layout)
+    ws = {}
+    ctr = np.array([(1 << 48) + 3], np.uint64)
+    y1, d1 = pol._run_device(x, b, None, None, None, None, ws, ctr)
+    p1 = d1.params(keep_rows=False)
+    out1 = np.array(y1)
+    for key, v in ws.items():  # the emulated reduction adds into its partial sums (the GPU stores them)
+        if isinstance(key, tuple) and v[2] is not None:
+            v[2][...] = 0
+    y2, d2 = pol._run_device(x, b, None, None, None, None, ws, ctr)
+    assert y2 is y1 and d2.values is d1.values and int(ctr[0]) == (1 << 48) + 5
+    p2 = d2.params(keep_rows=False)
+    assert not np.array_equal(p1[1]["angle"], p2[1]["angle"])
+    plan = _plan(pol, x, layout)
+    np.testing.assert_array_equal(D.twin_values(plan, pol._key, (1 << 48) + 4, b.n)[:, :plan.V],
+                                  np.asarray(d2.values))
+    for y, p in ((out1, p1), (np.asarray(y2), p2)):
+        want = gpuaug.Compose(pol.transforms)(x, params=p, layout=layout, backend="cpu")
+        _gpu_compare(y, want, "capture-like run", frac=2e-3)
