@@ -28,8 +28,8 @@ inputs::
 
 Also: :func:`compose` (several ops as one DALI operator), :func:`policy` (a random
 ``gpuaug.Compose`` policy, fused passes, as one DALI operator), :func:`rand_augment`,
-:func:`trivial_augment`, :func:`auto_augment`, :func:`augmix`, :func:`mixup`, :func:`cutmix`
-(one operator each, :mod:`gpuaug.dali._auto`), :func:`image_folder_pipeline`,
+:func:`trivial_augment`, :func:`auto_augment`, :func:`augmix`, :func:`mixup`, :func:`cutmix`,
+:func:`mosaic` (one operator each, :mod:`gpuaug.dali._auto`), :func:`image_folder_pipeline`,
 :func:`validation_pipeline`, :func:`default_augment` and :func:`torch_loader`; boxes, keypoints
 and masks with the images: :func:`with_targets`, :func:`random_iou_crop`, :func:`bbox_safe_crop`,
 :func:`bb_flip` (:mod:`gpuaug.dali._targets`).
@@ -61,6 +61,7 @@ _LAZY = {
     "augmix": "gpuaug.dali._auto",
     "mixup": "gpuaug.dali._auto",
     "cutmix": "gpuaug.dali._auto",
+    "mosaic": "gpuaug.dali._auto",
     # boxes, keypoints and masks with the images (gpuaug.targets)
     "with_targets": "gpuaug.dali._targets",
     "random_iou_crop": "gpuaug.dali._targets",

@@ -23,8 +23,9 @@ a ``batch_processing`` operator the whole batch, so every sample gets a partner 
 permutation of its batch and its own lambda (partners never cross batches; under DALI
 conditionals the partner comes from the samples that reach the operator). Both take the
 images and a labels DataNode and return ``(images, soft_labels)``. The samples must share one
-shape (mix after resizing/cropping). Mosaic is not offered here: it needs boxes per sample and
-four inputs per output, see :class:`gpuaug.Mosaic` on CuPy/NumPy batches.
+shape (mix after resizing/cropping). ``mosaic`` (:class:`gpuaug.Mosaic`, detection) draws its
+three partners per sample from the batch the same way, and takes and returns per-sample boxes
+and labels.
 
 Example::
 
@@ -46,7 +47,7 @@ import numpy as np
 
 from ._steps import LAYOUTS, SAMPLE_LAYOUT, is_node, op_error
 
-__all__ = ["rand_augment", "trivial_augment", "auto_augment", "augmix", "mixup", "cutmix"]
+__all__ = ["rand_augment", "trivial_augment", "auto_augment", "augmix", "mixup", "cutmix", "mosaic"]
 
 
 def _xp(device):
@@ -330,3 +331,131 @@ def cutmix(data, labels, alpha=1.0, num_classes=None, *, seed=None, layout="HWC"
     from gpuaug.policy.mixing import CutMix
 
     return _mix_node("cutmix", CutMix, data, labels, alpha, num_classes, seed, layout)
+
+
+# -- Mosaic (detection) --------------------------------------------------------------------
+
+class MosaicCallback:
+    """``python_function`` callback of :func:`mosaic`: ``(images[, bboxes[, labels]])`` ->
+    ``images[, bboxes[, labels]]``."""
+
+    def __init__(self, mosaic, fmt, layout, device, with_boxes, with_labels):
+        self.mosaic, self.fmt, self.layout, self.device = mosaic, fmt, layout, device
+        self.with_boxes, self.with_labels = with_boxes, with_labels
+
+    def __call__(self, images, *targets):
+        from gpuaug.targets import Boxes
+
+        from ._callback import batch_view, wrap_error
+
+        op = "mosaic"
+        try:
+            xp = _xp(self.device)
+            x = batch_view(images, xp, op, self.layout)
+            n = len(images)
+            if isinstance(x, list):
+                if len({(tuple(s.shape), s.dtype.str) for s in x}) != 1:
+                    raise op_error(op, f"data: got samples of shapes {sorted({tuple(s.shape) for s in x})}; "
+                                       "expected one shape (resize first)")
+                x = xp.stack(x)
+            boxes = None
+            lab_col = False
+            if self.with_boxes:
+                bx = list(targets[0])
+                if len(bx) != n:
+                    raise op_error(op, f"bboxes: has {len(bx)} samples; the images have {n}")
+                for i, a in enumerate(bx):
+                    if a.ndim != 2 or a.shape[-1] != 4:
+                        raise op_error(op, f"bboxes: sample {i} has shape {tuple(a.shape)}; expected (M, 4) "
+                                           f"({self.fmt[0]})")
+                labels = None
+                if self.with_labels:
+                    labels = list(targets[1])
+                    if len(labels) != n:
+                        raise op_error(op, f"labels: has {len(labels)} samples; the images have {n}")
+                    lab_col = any(v.ndim == 2 for v in labels)
+                    labels = [v.reshape(-1) if v.ndim == 2 and v.shape[-1] == 1 else v for v in labels]
+                fmt, norm, mv = self.fmt
+                boxes = Boxes(bx, fmt, norm, min_visibility=mv, labels=labels)
+            y, b = self.mosaic(x, boxes, layout=self.layout)
+            out = [list(y)]
+            if b is not None:
+                out.append(list(b.data))
+                if self.with_labels:
+                    out.append([v.reshape(-1, 1) if lab_col else v for v in b.labels])
+            return out[0] if len(out) == 1 else tuple(out)
+        except Exception as e:  # noqa: BLE001 - re-raised, naming the operator
+            err = wrap_error(op, e)
+            _report(self.device, err)
+            raise err from e
+
+
+def mosaic(data, bboxes=None, labels=None, *, size=None, center=(0.25, 0.75), fill=114, format="xyxy",
+           normalized=False, min_visibility=0.0, seed=None, layout="HWC"):
+    """Mosaic for detection (:class:`gpuaug.Mosaic`: per sample, itself and three samples of its
+    batch in the four quadrants of a canvas split at a random centre) as one DALI operator,
+    with the boxes and labels.
+
+    Args:
+        data: DataNode of images (HWC, or CHW with ``layout="CHW"``), uint8/float16/float32, one
+            shape across the batch.
+        bboxes: DataNode of per-sample ``(M_i, 4)`` float boxes (``format``: "xyxy" (ltrb),
+            "xywh", "cxcywh"; pixels, or ``normalized`` to [0, 1] as ``fn.readers.coco(ratio=True)``
+            gives), on the images' device; or None (images only).
+        labels: DataNode of per-sample ``(M_i,)`` or ``(M_i, 1)`` labels following the boxes, or None.
+        size: (OH, OW) of the output, or None for the input's size.
+        center, fill: as :class:`gpuaug.Mosaic`.
+        min_visibility: boxes keeping less than this fraction of their area are dropped (None:
+            only clipped).
+        seed: an int in [0, 2**64); default: drawn from the pipeline's seed.
+
+    Returns:
+        The images DataNode, then the boxes and labels DataNodes where given.
+
+    Example::
+
+        jpegs, boxes, labels = fn.readers.coco(file_root=..., annotations_file=..., ltrb=True, ratio=True)
+        images = fn.resize(fn.decoders.image(jpegs, device="mixed"), size=(640, 640))
+        images, boxes, labels = gd.mosaic(images, boxes.gpu(), labels.gpu(), size=(1280, 1280),
+                                          normalized=True)
+    """
+    from nvidia.dali import fn
+
+    from gpuaug.policy.mixing import Mosaic
+    from gpuaug.targets._types import FORMATS
+
+    op = "mosaic"
+    device = _data_device(op, data)
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise op_error(op, f"layout: got {layout!r}; expected 'HWC' (default) or 'CHW'")
+    if format not in FORMATS:
+        raise op_error(op, f"format: got {format!r}; expected one of {', '.join(map(repr, FORMATS))}")
+    if not isinstance(normalized, (bool, np.bool_)):
+        raise op_error(op, f"normalized: got {normalized!r}; expected True or False", TypeError)
+    if min_visibility is not None and (isinstance(min_visibility, bool) or not isinstance(min_visibility, (int, float))
+                                       or not 0.0 <= min_visibility <= 1.0):
+        raise op_error(op, f"min_visibility: got {min_visibility!r}; expected None or a number in [0, 1]")
+    if labels is not None and bboxes is None:
+        raise op_error(op, "labels: given without bboxes; labels follow the boxes", TypeError)
+    nodes = []
+    for name, node in (("bboxes", bboxes), ("labels", labels)):
+        if node is None:
+            continue
+        if not is_node(node):
+            raise op_error(op, f"{name}: got {type(node).__name__}; expected a DataNode (one array per sample)",
+                           TypeError)
+        if node.device == "gpu" and device == "cpu":
+            raise op_error(op, f"{name}: a GPU DataNode with CPU images; give CPU targets or move the images "
+                               "to the GPU", TypeError)
+        nodes.append(node.gpu() if device == "gpu" else node)
+    try:
+        mo = Mosaic(size=size, center=center, fill=fill, seed=_seed(op, seed))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"gpuaug.dali.{op}: {e}") from None
+    lay = LAYOUTS[layout]
+    cb = MosaicCallback(mo, (format, bool(normalized), min_visibility), lay, device, bboxes is not None,
+                        labels is not None)
+    k = 1 + len(nodes)
+    res = fn.python_function(data, *nodes, function=cb, batch_processing=True, device=device, num_outputs=k,
+                             output_layouts=[SAMPLE_LAYOUT[lay]] + [""] * (k - 1))
+    return tuple(res) if k > 1 else res

@@ -1,5 +1,5 @@
 """gpuaug.dali's automatic policies and mixing (``gd.rand_augment``, ``gd.trivial_augment``,
-``gd.auto_augment``, ``gd.augmix``, ``gd.mixup``, ``gd.cutmix``) in DALI pipelines.
+``gd.auto_augment``, ``gd.augmix``, ``gd.mixup``, ``gd.cutmix``, ``gd.mosaic``) in DALI pipelines.
 
 CPU pipelines run here for real: each operator, batch after batch, against the gpuaug policy
 called directly with the same seed on the same batches. The GPU variants (marked gpu) run the
@@ -210,6 +210,70 @@ def test_bad_data_at_run_time():
         _run(graph2)
 
 
+def _det_batch(rng, n, h, w, normalized):
+    boxes, labels = [], []
+    for _ in range(n):
+        m = int(rng.integers(0, 5))
+        a = rng.uniform(0, 0.7, (m, 2)) * [w, h]
+        b = np.minimum(a + rng.uniform(2, 9, (m, 2)), [w, h])
+        bx = np.concatenate([a, b], 1).astype(np.float32)
+        boxes.append(bx / np.array([w, h, w, h], np.float32) if normalized else bx)
+        labels.append(rng.integers(0, 80, (m, 1)).astype(np.int32))
+    return boxes, labels
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_mosaic_with_boxes(normalized):
+    """Images, boxes ((M_i, 4) per sample) and (M_i, 1) labels through gd.mosaic equal
+    gpuaug.Mosaic with the same seed on ragged Boxes, batch after batch."""
+    import gpuaug.dali as gd
+    from gpuaug.targets import Boxes
+    from nvidia.dali import fn
+
+    rng = np.random.default_rng(12)
+    batches = _batches(2, n=5, h=16, w=20, seed=13)
+    targets = [_det_batch(rng, 5, 16, 20, normalized) for _ in range(2)]
+
+    def graph():
+        b = fn.external_source(source=lambda i: targets[i][0], batch=True)
+        lab = fn.external_source(source=lambda i: targets[i][1], batch=True)
+        return gd.mosaic(_source(batches), b, lab, size=(24, 30), normalized=normalized, min_visibility=0.3,
+                         seed=14)
+
+    runs = _run(graph, iters=2, batch_size=5)
+    mo = gpuaug.Mosaic(size=(24, 30), seed=14)
+    for it in range(2):
+        bx, lab = targets[it]
+        y, b = mo(batches[it], Boxes(bx, normalized=normalized, min_visibility=0.3,
+                                     labels=[v[:, 0] for v in lab]))
+        imgs, boxes, labels = runs[it]
+        _same(imgs, list(y), f"mosaic images batch {it}")
+        _same(boxes, b.data, f"mosaic boxes batch {it}")
+        _same(labels, [v.reshape(-1, 1) for v in b.labels], f"mosaic labels batch {it}")
+        assert sum(len(v) for v in boxes) > 0
+
+
+def test_mosaic_images_only_and_bad():
+    import gpuaug.dali as gd
+
+    x = _batches(1, n=4, seed=15)
+
+    def graph():
+        return gd.mosaic(_source(x), fill=0, seed=2)
+
+    (got,), = _run(graph)
+    ref, _ = gpuaug.Mosaic(fill=0, seed=2)(x[0])
+    _same(got, list(ref), "mosaic images only")
+    for kw, cls, pat in ((dict(format="ltrb"), ValueError, r"gpuaug\.dali\.mosaic: format: got 'ltrb'"),
+                         (dict(center=(0.9, 0.1)), ValueError, r"mosaic: center: got \(0.9, 0.1\)"),
+                         (dict(labels=np.zeros(3)), TypeError, r"mosaic: labels: given without bboxes")):
+        def bad(kw=kw):
+            return gd.mosaic(_source(x), **kw)
+
+        with pytest.raises(cls, match=pat):
+            _run(bad)
+
+
 # -- GPU -------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -249,3 +313,26 @@ def test_mixing_gpu(op, cls):
     _same(imgs, list(y), f"{op} GPU images")
     for g, r in zip(labs, soft):
         np.testing.assert_allclose(g, r, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_mosaic_gpu():
+    import gpuaug.dali as gd
+    from gpuaug.targets import Boxes
+    from nvidia.dali import fn
+
+    rng = np.random.default_rng(16)
+    batches = _batches(1, n=8, h=40, w=48, seed=17)
+    bx, lab = _det_batch(rng, 8, 40, 48, False)
+
+    def graph():
+        b = fn.external_source(source=lambda: bx, batch=True)
+        lb = fn.external_source(source=lambda: lab, batch=True)
+        return gd.mosaic(_source(batches, device="gpu"), b.gpu(), lb.gpu(), size=(80, 96), seed=3)
+
+    (imgs, boxes, labels), = _run(graph, batch_size=8, device_id=0)
+    y, b = gpuaug.Mosaic(size=(80, 96), seed=3)(batches[0], Boxes(bx, labels=[v[:, 0] for v in lab]))
+    _same(imgs, list(y), "mosaic GPU images")
+    for g, r in zip(boxes, b.data):
+        np.testing.assert_allclose(g, r, atol=1e-4)
+    _same(labels, [v.reshape(-1, 1) for v in b.labels], "mosaic GPU labels")
