@@ -291,7 +291,11 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None,
                        if need_tables else ()))
         P = np.int32(stride)
     N = np.int32(n)
-    names = kernel_names(spec, built, src.dtype, c, dense, planar)
+    # a device-drawn call's Built lives as long as its plan: its kernel names are kept on it
+    memo = built.__dict__.setdefault("_names", {})
+    names = memo.get((src.dtype, c, dense, planar))
+    if names is None:
+        names = memo[(src.dtype, c, dense, planar)] = kernel_names(spec, built, src.dtype, c, dense, planar)
     nparts = 0
     if built.jidx >= 0:
         tab = tabs[0]
