@@ -186,6 +186,14 @@ class OpSpec:
     def param_names(self):
         return tuple(p.name for p in self.params)
 
+    def limits(self, name, dtype="uint8"):
+        """Param ``name``'s range as :func:`gpuaug._params.per_sample` keywords
+        (:meth:`Param.limits`): how an op checks its values against its own spec."""
+        for p in self.params:
+            if p.name == name:
+                return p.limits(dtype)
+        raise KeyError(f"{self.name} has no parameter {name!r}")
+
 
 class _Registry(Mapping):
     """Lazily filled, read-only mapping name -> OpSpec."""

@@ -40,7 +40,7 @@ def brightness(x, factor, *, out=None, layout="NHWC", stream=None, backend=None)
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", low=0, device=b.device)
+    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
     return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
 
 

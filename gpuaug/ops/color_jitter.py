@@ -59,10 +59,10 @@ def color_jitter(x, brightness=1, contrast=1, saturation=1, hue=0, *, out=None, 
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
     n, dev = b.n, b.device
-    c = per_sample(contrast, n, "contrast", low=0, device=dev)
-    cols = [per_sample(brightness, n, "brightness", low=0, device=dev), c,
-            per_sample(saturation, n, "saturation", low=0, device=dev),
-            per_sample(hue, n, "hue", low=-0.5, high=0.5, device=dev),
+    c = per_sample(contrast, n, "contrast", **SPECS[0].limits("contrast"), device=dev)
+    cols = [per_sample(brightness, n, "brightness", **SPECS[0].limits("brightness"), device=dev), c,
+            per_sample(saturation, n, "saturation", **SPECS[0].limits("saturation"), device=dev),
+            per_sample(hue, n, "hue", **SPECS[0].limits("hue"), device=dev),
             maxv_column(b)]
     # contrast 1 everywhere (known on the host): the mean is not used, skip its pass over the image
     skip = isinstance(c, np.ndarray) and bool((c == 1).all())

@@ -69,8 +69,8 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
     ws = host_ints(width, b.n, "width", low=1).tolist()
     shapes = list(zip(hs, ws))
     uniform_shapes(b, shapes, "height, width")
-    t = per_sample(top, b.n, "top", integer=True, low=0, device=b.device)
-    l_ = per_sample(left, b.n, "left", integer=True, low=0, device=b.device)
+    t = per_sample(top, b.n, "top", integer=True, **SPECS[0].limits("top"), device=b.device)
+    l_ = per_sample(left, b.n, "left", integer=True, **SPECS[0].limits("left"), device=b.device)
     for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):
         if not isinstance(off, np.ndarray):
             continue

@@ -82,7 +82,7 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     be = choose_backend(b, backend)
     odt = float_dtype(dtype)
     check_choice("output_layout", output_layout, LAYOUTS)
-    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), low=0, high=1, device=b.device)
+    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **SPECS[0].limits("crop_pos"), device=b.device)
     mir = per_sample(mirror, b.n, "mirror", device=b.device, boolean=True)
     window = None
     if crop is not None:

@@ -42,7 +42,7 @@ def gamma(x, gamma, gain=1, *, out=None, layout="NHWC", stream=None, backend=Non
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    g = per_sample(gamma, b.n, "gamma", low=0, device=b.device)
+    g = per_sample(gamma, b.n, "gamma", **SPECS[0].limits("gamma"), device=b.device)
     k = per_sample(gain, b.n, "gain", device=b.device)
     params = column_stack([g, k, np.full(b.n, top(b.dtype))], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)

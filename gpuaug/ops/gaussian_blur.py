@@ -81,7 +81,7 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    sig = per_sample(sigma, b.n, "sigma", low=0.0, low_open=True)
+    sig = per_sample(sigma, b.n, "sigma", **SPECS[0].limits("sigma"))
     if kernel_size is None:
         k = gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), b.dtype)  # no int64 overflow for huge sigmas
         if np.any(k > MAX_KERNEL_SIZE):

@@ -62,7 +62,7 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
         raise TypeError("std: missing; expected a number >= 0 or a sequence of N of them")
     seed = host_seed(seed)
     mu = per_sample(mean, b.n, "mean", device=b.device)
-    sd = per_sample(std, b.n, "std", low=0.0, device=b.device)
+    sd = per_sample(std, b.n, "std", **SPECS[0].limits("std"), device=b.device)
     if isinstance(mu, np.ndarray):
         mu = float32_exact(mu)
     if isinstance(sd, np.ndarray):

@@ -56,7 +56,7 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    t = per_sample(tile, b.n, "tile", low=0.0, low_open=True, device=b.device)
+    t = per_sample(tile, b.n, "tile", **SPECS[0].limits("tile"), device=b.device)
     if isinstance(t, np.ndarray):  # the kernels divide by tile in float32: it must hold it
         with np.errstate(over="ignore"):
             t32_ = t.astype(np.float32)
@@ -65,7 +65,7 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
             i = int(np.argmax(bad))
             raise ValueError(f"tile: sample {i} has tile={float(t[i])!r}, which is {float(t32_[i])} in float32 (the "
                              "kernels' precision); expected values float32 holds, from 1.4e-45 to 3.4e+38")
-    r = per_sample(ratio, b.n, "ratio", low=0.0, high=1.0, device=b.device)
+    r = per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device)
     a = per_sample(angle, b.n, "angle", device=b.device)
     s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
     xp = np if all(isinstance(v, np.ndarray) for v in (t, r, a, s)) else cupy_module()

@@ -44,7 +44,7 @@ def hue(x, shift, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    s = per_sample(shift, b.n, "shift", low=-0.5, high=0.5, device=b.device)
+    s = per_sample(shift, b.n, "shift", **SPECS[0].limits("shift"), device=b.device)
     return apply(b, KERNELS, [s, maxv_column(b)], out=out, backend=be, stream=stream)
 
 

@@ -65,9 +65,10 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
         raise TypeError("padding: got a CUDA array; padding decides the output shape, which must "
                         "be known on the host: pass host ints (top, bottom, left, right)")
     if isinstance(padding, (int, float, np.integer, np.floating)):  # all four sides
-        p = np.repeat(per_sample(padding, b.n, "padding", integer=True, low=0)[:, None], 4, axis=1)
+        p = per_sample(padding, b.n, "padding", integer=True, **SPECS[0].limits("padding"))
+        p = np.repeat(p[:, None], 4, axis=1)
     else:
-        p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, low=0)
+        p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, **SPECS[0].limits("padding"))
     hs, ws = b.sizes()
     oh, ow = hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3]
     if (oh == oh[0]).all() and (ow == ow[0]).all():

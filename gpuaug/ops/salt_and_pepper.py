@@ -59,8 +59,9 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     seed = host_seed(seed)
-    pr = per_sample(prob, b.n, "prob", low=0.0, high=1.0, device=b.device)
-    sv = per_sample(salt_vs_pepper, b.n, "salt_vs_pepper", low=0.0, high=1.0, device=b.device)
+    pr = per_sample(prob, b.n, "prob", **SPECS[0].limits("prob"), device=b.device)
+    sv = per_sample(salt_vs_pepper, b.n, "salt_vs_pepper", **SPECS[0].limits("salt_vs_pepper"),
+                    device=b.device)
     xp = np if isinstance(pr, np.ndarray) and isinstance(sv, np.ndarray) else cupy_module()
     pr, sv = xp.asarray(pr, dtype=xp.float64), xp.asarray(sv, dtype=xp.float64)
     t_noisy = xp.floor(pr * 2.0 ** 32)

@@ -53,7 +53,7 @@ def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", low=0.0, device=b.device)
+    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
     u8 = b.dtype == np.uint8
     params = column_stack([f, np.full(b.n, dtype_max(b.dtype)), np.full(b.n, float(u8))], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,

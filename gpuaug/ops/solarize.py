@@ -41,7 +41,7 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     m = top(b.dtype)
-    t = per_sample(threshold, b.n, "threshold", low=0, high=m, device=b.device)
+    t = per_sample(threshold, b.n, "threshold", **SPECS[0].limits("threshold", b.dtype), device=b.device)
     # float32 on the GPU, float64 on the CPU: one float32 number that compares alike everywhere
     t = float32_at_least(t)
     params = column_stack([t, np.full(b.n, m)], b.n)
