@@ -4,7 +4,8 @@
 - a stress run of thousands of batches, with a slow consumer on its own stream that
   checksums every batch and then poisons it, shows no batch was overwritten early;
 - a PyTorch consumer stream sees finished data (zero-copy DLPack tensors);
-- copies and augments overlap; pinned memory and threads are freed on break;
+- copies and augments overlap; device memory and threads are freed on break, the pinned
+  ring kept for the next epoch and handed to the pinned pool by close();
 - CUDA-array inputs, varshape batches, pin_source, pycuda streams and output buffers.
 """
 import threading
@@ -165,19 +166,34 @@ def test_copies_overlap_augments():
 
 
 def test_break_frees_and_keep_buffers_reuse():
+    from gpuaug.scheduler import free_pinned_pool
+    from gpuaug.scheduler._pinned import cuda_pool
+
+    free_pinned_pool()
+    pool = cuda_pool(0)
     x = host_data(200, 16, 16, 3)
     s = gpuaug.Scheduler(x, gpuaug.flip, batch_size=4, depth=3)
     for i, _ in enumerate(s):
         if i == 5:
             break
-    assert no_threads() and all(b is None for b in s._res.pinned) and all(b is None for b in s._res.dbufs)
+    # device slots given back; the pinned ring kept for the next epoch
+    assert no_threads() and all(b is None for b in s._res.dbufs)
+    ring = list(s._res.pinned)
+    assert all(b is not None for b in ring) and s._res.pinned_allocs == 3
+    for _ in s:  # the next epoch: no cudaHostAlloc
+        pass
+    assert s._res.pinned == ring and s._res.pinned_allocs == 3
+    s.close()
+    assert all(b is None for b in s._res.pinned) and pool.idle_bytes >= 3 * x[:4].nbytes  # to the pool
     s = gpuaug.Scheduler(x, gpuaug.flip, batch_size=4, depth=3, keep_buffers=True)
     for _ in range(2):
         for _ in s:
             pass
     assert s.stats().pinned_reallocs == 0 and all(b is not None for b in s._res.pinned)
+    assert s._res.pinned_allocs == 0  # the first scheduler's ring, from the pool
     s.close()
     assert all(b is None for b in s._res.pinned)
+    assert free_pinned_pool() >= 3 * x[:4].nbytes
 
 
 def test_external_streams_and_out_buffers_cupy():
