@@ -299,6 +299,9 @@ class Compose:
         return state
 
     def __setstate__(self, state):
+        for k, v in (("draws", "host"), ("_seed", None), ("_key", None), ("_counter", 0), ("_captures", 0),
+                     ("_dplans", {}), ("_last", state.pop("last_params", None))):
+            state.setdefault(k, v)  # pickles of older versions
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -317,8 +320,9 @@ class Compose:
     def sample(self, x, seed=None, *, layout="NHWC"):
         """Draw the parameters a call on ``x`` would use (without running it): a
         :class:`PolicyParams`. ``x``: a batch, or an (n, 2) array of image sizes (h, w).
-        With ``draws="device"`` these are the device draws' values (computed by the NumPy
-        twin; without a seed, those of the next call, whose counter is not advanced here).
+        Where a call would draw on the device (``draws="device"``; ``"auto"`` for a CUDA batch)
+        these are the device draws' values, computed by the NumPy twin (without a seed: those
+        of the next call; the counter is not advanced here).
 
         Example::
 
@@ -327,8 +331,14 @@ class Compose:
             >>> p[0]["apply"]
             array([False,  True,  True,  True])
         """
-        if self.draws == "device":
-            b = None if (isinstance(x, np.ndarray) and x.ndim == 2) else as_batch(x, layout)
+        sizes_only = isinstance(x, np.ndarray) and x.ndim == 2
+        if self.draws == "auto" and not sizes_only:
+            b = as_batch(x, layout)
+            device = self._use_device(b, choose_backend(b, None), None)
+        else:
+            device = self.draws == "device"
+        if device:
+            b = None if sizes_only else as_batch(x, layout)
             if b is None:
                 sizes = _sizes_of(x, layout)
                 if np.any(sizes != sizes[0]):
