@@ -54,7 +54,10 @@ def test_validate_and_targets():
     t = policies.targets({"rows": rows})
     assert t["RandAugment(2, 9) device time <= 0.25 ms"]["met"]
     assert t["RandAugment(2, 9) >= 10x kornia (per sample)"] == {"text": "20.0x", "met": True}
-    assert t["RandAugment(2, 9) >= 5x DALI auto_aug (marginal in a pipeline)"]["met"]
+    assert t["RandAugment(2, 9) >= 5x DALI auto_aug (gpuaug device time vs DALI's marginal cost)"] == \
+        {"text": "2.5x (gpuaug 0.200 ms, DALI 0.500 ms)", "met": False}
+    both = [v for k, v in t.items() if k.startswith("RandAugment(2, 9) >= 5x DALI auto_aug (both marginal")]
+    assert both == [{"text": "10.0x (gpuaug.dali 0.050 ms, DALI 0.500 ms)", "met": True}]
     assert t["MixUp(0.8) <= 1.5x a same-size copy"] == {"text": "2.00x", "met": False}
 
 

@@ -253,11 +253,14 @@ def _torchvision_rows(x, labels, iters, cuda, loop_iters, log):
         rows.append(_row("torchvision", name, f"per sample (a loop over {n} images)",
                          ms=_torch_ms(lambda: [tr(i) for i in imgs], loop_iters, 1, cuda),
                          method="events" if cuda else "wall"))
-    for name, tr in (("MixUp(0.8)", T.MixUp(alpha=0.8, num_classes=1000)),
-                     ("CutMix(1.0)", T.CutMix(alpha=1.0, num_classes=1000))):
+    # v2.MixUp scales the images in place (uint8 cannot hold the result): float32 for it
+    txf = tx.float()
+    for name, tr, xin, note in (("MixUp(0.8)", T.MixUp(alpha=0.8, num_classes=1000), txf, "float32 NCHW in"),
+                                ("CutMix(1.0)", T.CutMix(alpha=1.0, num_classes=1000), tx, "uint8 NCHW in")):
         log(f"torchvision {name}")
-        rows.append(_row("torchvision", name, "one lambda per batch call", ms=_torch_ms(lambda: tr(tx, tl), iters, 3, cuda),
-                         method="events" if cuda else "wall", note="NCHW uint8 in, float soft labels out"))
+        rows.append(_row("torchvision", name, "one lambda per batch call",
+                         ms=_torch_ms(lambda tr=tr, xin=xin: tr(xin, tl), iters, 3, cuda),
+                         method="events" if cuda else "wall", note=f"{note}, soft labels out"))
     return rows
 
 
@@ -423,11 +426,13 @@ def targets(doc) -> dict:
             out[f"{name} >= 10x kornia (per sample)"] = {"text": f"{k['ms'] / ms:.1f}x", "met": k["ms"] / ms >= 10}
         d = _find(doc, "dali", name)
         if d is not None:
+            out[f"{name} >= 5x DALI auto_aug (gpuaug device time vs DALI's marginal cost)"] = {
+                "text": f"{d['ms'] / ms:.1f}x (gpuaug {ms:.3f} ms, DALI {d['ms']:.3f} ms)", "met": d["ms"] / ms >= 5}
             gd = _find(doc, "gpuaug.dali", name)
-            mine = gd["ms"] if gd is not None and gd["ms"] > 0 else ms
-            out[f"{name} >= 5x DALI auto_aug (marginal in a pipeline)"] = {
-                "text": f"{d['ms'] / mine:.1f}x (gpuaug.dali marginal {mine:.3f} ms, DALI {d['ms']:.3f} ms)",
-                "met": d["ms"] / mine >= 5}
+            if gd is not None and gd["ms"] > 0:  # python_function's own cost per batch included
+                out[f"{name} >= 5x DALI auto_aug (both marginal in a pipeline: gpuaug.dali's python_function)"] = {
+                    "text": f"{d['ms'] / gd['ms']:.1f}x (gpuaug.dali {gd['ms']:.3f} ms, DALI {d['ms']:.3f} ms)",
+                    "met": d["ms"] / gd["ms"] >= 5}
     for name in ("MixUp(0.8)", "CutMix(1.0)"):
         g = _find(doc, "gpuaug", name)
         if g is not None and copy is not None:
