@@ -17,7 +17,8 @@ import numpy as np
 from gpuaug.scheduler import telemetry as T
 from gpuaug.scheduler._device import Device
 from gpuaug.scheduler._epochs import epoch_batches
-from gpuaug.scheduler._run import DeviceBatch, _Run
+from gpuaug.scheduler._records import DeviceBatch
+from gpuaug.scheduler._run import _Run
 from gpuaug.scheduler._staging import Resources
 from gpuaug.scheduler.sources import ArraySource, Source, as_source
 
