@@ -659,3 +659,45 @@ def test_device_path_on_host_capture_buffers_and_counter(host_device_path):
     for y, p in ((out1, p1), (np.asarray(y2), p2)):
         want = gpuaug.Compose(pol.transforms)(x, params=p, layout=layout, backend="cpu")
         _gpu_compare(y, want, "capture-like run", frac=2e-3)
+
+
+def test_device_call_does_no_per_sample_host_work(monkeypatch):
+    """Once the plan is made, a device-drawn call never samples, builds rows or runs the twin on
+    the host: whatever the batch size, it allocates and launches (here recorded, not run)."""
+    import types
+
+    import gpuaug.kernels._cuda as K
+    from gpuaug.policy import compose as C
+    from gpuaug.policy import transforms as TF
+
+    launched = []
+    fake_cp = types.SimpleNamespace(
+        float64=np.float64, float32=np.float32, empty=lambda shape, dtype: np.empty(shape, dtype).view(_Dev),
+        cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
+            getDevice=lambda: 0, getDeviceProperties=lambda d: {"multiProcessorCount": 132})))
+    monkeypatch.setattr(K, "get_function", lambda f, name: lambda g, b, a, shared_mem=0: launched.append(name))
+    monkeypatch.setattr(K, "stage", lambda *items: [np.array(h) for _, h in items])
+    monkeypatch.setattr(F, "cupy_module", lambda: fake_cp)
+    monkeypatch.setattr(C, "cupy_module", lambda: fake_cp)
+    monkeypatch.setattr(D, "device_program", lambda plan: (plan.prog, plan.consts))
+    pol = _policy()
+    small = np.zeros((2, 6, 6, 3), np.uint8)
+    pol._run_device(small, as_batch(small), None, None, None, None)  # makes the plan
+    x = np.zeros((512, 6, 6, 3), np.uint8)
+    pol._run_device(x, as_batch(x), None, None, None, None)  # another n: the same plan
+
+    def boom(*a, **k):
+        raise AssertionError("per-sample host work in a device-drawn call")
+    for cls in (TF.RandomHorizontalFlip, TF.RandomAffine, TF.ColorJitter, TF.Normalize):
+        monkeypatch.setattr(cls, "sample", boom)
+    monkeypatch.setattr(TF.RandomAffine, "matrices", boom)
+    monkeypatch.setattr(F, "build", boom)
+    monkeypatch.setattr(F, "colour_program", boom)
+    monkeypatch.setattr(D, "twin_values", boom)
+    monkeypatch.setattr(D, "compile_plan", boom)
+    launched.clear()
+    b = as_batch(x)
+    y, drawn = pol._run_device(x, b, None, None, None, None)
+    assert y.shape == (512, 3, 6, 6) and drawn.values.shape == (512, _plan(pol, x).V)
+    assert launched[0] == "gpuaug_policy_draw" and len(launched) == 3  # draw, contrast's sum, the fused stage
+    assert pol._counter == 3
