@@ -753,10 +753,11 @@ def test_docstring_examples():
     import gpuaug.scheduler._core
     import gpuaug.scheduler._device
     import gpuaug.scheduler._epochs
+    import gpuaug.scheduler._pinned
     import gpuaug.scheduler.sources
 
     for mod in (gpuaug.scheduler._core, gpuaug.scheduler._device, gpuaug.scheduler._epochs,
-                gpuaug.scheduler.sources):
+                gpuaug.scheduler._pinned, gpuaug.scheduler.sources):
         res = doctest.testmod(mod)
         assert res.failed == 0 and res.attempted > 0, mod.__name__
 
