@@ -144,8 +144,11 @@ extern "C" __global__ void gpuaug_cutmix_u8v(const uint4* __restrict__ src, uint
 //   offsets (oy, ox): TL (cy - H, cx - W), TR (cy - H, cx), BL (cy, cx - W), BR (cy, cx)
 //   out[y, x] = src[s_q, y - oy, x - ox] where that lies inside the source, else `fill`.
 // Per-sample int32 rows of 6: [s0, s1, s2, s3, cy, cx]. `fill_bits`: the fill value's bits in
-// the element type (uint8 value, float16 bits, float32 bits). Grid (ceil(OH*OW*C / 1024), N),
-// 256 threads, 4 elements per thread (strided by 256); NHWC or NCHW (`nchw`) on both sides.
+// the element type (uint8 value, float16 bits, float32 bits).
+// One block per output row (of one channel plane in NCHW): grid (OH * P, N) with P = C for NCHW,
+// 1 for NHWC; a row is RC = OW * (NHWC ? C : 1) contiguous elements whose left part [0, cx * PC)
+// comes from one source row and right part from another, so each element is a shifted copy
+// (no per-element division); 256 threads stride the row, coalesced on both sides.
 namespace {
 template <typename T> __device__ __forceinline__ T mo_fill(unsigned bits) { return (T)bits; }
 template <> __device__ __forceinline__ float mo_fill<float>(unsigned bits) {
@@ -162,31 +165,24 @@ __global__ void gpuaug_mosaic(const T* __restrict__ src, T* __restrict__ dst, in
   if (s >= n) return;
   const int* p = params + (mx_i64)s * 6;
   const int cy = p[4], cx = p[5];
-  const mx_i64 OHW = (mx_i64)OH * OW, E = OHW * C, HW = (mx_i64)H * W;
+  const int y = (int)(blockIdx.x % (unsigned)OH), plane = (int)(blockIdx.x / (unsigned)OH);
+  const int PC = nchw ? 1 : C;  // elements per pixel within a row
+  const mx_i64 RC = (mx_i64)OW * PC, SRC_ROW = (mx_i64)W * PC, HW = (mx_i64)H * W;
   const T fill = mo_fill<T>(fill_bits);
-  T* o = dst + (mx_i64)s * E;
-  const mx_i64 base = (mx_i64)blockIdx.x * blockDim.x * 4 + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const mx_i64 i = base + (mx_i64)k * blockDim.x;
-    if (i >= E) continue;
-    int c;
-    mx_i64 pix;
-    if (nchw) {
-      c = (int)(i / OHW);
-      pix = i - (mx_i64)c * OHW;
-    } else {
-      pix = i / C;
-      c = (int)(i - pix * C);
+  const int top = y >= cy ? 2 : 0;
+  T* o = dst + (mx_i64)s * OH * RC * (nchw ? C : 1) + ((mx_i64)plane * OH + y) * RC;
+  const mx_i64 split = (mx_i64)cx * PC;
+  for (int half = 0; half < 2; ++half) {
+    const int q = top + half;
+    const int sy = y - (q < 2 ? cy - H : cy);
+    const mx_i64 shift = (mx_i64)((q & 1) ? cx : cx - W) * PC;  // output element e <- source element e - shift
+    const mx_i64 e0 = half ? split : 0, e1 = half ? RC : split;
+    const bool row_in = sy >= 0 && sy < H;
+    const T* b = src + (nchw ? ((mx_i64)p[q] * C + plane) * HW + (mx_i64)sy * W
+                             : (mx_i64)p[q] * HW * C + (mx_i64)sy * SRC_ROW);
+    for (mx_i64 e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
+      const mx_i64 se = e - shift;
+      o[e] = (row_in && se >= 0 && se < SRC_ROW) ? b[se] : fill;
     }
-    const int y = (int)(pix / OW), x = (int)(pix - (mx_i64)y * OW);
-    const int q = (y >= cy ? 2 : 0) + (x >= cx ? 1 : 0);
-    const int sy = y - (q < 2 ? cy - H : cy), sx = x - ((q & 1) ? cx : cx - W);
-    T v = fill;
-    if (sy >= 0 && sy < H && sx >= 0 && sx < W) {
-      const T* b = src + (mx_i64)p[q] * HW * C;
-      v = nchw ? b[(mx_i64)c * HW + (mx_i64)sy * W + sx] : b[((mx_i64)sy * W + sx) * C + c];
-    }
-    o[i] = v;
   }
 }

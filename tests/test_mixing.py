@@ -384,9 +384,8 @@ def test_mosaic_kernel_host_emulation():
                 rows = np.zeros((5, 6), np.int32)
                 rows[:, :4], rows[:, 4:] = p.sources, p.centers
                 out = np.full_like(ref, 0xAB if dtype == "uint8" else 3)
-                e = oh * ow * 3
                 emu.get_function("mixing.cu", f"gpuaug_mosaic<{t}>")(
-                    (-(-e // 1024), 5), (256,), (x, out, 7, 9, 3, oh, ow, int(layout == "NCHW"), rows, 5,
+                    (oh * (3 if layout == "NCHW" else 1), 5), (256,), (x, out, 7, 9, 3, oh, ow, int(layout == "NCHW"), rows, 5,
                                                  _fill_bits(mo.fill, x.dtype)))
                 np.testing.assert_array_equal(out, ref, err_msg=f"{dtype} {layout} {size}")
 

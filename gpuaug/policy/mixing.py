@@ -426,8 +426,8 @@ class Mosaic:
     as the targets module drops boxes (``boxes.min_visibility``: less than that fraction of
     its area left, or no area; None: only clipped). Labels (``boxes.labels``) follow.
 
-    One launch for the images (``gpuaug_mosaic`` in kernels/mixing.cu; NumPy twin for NumPy
-    input); the boxes go through :func:`gpuaug.targets.map_boxes` (one launch on the GPU) and a
+    One launch for the images (``gpuaug_mosaic`` in kernels/mixing.cu, a block per output row:
+    two shifted row copies; NumPy twin for NumPy input); the boxes go through :func:`gpuaug.targets.map_boxes` (one launch on the GPU) and a
     few small array ops.
 
     Args:
@@ -563,9 +563,8 @@ class Mosaic:
             rows[:, :4], rows[:, 4:] = src, cen
             (p,) = upload(rows)
             t = {"uint8": "unsigned char", "float16": "unsigned short", "float32": "float"}[np.dtype(x.dtype).name]
-            e = oh * ow * c
             get_function("mixing.cu", f"gpuaug_mosaic<{t}>")(
-                (-(-e // 1024), n), (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(oh), np.int32(ow),
+                (oh * (c if layout == "NCHW" else 1), n), (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(oh), np.int32(ow),
                                              np.int32(layout == "NCHW"), p, np.int32(n), np.uint32(bits)))
             return out
 
