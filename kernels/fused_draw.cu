@@ -4,14 +4,15 @@
 // call does no per-sample work on the host.
 //
 // gpuaug_policy_draw(prog, nrec, cst, n, k0, k1, counter, counter_dev, values, V, rows, P):
-//   one block (up to 256 threads; a thread walks samples s, s + blockDim.x, ...). The policy
+//   one thread per sample (grid ceil(n / 256) blocks, at most 256, then a grid stride). The policy
 //   is a program of records (REC ints each: op, stream, value offset, constant offset, row
 //   offset, argument) over double constants, made once per policy and input shape by
 //   gpuaug/policy/_draw.py, which documents every op and holds the NumPy twin of the draws.
 //   values: (n, V) float64, the drawn parameters (Compose.last_params reads them back);
 //   rows: (n, P) float32, every fused stage's rows side by side.
-//   The call counter is ``counter``, or, when counter_dev is not null, *counter_dev, which
-//   the launch then advances by one (a captured CUDA graph draws anew at every replay).
+//   The call counter is ``counter``, or, when counter_dev is not null, counter_dev[0], which
+//   the launch then advances by one (a captured CUDA graph draws anew at every replay);
+//   counter_dev[1] is the blocks' ticket, 0 between launches.
 //
 // Uniform j of transform ("stream") t for sample s: Philox block (s, t * 256 + j / 2, counter
 // low, counter high) with the key, words 0-1 (even j) or 2-3 (odd j) as a 53-bit double,
@@ -317,13 +318,19 @@ __global__ void __launch_bounds__(256) gpuaug_policy_draw(
     const int* prog, int nrec, const double* cst, int n, unsigned k0, unsigned k1, unsigned long long counter,
     unsigned long long* counter_dev, double* values, int V, float* rows, int P) {
   __shared__ unsigned long long ctr_s;
-  if (threadIdx.x == 0) {
-    ctr_s = counter_dev ? *counter_dev : counter;
-    if (counter_dev) *counter_dev = ctr_s + 1ull;
-  }
+  if (threadIdx.x == 0) ctr_s = counter_dev ? *(volatile unsigned long long*)counter_dev : counter;
   __syncthreads();
   const unsigned long long ctr = ctr_s;
-  for (int s = threadIdx.x; s < n; s += blockDim.x)
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x)
     gpuaug::draw::sample(prog, nrec, cst, (unsigned)s, k0, k1, ctr, values + (gpuaug::i64)s * V,
                          rows + (gpuaug::i64)s * P);
+  // The device counter advances once every block has read it: the last block to take a ticket
+  // (counter_dev[1], reset for the next launch) bumps it.
+  if (counter_dev && threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(counter_dev + 1, 1ull) == (unsigned long long)(gridDim.x - 1)) {
+      counter_dev[0] = ctr + 1ull;
+      counter_dev[1] = 0ull;
+    }
+  }
 }

@@ -265,6 +265,11 @@ static inline double __dsub_rn(double a, double b) { return a - b; }
 static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline float __double2float_rn(double a) { return (float)a; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline void __threadfence() {}
+static std::mutex emu_atomic;
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  std::lock_guard<std::mutex> g(emu_atomic); const unsigned long long o = *p; *p = o + v; return o;
+}
 static inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 static inline float __fadd_rn(float a, float b) { return a + b; }
@@ -293,7 +298,7 @@ def draw_kernel(tmp_path_factory):
             src = src.replace(a, b)
         (d / f).write_text(src)
     (d / "emu.cpp").write_text(
-        cuda_emu.PRELUDE + _EXTRA + '#include "common.cuh"\n#include "fused_draw.cu"\n'
+        "#include <mutex>\n" + cuda_emu.PRELUDE + _EXTRA + '#include "common.cuh"\n#include "fused_draw.cu"\n'
         'extern "C" __attribute__((visibility("default"))) void draw(const unsigned* g, const unsigned* b, '
         "const uint64_t* s) { emu_run(&gpuaug_policy_draw, g, b, s); }\n")
     r = subprocess.run(["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-fvisibility=hidden",
@@ -302,7 +307,7 @@ def draw_kernel(tmp_path_factory):
     assert r.returncode == 0, f"the host build of fused_draw.cu failed:\n{r.stderr[-3000:]}"
     lib = ctypes.CDLL(str(d / "libdraw.so"))
 
-    def run(plan, n, key, counter, counter_dev=None, threads=32):
+    def run(plan, n, key, counter, counter_dev=None, threads=32, blocks=None):
         values = np.full((n, plan.V), np.nan)
         rows = np.full((n, plan.P), np.nan, np.float32)
         prog = np.ascontiguousarray(plan.prog)
@@ -310,7 +315,7 @@ def draw_kernel(tmp_path_factory):
         args = [prog.ctypes.data, len(plan.prog), cst.ctypes.data, n, key[0], key[1], counter,
                 0 if counter_dev is None else counter_dev.ctypes.data, values.ctypes.data, plan.V,
                 rows.ctypes.data, plan.P]
-        g = (ctypes.c_uint * 3)(1, 1, 1)
+        g = (ctypes.c_uint * 3)(blocks or 1, 1, 1)
         b = (ctypes.c_uint * 3)(threads, 1, 1)
         lib.draw(g, b, (ctypes.c_uint64 * len(args))(*[int(a) & 0xFFFFFFFFFFFFFFFF for a in args]))
         return values, rows
@@ -375,16 +380,21 @@ def test_cuda_c_draw_on_host_equals_twin_and_host_rows(draw_kernel, name):
 
 
 def test_cuda_c_draw_device_counter(draw_kernel):
-    """counter_dev: the launch reads the counter there and advances it by one."""
+    """counter_dev: every block reads the counter there; the last block to finish advances it
+    by one and resets the ticket."""
     policy = _policy()
     plan = _plan(policy, _images(1))
     key = R.philox_key(2)
-    ctr = np.array([41], np.uint64)
+    ctr = np.array([41, 0], np.uint64)
     v1, _ = draw_kernel(plan, 5, key, 0, ctr)
-    v2, _ = draw_kernel(plan, 5, key, 0, ctr)
-    assert int(ctr[0]) == 43
+    n = 70
+    blocks, threads = D.draw_grid(n)
+    assert (blocks, threads) == (1, 96)
+    v2, _ = draw_kernel(plan, n, key, 0, ctr, threads=32, blocks=3)  # several blocks, a grid stride
+    assert ctr.tolist() == [43, 0]
     np.testing.assert_array_equal(v1, D.twin_values(plan, key, 41, 5))
-    np.testing.assert_array_equal(v2, D.twin_values(plan, key, 42, 5))
+    np.testing.assert_array_equal(v2, D.twin_values(plan, key, 42, n))
+    assert D.draw_grid(1000) == (4, 256) and D.draw_grid(10 ** 6) == (256, 256)
 
 
 def test_cuda_c_draw_compiles():
@@ -584,7 +594,7 @@ def host_device_path(device_path, monkeypatch):
                 prog, nrec, cst, n, k0, k1, counter, cdev, values, V, rows, P = args
                 plan = types.SimpleNamespace(prog=np.asarray(prog).reshape(-1, D.REC), consts=np.asarray(cst),
                                              V=int(V), P=int(P))
-                v, r = draw(plan, int(n), (int(k0), int(k1)), int(counter), cdev, threads=block[0])
+                v, r = draw(plan, int(n), (int(k0), int(k1)), int(counter), cdev, threads=block[0], blocks=grid[0])
                 values[...] = v
                 rows[...] = r
             return launch_draw
@@ -642,7 +652,7 @@ def test_device_path_on_host_capture_buffers_and_counter(host_device_path):
     pol, x, layout = _e2e_batch("bench-u8")
     b = as_batch(x, layout)
     ws = {}
-    ctr = np.array([(1 << 48) + 3], np.uint64)
+    ctr = np.array([(1 << 48) + 3, 0], np.uint64)
     y1, d1 = pol._run_device(x, b, None, None, None, None, ws, ctr)
     p1 = d1.params(keep_rows=False)
     out1 = np.array(y1)
@@ -650,7 +660,7 @@ def test_device_path_on_host_capture_buffers_and_counter(host_device_path):
         if isinstance(key, tuple) and v[2] is not None:
             v[2][...] = 0
     y2, d2 = pol._run_device(x, b, None, None, None, None, ws, ctr)
-    assert y2 is y1 and d2.values is d1.values and int(ctr[0]) == (1 << 48) + 5
+    assert y2 is y1 and d2.values is d1.values and ctr.tolist() == [(1 << 48) + 5, 0]
     p2 = d2.params(keep_rows=False)
     assert not np.array_equal(p1[1]["angle"], p2[1]["angle"])
     plan = _plan(pol, x, layout)

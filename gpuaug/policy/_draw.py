@@ -346,15 +346,22 @@ def device_program(plan: DrawPlan):
     return got
 
 
+def draw_grid(n):
+    """(blocks, threads) of the draw launch: one thread per sample, blocks of up to 256 threads,
+    at most 256 blocks (a grid stride beyond)."""
+    threads = min(256, max(32, (n + 31) // 32 * 32))
+    return min(256, max(1, -(-n // threads))), threads
+
+
 def launch_draw(plan: DrawPlan, n, key, counter, values, rows, counter_dev=None):
     """The draw launch on CuPy's current stream: ``values`` (n, V) float64 and ``rows`` (n, P)
-    float32 device arrays; the call counter ``counter``, or ``counter_dev`` (a device uint64,
-    advanced by the launch)."""
+    float32 device arrays; the call counter ``counter``, or ``counter_dev`` (a device uint64
+    pair: the counter, advanced by the launch, and 0)."""
     from gpuaug.kernels._cuda import get_function
 
     prog, cst = device_program(plan)
     fn = get_function("fused_draw.cu", "gpuaug_policy_draw")
-    threads = min(256, max(32, (n + 31) // 32 * 32))
-    fn((1, 1, 1), (threads, 1, 1), (prog, np.int32(len(plan.prog)), cst, np.int32(n), np.uint32(key[0]),
-                                    np.uint32(key[1]), np.uint64(counter), counter_dev, values,
-                                    np.int32(plan.V), rows, np.int32(plan.P)))
+    blocks, threads = draw_grid(n)
+    fn((blocks, 1, 1), (threads, 1, 1), (prog, np.int32(len(plan.prog)), cst, np.int32(n), np.uint32(key[0]),
+                                         np.uint32(key[1]), np.uint64(counter), counter_dev, values,
+                                         np.int32(plan.V), rows, np.int32(plan.P)))

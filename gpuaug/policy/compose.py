@@ -593,14 +593,14 @@ class Compose:
             with self._lock:
                 self._captures += 1
                 start = self._captures * _CAPTURE_SPACE + self._counter
-            counter_dev = cp.asarray(np.array([start], np.uint64))
+            counter_dev = cp.asarray(np.array([start, 0], np.uint64))  # the counter, the draw's ticket
             stream = cp.cuda.Stream(non_blocking=True)
             ws = {}
             with stream:
                 # compiles every kernel, allocates every buffer and caches the descriptor tables
                 # on this stream; then the same launches again, captured
                 self._run_device(xbuf, b, None, None, None, stream, ws, counter_dev)
-                counter_dev.fill(start)
+                counter_dev.set(np.array([start, 0], np.uint64))
                 stream.synchronize()
                 stream.begin_capture()
                 try:
