@@ -492,6 +492,7 @@ def test_gpu_graph_replay_equals_eager_calls():
     # the input buffer filled by the caller; another stream
     s = cp.cuda.Stream(non_blocking=True)
     g.input[...] = x
+    cp.cuda.Device().synchronize()  # filled on the current stream; the replay runs on s
     y = g(stream=s)
     s.synchronize()
     assert y is g.output and y.shape == (8, 3, 16, 16)
