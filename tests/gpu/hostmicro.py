@@ -1,5 +1,4 @@
 """Micro-timings of the host path's pieces on the GPU machine (us per call, median of 5 x 2000)."""
-import time
 
 import cupy as cp
 import numpy as np
@@ -9,19 +8,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._stream import on_stream
 from gpuaug.kernels._cuda import get_function, upload
-
-
-def t(name, f, n=2000):
-    for _ in range(50):
-        f()
-    r = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        r.append((time.perf_counter() - t0) / n * 1e6)
-        cp.cuda.Device().synchronize()
-    print(f"{name:40s} {np.median(r):8.2f} us", flush=True)
+from hostmicro_t import t
 
 
 x = cp.zeros((256, 224, 224, 3), cp.uint8)
@@ -54,7 +41,7 @@ t("cp.cuda.Event() + record", lambda: cp.cuda.Event(block=False, disable_timing=
 t("upload(table 256x6 + params 256x2)", lambda: upload(tab, np.zeros((256, 2), np.float32)))
 from gpuaug.kernels._cuda import stage
 from gpuaug._params import param_item
-t("stage(keyed table + uniform params)", lambda: stage(("t", 1), tab) and stage(param_item(np.ones((256, 2)), 256)))
+t("stage(keyed table + uniform params)", lambda: stage((("t", 1), tab), param_item(np.ones((256, 2)), 256)))
 t("param_item(per-sample 256x2)", lambda: param_item(np.random.default_rng(0).random((256, 2)), 256))
 t("as_batch(cupy 4-D)", lambda: as_batch(x))
 t("per_sample(flags, boolean)", lambda: per_sample(flags, 256, "h", boolean=True, device=True))
