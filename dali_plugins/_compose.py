@@ -19,7 +19,11 @@ An item is
 single op). On GPU data, ops that the native DALI operator runs (:mod:`gpuaug.dali._native`)
 become one native operator each, between the python_function groups of the others;
 ``backend="native"`` requires that of every op, ``backend="cuda"`` (or "python") fuses all
-into python_function.
+into python_function. With ``native_chain=True`` (or ``GPUAUG_DALI_NATIVE_CHAIN=1``; off by
+default until its GPU tests have run) consecutive native ops become ONE ``gpuaug__Chain``
+operator (``fn.gpuaug.chain``): the same kernels and parameter rows, run one after another
+inside one C++ operator with the intermediate batches in its own buffers, so the result is the
+ops' bit for bit.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import numpy as np
 
 from gpuaug._registry import REGISTRY
 
-from ._steps import RESERVED, op_error
+from ._steps import RESERVED, is_node, op_error
 
 
 def _op_of(func):
@@ -94,6 +98,8 @@ class Compose:
         layout: the input samples' layout, "HWC" (default) or "CHW"; later ops get the
             layout their predecessor writes.
         input_dtype: the images' dtype, for backend="numba".
+        native_chain: consecutive native ops as one ``gpuaug__Chain`` operator (None: from
+            ``GPUAUG_DALI_NATIVE_CHAIN``, off by default).
 
     Example::
 
@@ -106,16 +112,19 @@ class Compose:
         images = aug(images)    # one python_function for the four ops
     """
 
-    def __init__(self, items, *, backend=None, layout="HWC", input_dtype="uint8"):
+    def __init__(self, items, *, backend=None, layout="HWC", input_dtype="uint8", native_chain=None):
         self.items = [_parse(it, i) for i, it in enumerate(items)]
         self.backend, self.layout, self.input_dtype = backend, layout, input_dtype
+        if native_chain not in (None, True, False):
+            raise TypeError(f"compose: native_chain: got {native_chain!r}; expected None, True or False")
+        self.native_chain = native_chain
         self.operators = 0  # DALI operators made by the last call
 
     @classmethod
-    def from_parsed(cls, items, *, backend=None, layout="HWC", input_dtype="uint8"):
+    def from_parsed(cls, items, *, backend=None, layout="HWC", input_dtype="uint8", native_chain=None):
         """A Compose over already parsed items ``(op name, params, layout or None)`` /
         ``(None, callable, None)`` (as in :attr:`items`)."""
-        c = cls([], backend=backend, layout=layout, input_dtype=input_dtype)
+        c = cls([], backend=backend, layout=layout, input_dtype=input_dtype, native_chain=native_chain)
         c.items = list(items)
         return c
 
@@ -125,8 +134,20 @@ class Compose:
         self.operators = 0
         layout = self.layout
         pending, nodes = [], []
+        chain = []  # consecutive native steps' fn.gpuaug.kernel arguments, for one gpuaug__Chain
+        use_chain = self.native_chain
+        if use_chain is None:
+            from ._native import chain_enabled
+
+            use_chain = chain_enabled()
 
         def flush(x):
+            if chain:
+                from ._native import chain_node
+
+                x = chain_node(x, list(chain))
+                self.operators += 1
+                chain.clear()
             if not pending:
                 return x
             be = check_backend(pending[0].op, self.backend, x.device)
@@ -158,23 +179,31 @@ class Compose:
                 continue
             if x.device == "gpu" and self.backend in (None, "native"):
                 # an op the native DALI operator runs leaves the python_function fusion: as its own
-                # C++ operator it costs less than its share of a Python callback
-                from ._native import native_node
+                # C++ operator (or a step of one gpuaug__Chain) it costs less than its share of a
+                # Python callback
+                from ._native import MAX_CHAIN_INPUTS, chainable, native_kwargs
 
-                if pending:
-                    out = native_node(step, x, step_nodes, forced=False, probe=True)
-                    if out is not None:
+                kw = native_kwargs(step, step_nodes, forced=self.backend == "native")
+                if kw is not None:
+                    if pending:
                         x = flush(x)
-                out = native_node(step, x, step_nodes, forced=self.backend == "native")
-                if out is not None:
-                    x = out
-                    self.operators += 1
+                    if use_chain and chainable(kw):
+                        if sum(is_node(v) for c in chain + [kw] for v in c.values()) > MAX_CHAIN_INPUTS:
+                            x = flush(x)  # the chain's argument inputs are full: a new chain
+                        chain.append(kw)
+                    else:
+                        from nvidia.dali import fn
+
+                        x = fn.gpuaug.kernel(flush(x), **kw)
+                        self.operators += 1
                     continue
+            if chain:
+                x = flush(x)
             pending.append(step)
             nodes.extend(step_nodes)
         return flush(x)
 
 
-def compose(items, *, backend=None, layout="HWC", input_dtype="uint8"):
+def compose(items, *, backend=None, layout="HWC", input_dtype="uint8", native_chain=None):
     """Chain gpuaug ops (and DALI functions) as one DALI graph fragment; see :class:`Compose`."""
-    return Compose(items, backend=backend, layout=layout, input_dtype=input_dtype)
+    return Compose(items, backend=backend, layout=layout, input_dtype=input_dtype, native_chain=native_chain)

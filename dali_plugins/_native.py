@@ -58,7 +58,13 @@ copy would not match bit for bit everywhere), crop with per-sample window sizes,
 parameters, per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a
 constant with a DataNode. A DataNode parameter's per-sample shape is checked by the operator
 against the registry, and a wrong one is an error naming the parameter. ``gd.compose`` runs its
-native ops natively and fuses the rest.
+native ops natively and fuses the rest; with ``native_chain=True`` (or
+``GPUAUG_DALI_NATIVE_CHAIN=1``; off by default until its GPU tests have run) each run of
+consecutive native ops is ONE ``gpuaug__Chain`` (``fn.gpuaug.chain``): a C++ operator holding one
+gpuaug__Kernel per op (each built from the arguments fn.gpuaug.kernel would get, sent as text
+typed by gpuaug__Kernel's schema), run in order on DALI's stream with the intermediate batches
+in buffers it keeps, so the result is the ops' bit for bit (at most 32 DataNode parameters per
+chain).
 
 ``gd.policy`` (a ``gpuaug.Compose``) runs natively as ``gpuaug__Policy`` (``fn.gpuaug.policy``), one
 operator per fused stage of the policy's plan (kernels/fused.cu, as gpuaug runs it), when every
@@ -716,6 +722,17 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     """The ``fn.gpuaug.kernel`` node running ``step`` on ``data``, or None to fall back to
     ``python_function`` (when not ``forced``; forced: an error saying why). ``probe``: only
     say whether it would run natively (True / None), building nothing."""
+    kw = native_kwargs(step, nodes, forced=forced, probe=probe)
+    if kw is None or kw is True:
+        return kw
+    from nvidia.dali import fn
+
+    return fn.gpuaug.kernel(data, **kw)
+
+
+def native_kwargs(step, nodes, *, forced=False, probe=False):
+    """The arguments of ``fn.gpuaug.kernel`` running ``step`` (see :func:`native_node`), or None
+    (python_function), or True (``probe``)."""
     m = mode()
     forced_env = m == "on"
 
@@ -782,8 +799,6 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
             params, num, dcols, dvals = _params_node(entries, width)
     except Unsupported as e:
         return no(str(e))
-    from nvidia.dali import fn
-
     checks = _shape_checks(node_entries, args, shapes, with_shapes=not direct)
     if direct:
         checks["segments"] = segments
@@ -812,7 +827,71 @@ def native_node(step, data, nodes, *, forced=False, probe=False):
     kw = {k: v for k, v in kw.items() if not (isinstance(v, list) and not v)}  # DALI cannot type an empty list
     if not (isinstance(params, list) and not params):  # center_crop: no parameters (DALI cannot type [])
         kw["params"] = params
-    return fn.gpuaug.kernel(data, **kw)
+    return kw
+
+
+# ---- gd.compose: consecutive native ops as ONE gpuaug__Chain ---------------------------------
+CHAIN_ENV = "GPUAUG_DALI_NATIVE_CHAIN"
+MAX_CHAIN_INPUTS = 32  # the chain's argument inputs q0..q31 (gpuaug_dali.cc's kChainInputs)
+
+
+def chain_enabled() -> bool:
+    """``GPUAUG_DALI_NATIVE_CHAIN=1``: gd.compose runs consecutive native ops as one
+    ``gpuaug__Chain`` (off by default until its GPU tests have run)."""
+    raw = os.environ.get(CHAIN_ENV, "").strip().lower()
+    if raw not in ("", "0", "1", "on", "off", "true", "false"):
+        raise ValueError(f"{CHAIN_ENV}: got {raw!r}; expected 1/on or 0/off")
+    return raw in ("1", "on", "true")
+
+
+def chainable(kw) -> bool:
+    """The step's arguments can travel in a chain: DataNodes only as argument inputs p0..p7
+    (the "cat" form's params / node_shapes nodes cannot)."""
+    return all(not _is_node(v) or re.fullmatch(r"p\d", k) for k, v in kw.items())
+
+
+def _arg_text(v):
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (list, tuple)):
+        return " ".join(_arg_text(x) for x in v)
+    if isinstance(v, float):
+        return repr(v)  # the shortest text that reads back exactly
+    return str(v)
+
+
+def chain_args(kws):
+    """``fn.gpuaug.chain`` arguments for steps given as fn.gpuaug.kernel arguments ``kws`` (see
+    gpuaug_dali.cc's Chain): (sources, step_args, {"q<j>": DataNode})."""
+    sources, lines, inputs = [], [], {}
+    for k, kw in enumerate(kws):
+        for name, v in kw.items():
+            if name == "source":
+                if v not in sources:
+                    sources.append(v)
+                lines.append(f"{k}\tsource\t{sources.index(v)}")
+            elif _is_node(v):
+                j = len(inputs)
+                if j >= MAX_CHAIN_INPUTS:
+                    raise Unsupported(f"more than {MAX_CHAIN_INPUTS} DataNode parameters in one chain")
+                inputs[f"q{j}"] = v
+                lines.append(f"{k}\t@{name}\t{j}")
+            else:
+                text = _arg_text(v)
+                if "\t" in text or "\n" in text:
+                    raise Unsupported(f"argument {name!r} holds a tab or newline")
+                lines.append(f"{k}\t{name}\t{text}")
+    return sources, lines, inputs
+
+
+def chain_node(data, kws):
+    """ONE ``fn.gpuaug.chain`` running the fn.gpuaug.kernel steps ``kws`` in order on ``data``."""
+    from nvidia.dali import fn
+
+    if len(kws) == 1:
+        return fn.gpuaug.kernel(data, **kws[0])
+    sources, lines, inputs = chain_args(kws)
+    return fn.gpuaug.chain(data, num_steps=len(kws), sources=sources, step_args=lines, **inputs)
 
 
 def _shape_checks(nodes, args, shapes, with_shapes=True):

@@ -362,6 +362,128 @@ def test_compose_runs_native_ops_natively_and_fuses_the_rest(plugin):
     assert "gpuaug__Kernel" not in names and py.operators == 1
 
 
+def _chain_specs(plugin, sources, lines, nsteps):
+    """The gpuaug__Kernel specs gpuaug__Chain builds from its arguments (OpSpec::ToString each),
+    through the plugin's test hook gpuaug_chain_specs (no GPU needed)."""
+    import ctypes
+
+    f = ctypes.CDLL(plugin).gpuaug_chain_specs
+    f.restype = ctypes.c_long
+    P = ctypes.POINTER(ctypes.c_char_p)
+    f.argtypes = [P, ctypes.c_int, P, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_long]
+    src = (ctypes.c_char_p * max(1, len(sources)))(*[v.encode() for v in sources])
+    arg = (ctypes.c_char_p * max(1, len(lines)))(*[v.encode() for v in lines])
+    cap = 1 << 26
+    buf = ctypes.create_string_buffer(cap)
+    rc = f(src, len(sources), arg, len(lines), nsteps, buf, cap)
+    text = buf.value.decode()
+    if rc < 0:
+        raise RuntimeError(text)
+    assert rc < cap
+    return text.split("\n----\n")
+
+
+def _spec_args(text):
+    """name -> value text of an OpSpec::ToString's arguments (multi-line values joined)."""
+    body = text.split("  Arguments:\n", 1)[1]
+    out, name = {}, None
+    for line in body.splitlines():
+        if line.startswith("    ") and not line.startswith("     ") and ": " in line:
+            name, v = line[4:].split(": ", 1)
+            out[name] = v
+        elif name is not None:
+            out[name] += "\n" + line
+    return out
+
+
+@pytest.mark.parametrize("per_sample", [False, True], ids=["constants", "nodes"])
+def test_chain_gives_every_native_op_the_arguments_of_its_own_operator(per_sample, plugin):
+    """gd.compose's gpuaug__Chain (native_chain=True) builds, for every native op, a step whose
+    gpuaug__Kernel spec holds the arguments fn.gpuaug.kernel gets for that op (the step_args
+    text typed by the schema in C++, checked through the plugin's gpuaug_chain_specs), its
+    DataNode parameters as argument inputs; and a compose of native ops is ONE operator."""
+    import gpuaug.dali as gd
+    from gpuaug.dali import _native
+    from gpuaug.dali._nodes import step_for
+    from nvidia.dali import fn, pipeline_def
+
+    ops = [op for op in sorted(_native.NATIVE_OPS) if not (op == "gaussian_blur" and per_sample)]
+    kws = []
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(name="x", device="gpu", layout="HWC")
+        outs = []
+        for op in ops:
+            spec = gpuaug.registry[op]
+            per = _per_sample(op)
+            host_kw = per.pop("__host__", {})
+            if per_sample:
+                kw = dict(host_kw, **{k: fn.external_source(source=_const([v[i] for i in range(N)]), batch=True)
+                                      for k, v in per.items()})
+            else:
+                flags = {p.name for p in spec.params if p.kind == "bool"}
+                kw = {k: (bool(v[0]) if k in flags else v[0].tolist() if v.ndim > 1 and v[0].size > 1 else
+                          (int(v.reshape(N, -1)[0, 0]) if v.dtype == np.int32 else float(v.reshape(N, -1)[0, 0])))
+                      for k, v in per.items()}
+                kw.update(host_kw)
+            step, nodes = step_for(op, x, kw, "HWC")
+            args = _native.native_kwargs(step, nodes, forced=True)
+            assert _native.chainable(args), op
+            kws.append(args)
+            outs.append(fn.gpuaug.kernel(x, **args))
+        return tuple(outs)
+
+    p = pipe()
+    p._build_graph()
+    py = {}
+    for o in p._ops:
+        text = str(o.spec)
+        if text.startswith("OpSpec for gpuaug__Kernel"):
+            a = _spec_args(text)
+            py[a["op"]] = (a, text.split("  Inputs:\n", 1)[1].split("  Outputs:", 1)[0])
+    texts, n_inputs, group, used = [], 0, [], 0
+    for kw in kws + [None]:  # chains of at most MAX_CHAIN_INPUTS DataNode parameters
+        k = 0 if kw is None else sum(_native._is_node(v) for v in kw.values())
+        if kw is None or used + k > _native.MAX_CHAIN_INPUTS:
+            sources, lines, inputs = _native.chain_args(group)
+            texts += _chain_specs(plugin, sources, lines, len(group))
+            n_inputs += len(inputs)
+            group, used = [], 0
+        if kw is not None:
+            group.append(kw)
+            used += k
+    assert len(texts) == len(ops)
+    for op, kw, text in zip(ops, kws, texts):
+        got = _spec_args(text)
+        want, want_inputs = py[op]
+        for name in kw:
+            if _native._is_node(kw[name]):
+                continue
+            assert got.get(name) == want.get(name), (op, name, got.get(name), want.get(name))
+        n_nodes = sum(_native._is_node(v) for v in kw.values())
+        assert text.split("  Inputs:\n", 1)[1].split("  Outputs:", 1)[0].count("\n") == n_nodes, op
+        assert want_inputs.count("\n") == n_nodes + 1, op  # + the images
+    assert n_inputs == sum(_native._is_node(v) for kw in kws for v in kw.values())
+    with pytest.raises(RuntimeError, match="has no argument 'nope'"):
+        _chain_specs(plugin, [], ["0\tnope\t1"], 1)
+
+    aug = gd.compose([("flip", {"horizontal": fn.random.coin_flip()}),
+                      ("rotate", {"angle": fn.random.uniform(range=(-5, 5))}),
+                      ("gaussian_blur", {"sigma": fn.random.uniform(range=(1.0, 2.0))}),
+                      ("brightness", {"factor": 1.1}), ("invert", {}),
+                      ("crop_mirror_normalize", {"mean": [1.0, 2.0, 3.0], "std": [4.0, 5.0, 6.0]})],
+                     native_chain=True)
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe2():
+        return aug(fn.external_source(name="x", device="gpu", layout="HWC"))
+
+    names = [n for n in _schema_names(pipe2()) if n.startswith("gpuaug__") or "PythonFunction" in n]
+    assert names[0] == "gpuaug__Chain" and "PythonFunction" in names[1] and names[2] == "gpuaug__Chain", names
+    assert len(names) == 3 and aug.operators == 3
+
+
 def test_calls_the_native_operator_cannot_take_fall_back(plugin):
     """Per-sample constant arrays, per-channel fill, GPU DataNodes: python_function; CHW runs
     natively (in_layout / out_layout CHW)."""
@@ -1395,6 +1517,79 @@ def test_native_policy_equals_the_policys_own_calls(name, varshape, plugin):
         for i, (g, w) in enumerate(zip(got, want)):
             assert g.shape == w.shape and g.dtype == w.dtype, (it, i, g.shape, w.shape, g.dtype, w.dtype)
             np.testing.assert_array_equal(g, w, err_msg=f"{name} batch {it} sample {i}")
+
+
+@pytest.mark.gpu
+@pytest.mark.dali
+@pytest.mark.parametrize("varshape", [False, True], ids=["dense", "varshape"])
+def test_native_chain_equals_the_ops_one_by_one(varshape, plugin, tmp_path):
+    """gd.compose(native_chain=True): ONE gpuaug__Chain per run of native ops gives bit for bit
+    what the same compose gives with one gpuaug__Kernel per op (which the other tests check
+    against the standalone ops), batch after batch, through a size change, a grayscale mean,
+    a warp and a CHW float write; and it serializes (fresh process, same output)."""
+    if not _gpu_ready():
+        pytest.skip("needs a CUDA GPU")
+    import gpuaug.dali as gd
+    from nvidia.dali import fn, pipeline_def
+
+    imgs = _images("uint8", varshape, 3, seed=8)
+
+    def items():
+        return [("flip", {"horizontal": fn.random.coin_flip(seed=1)}),
+                ("rotate", {"angle": fn.random.uniform(range=(-20, 20), seed=2)}),
+                ("resize", {"size": (29, 31)}),
+                ("color_jitter", {"brightness": fn.random.uniform(range=(0.7, 1.3), seed=3),
+                                  "contrast": fn.random.uniform(range=(0.7, 1.3), seed=4)}),
+                ("invert", {}),
+                ("crop_mirror_normalize", {"mean": [120.0, 115.0, 100.0], "std": [60.0, 58.0, 57.0],
+                                           "output_layout": "CHW"})]
+
+    def make(chain):
+        @pipeline_def(batch_size=N, num_threads=2, device_id=0, prefetch_queue_depth=1, seed=5)
+        def pipe():
+            x = fn.external_source(name="x", device="gpu", layout="HWC")
+            return gd.compose(items(), native_chain=chain)(x)
+        return pipe()
+
+    a, b = make(True), make(False)
+    names_a, names_b = _schema_names(a), _schema_names(b)
+    assert names_a.count("gpuaug__Chain") == 1 and "gpuaug__Kernel" not in names_a, names_a
+    assert names_b.count("gpuaug__Kernel") == 6, names_b
+    for p in (a, b):
+        p.build()
+    for it in range(3):
+        outs = []
+        for p in (a, b):
+            p.feed_input("x", imgs, layout="HWC")
+            (o,) = p.run()
+            outs.append([np.array(t) for t in o.as_cpu()])
+        for i, (g, w) in enumerate(zip(*outs)):
+            assert g.shape == w.shape == (3, 29, 31) and g.dtype == w.dtype == np.float32
+            np.testing.assert_array_equal(g, w, err_msg=f"batch {it} sample {i}")
+    # serialized: a fresh process gives the same first batch
+    c = make(True)
+    c.build()
+    c.feed_input("x", imgs, layout="HWC")
+    (o,) = c.run()
+    want = np.stack([np.array(t) for t in o.as_cpu()])
+    (tmp_path / "pipe.bin").write_bytes(c.serialize())
+    np.save(tmp_path / "want.npy", want)
+    np.save(tmp_path / "x.npy", np.array(imgs, dtype=object), allow_pickle=True)
+    script = textwrap.dedent(f"""
+        import numpy as np, nvidia.dali.plugin_manager as pm
+        from nvidia.dali import Pipeline
+        pm.load_library({plugin!r})
+        p = Pipeline.deserialize(serialized_pipeline=open({str(tmp_path / 'pipe.bin')!r}, 'rb').read())
+        p.build()
+        p.feed_input("x", list(np.load({str(tmp_path / 'x.npy')!r}, allow_pickle=True)), layout="HWC")
+        (out,) = p.run()
+        got = np.stack([np.array(t) for t in out.as_cpu()])
+        assert np.array_equal(got, np.load({str(tmp_path / 'want.npy')!r})), "differs"
+        print("ROUNDTRIP OK")
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ),
+                       timeout=300)
+    assert "ROUNDTRIP OK" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.gpu

@@ -520,7 +520,11 @@ class Launcher : public dali::Operator<dali::GPUBackend> {
   std::map<std::string, CUfunction> functions_;
 };
 
+class Chain;
+
 class Kernel : public Launcher {
+  friend class Chain;  // runs Kernels as the steps of one operator
+
  public:
   explicit Kernel(const dali::OpSpec &spec) : Launcher(spec) {
     op_ = "gpuaug.dali." + spec.GetArgument<std::string>("op");
@@ -1379,6 +1383,192 @@ class Kernel : public Launcher {
 };
 
 
+// ---- gpuaug__Chain: several gpuaug__Kernel steps as ONE operator (gd.compose) ---------------
+// Each step is a gpuaug__Kernel built from its own OpSpec (the arguments gd's native_node would
+// give fn.gpuaug.kernel, sent as text: "step<TAB>name<TAB>value", typed by gpuaug__Kernel's
+// schema; "source" is an index into 'sources'; "@pK" maps the step's argument input pK to the
+// chain's qJ). Steps run in order on DALI's stream; intermediate batches live in buffers the
+// operator keeps (contiguous, stream-ordered, grown when needed); the last step writes the
+// operator's output. The kernels, rows and launches are the steps' own, so the result is the
+// chain of gd ops (and of the standalone ops) bit for bit, with one DALI operator instead of
+// one per op.
+static constexpr int kChainInputs = 32;
+
+class Chain : public dali::Operator<dali::GPUBackend> {
+ public:
+  explicit Chain(const dali::OpSpec &spec) : dali::Operator<dali::GPUBackend>(spec) {
+    const auto specs = step_specs(spec.GetRepeatedArgument<std::string>("sources"),
+                                  spec.GetRepeatedArgument<std::string>("step_args"), spec.GetArgument<int>("num_steps"),
+                                  spec.GetArgument<int>("device_id"), spec.GetArgument<int>("max_batch_size"),
+                                  spec.GetArgument<int>("num_threads"), &maps_);
+    for (auto &s : specs) steps_.push_back(std::make_unique<Kernel>(s));
+    tmp_.resize(specs.size() - 1);
+    for (auto &t : tmp_) t = std::make_shared<dali::TensorList<dali::GPUBackend>>();
+  }
+
+ protected:
+  bool SetupImpl(std::vector<dali::OutputDesc> &output_desc, const dali::Workspace &ws) override {
+    const int last = static_cast<int>(steps_.size()) - 1;
+    for (int k = 0; k <= last; ++k) {
+      auto &sub = workspace(k, ws, nullptr);
+      std::vector<dali::OutputDesc> od;
+      steps_[k]->SetupImpl(od, sub);
+      if (k == last) {
+        output_desc = od;
+      } else {
+        tmp_[k]->set_order(ws.output_order());
+        tmp_[k]->Resize(od[0].shape, od[0].type, dali::BatchContiguity::Contiguous);
+      }
+    }
+    return true;
+  }
+
+  void RunImpl(dali::Workspace &ws) override {
+    const int last = static_cast<int>(steps_.size()) - 1;
+    for (int k = 0; k <= last; ++k) {
+      auto &sub = workspace(k, ws, k == last ? &ws.OutputPtr<dali::GPUBackend>(0) : &tmp_[k]);
+      steps_[k]->RunImpl(sub);
+    }
+  }
+
+  // The steps' gpuaug__Kernel specs from the chain's arguments (see above); maps[k]: step k's
+  // argument inputs (its pK, the chain's qJ). Public: gpuaug_chain_specs (tests) calls it.
+ public:
+  static std::vector<dali::OpSpec> step_specs(const std::vector<std::string> &sources,
+                                              const std::vector<std::string> &args, int nsteps, int device,
+                                              int max_batch, int threads,
+                                              std::vector<std::vector<std::pair<std::string, std::string>>> *maps) {
+    DALI_ENFORCE(nsteps >= 1, "gpuaug.dali.compose: argument 'num_steps': got " + std::to_string(nsteps) +
+                              "; expected at least 1");
+    const auto &schema = dali::SchemaRegistry::GetSchema("gpuaug__Kernel");
+    std::vector<dali::OpSpec> specs(nsteps, dali::OpSpec("gpuaug__Kernel"));
+    maps->assign(nsteps, {});
+    for (auto &s : specs) {
+      s.AddArg("device_id", device);
+      s.AddArg("max_batch_size", max_batch);
+      s.AddArg("num_threads", threads);
+    }
+    for (const auto &line : args) {
+      const size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
+      DALI_ENFORCE(b != std::string::npos, "gpuaug.dali.compose: argument 'step_args': malformed entry '" +
+                                             line.substr(0, 80) + "'");
+      const int k = std::stoi(line.substr(0, a));
+      DALI_ENFORCE(k >= 0 && k < nsteps, "gpuaug.dali.compose: argument 'step_args': step " + std::to_string(k) +
+                                         " out of range");
+      const std::string name = line.substr(a + 1, b - a - 1), value = line.substr(b + 1);
+      auto &s = specs[k];
+      if (name == "source") {
+        const size_t i = std::stoul(value);
+        DALI_ENFORCE(i < sources.size(), "gpuaug.dali.compose: argument 'sources': no source " + value);
+        s.AddArg("source", sources[i]);
+      } else if (name.size() > 2 && name[0] == '@' && name[1] == 'p') {  // argument input pK <- qJ
+        const int j = std::stoi(value);
+        DALI_ENFORCE(j >= 0 && j < kChainInputs, "gpuaug.dali.compose: argument input q" + value + " out of range");
+        s.AddArgumentInput(name.substr(1), "q" + value);
+        (*maps)[k].emplace_back(name.substr(1), "q" + value);
+      } else {
+        add_typed(&s, schema, name, value);
+      }
+    }
+    return specs;
+  }
+
+ private:
+  // Step k's workspace: input (the chain's input or the previous step's buffer), output, DALI's
+  // stream and the step's argument inputs (the chain's qJ under the step's pK names).
+  dali::Workspace &workspace(int k, const dali::Workspace &ws,
+                             const std::shared_ptr<dali::TensorList<dali::GPUBackend>> *out) {
+    if (subs_.size() < steps_.size()) subs_.resize(steps_.size());
+    auto &sub = subs_[k];
+    sub.Clear();
+    sub.set_output_order(ws.output_order());
+    sub.AddInput(k == 0 ? ws.InputPtr<dali::GPUBackend>(0) : tmp_[k - 1]);
+    if (out) sub.AddOutput(*out);
+    for (const auto &m : maps_[k]) {
+      std::shared_ptr<dali::TensorList<dali::CPUBackend>> arg;
+      for (int i = 0; i < ws.NumArgumentInput(); ++i)
+        if (ws.ArgumentInputName(i) == m.second) arg = ws.ArgumentInputPtr(i);
+      DALI_ENFORCE(arg != nullptr, "gpuaug.dali.compose: argument input " + m.second + " is missing");
+      sub.AddArgumentInput(m.first, arg);
+    }
+    return sub;
+  }
+
+  // value (text) -> the argument's type in gpuaug__Kernel's schema
+  static void add_typed(dali::OpSpec *s, const dali::OpSchema &schema, const std::string &name,
+                        const std::string &value) {
+    DALI_ENFORCE(schema.HasArgument(name), "gpuaug.dali.compose: gpuaug__Kernel has no argument '" + name + "'");
+    std::istringstream in(value);
+    switch (schema.GetArgumentType(name)) {
+      case ::DALI_STRING:
+        s->AddArg(name, value);
+        break;
+      case ::DALI_INT32:
+      case ::DALI_INT64:
+        s->AddArg(name, static_cast<int>(std::stol(value)));
+        break;
+      case ::DALI_FLOAT:
+      case ::DALI_FLOAT64:
+        s->AddArg(name, static_cast<float>(std::strtod(value.c_str(), nullptr)));
+        break;
+      case ::DALI_BOOL:
+        s->AddArg(name, value == "1" || value == "true" || value == "True");
+        break;
+      case ::DALI_INT_VEC:
+      case ::DALI_INT64_VEC: {
+        std::vector<int> v;
+        for (std::string t; in >> t;) v.push_back(static_cast<int>(std::stol(t)));
+        s->AddArg(name, v);
+        break;
+      }
+      case ::DALI_FLOAT_VEC: {
+        std::vector<float> v;
+        for (std::string t; in >> t;) v.push_back(static_cast<float>(std::strtod(t.c_str(), nullptr)));
+        s->AddArg(name, v);
+        break;
+      }
+      case ::DALI_STRING_VEC: {
+        std::vector<std::string> v;
+        for (std::string t; in >> t;) v.push_back(t);
+        s->AddArg(name, v);
+        break;
+      }
+      default:
+        DALI_FAIL("gpuaug.dali.compose: argument '" + name + "' of gpuaug__Kernel has a type the chain cannot pass");
+    }
+  }
+
+  std::vector<std::unique_ptr<Kernel>> steps_;
+  std::vector<std::vector<std::pair<std::string, std::string>>> maps_;
+  std::vector<std::shared_ptr<dali::TensorList<dali::GPUBackend>>> tmp_;
+  std::vector<dali::Workspace> subs_;
+};
+
+// Tests (CPU, no GPU needed): the steps' specs a chain builds, as OpSpec::ToString texts joined
+// by "\n----\n", into out (cap bytes); returns the full length, or -1 with the error in out.
+extern "C" __attribute__((visibility("default"))) long gpuaug_chain_specs(const char *const *sources, int nsrc,
+                                                                         const char *const *args, int nargs,
+                                                                         int nsteps, char *out, long cap) {
+  std::string text;
+  long rc;
+  try {
+    std::vector<std::vector<std::pair<std::string, std::string>>> maps;
+    const auto specs = Chain::step_specs(std::vector<std::string>(sources, sources + nsrc),
+                                         std::vector<std::string>(args, args + nargs), nsteps, 0, 1, 1, &maps);
+    for (size_t k = 0; k < specs.size(); ++k) text += (k ? "\n----\n" : "") + specs[k].ToString();
+    rc = static_cast<long>(text.size());
+  } catch (const std::exception &e) {
+    text = e.what();
+    rc = -1;
+  }
+  if (cap > 0) {
+    const size_t n = std::min<size_t>(text.size(), size_t(cap - 1));
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+  }
+  return rc;
+}
+
 // ---- gpuaug__Policy: one fused stage of a gpuaug.Compose -------------------------------------
 // The stage's parameter rows are built here per sample (gpuaug_host::policy_row: the composed
 // geometry for the image's size, the colour program, the write) from uniforms drawn by the
@@ -1821,3 +2011,49 @@ policy's own generator, "rng_state", or values the graph drew, "draws") and each
     .AddOptionalArg("row_slots", "Per row of n uniforms the policy's call consumes (every transform's "
                     "rng.random rows, in order): the draw index it fills, -1 for another stage's.",
                     std::vector<int>{});
+
+DALI_REGISTER_OPERATOR(gpuaug__Chain, ::gpuaug_dali::Chain, dali::GPU);
+
+DALI_SCHEMA(gpuaug__Chain)
+    .DocStr(R"(Runs several gpuaug__Kernel steps (the native ops of a gd.compose) as one operator, in
+order, on DALI's stream (the operator behind gpuaug.dali.compose's native chain).)")
+    .NumInput(1)
+    .NumOutput(1)
+    .InputLayout(0, {"HWC", "CHW"})
+    .AddArg("num_steps", "The number of steps.", ::DALI_INT32)
+    .AddArg("sources", "The steps' kernel sources (CUDA C, headers inlined), each once.", ::DALI_STRING_VEC)
+    .AddArg("step_args", "The steps' gpuaug__Kernel arguments, one entry each: 'step<TAB>name<TAB>value' "
+            "(vectors space-separated; 'source': an index into sources; '@pK': argument input qJ).",
+            ::DALI_STRING_VEC)
+    .AddOptionalArg("q0", "Argument input 0 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q1", "Argument input 1 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q2", "Argument input 2 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q3", "Argument input 3 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q4", "Argument input 4 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q5", "Argument input 5 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q6", "Argument input 6 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q7", "Argument input 7 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q8", "Argument input 8 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q9", "Argument input 9 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q10", "Argument input 10 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q11", "Argument input 11 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q12", "Argument input 12 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q13", "Argument input 13 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q14", "Argument input 14 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q15", "Argument input 15 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q16", "Argument input 16 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q17", "Argument input 17 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q18", "Argument input 18 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q19", "Argument input 19 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q20", "Argument input 20 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q21", "Argument input 21 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q22", "Argument input 22 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q23", "Argument input 23 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q24", "Argument input 24 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q25", "Argument input 25 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q26", "Argument input 26 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q27", "Argument input 27 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q28", "Argument input 28 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q29", "Argument input 29 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q30", "Argument input 30 of the steps.", std::vector<float>{}, true)
+    .AddOptionalArg("q31", "Argument input 31 of the steps.", std::vector<float>{}, true);

@@ -16,9 +16,10 @@
 # If every native test with DataNode parameters fails at pipeline build or run, rerun with
 # GPUAUG_DALI_NATIVE_ARGS=cat (the previous, GPU-tested way of passing parameters) and report.
 # Modes (first argument): tests1 (uint8 bit-exact cases and every other test), tests2 (float16 /
-# float32 bit-exact cases), bench, policy (gd.policy only: its native tests, test_dali_gpu.py's
-# policy test by default and through python_function, and tests/gpu/dali_policy_debug.py, which
-# prints the operator's parameter rows and outputs against policy(x)); each under 10 minutes. "tests" runs both test halves, no
+# float32 bit-exact cases), bench, policy (gd.policy and the gd.compose chain only: their native
+# tests, test_dali_gpu.py's policy test by default and through python_function, and
+# tests/gpu/dali_policy_debug.py, which prints the operator's parameter rows and outputs against
+# policy(x)); each under 10 minutes. "tests" runs both test halves, no
 # argument runs everything (over 10 minutes: run the three one after another instead).
 # Writes $OUT/dali_native_build.txt, $OUT/dali_native_tests.txt (+ tests2), $OUT/dali_native_bench.txt and
 # $OUT/dali_native_bench.json.
@@ -51,7 +52,7 @@ if [ "$MODE" = policy ]; then
 timeout 200 python3 tests/gpu/dali_policy_debug.py > "$OUT/dali_policy_debug.txt" 2>&1
 grep -E "VERDICT|OVERALL|rows == " "$OUT/dali_policy_debug.txt"
 timeout 360 python3 -m pytest -q -rs -p no:cacheprovider tests/test_dali_native.py tests/test_dali_gpu.py \
-    -k "policy" > "$OUT/dali_policy_tests.txt" 2>&1
+    -k "policy or chain" > "$OUT/dali_policy_tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)" "$OUT/dali_policy_tests.txt" | head -40; tail -3 "$OUT/dali_policy_tests.txt"
 fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
