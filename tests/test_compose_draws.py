@@ -712,3 +712,37 @@ def test_device_call_does_no_per_sample_host_work(monkeypatch):
     assert y.shape == (512, 3, 6, 6) and drawn.values.shape == (512, _plan(pol, x).V)
     assert launched[0] == "gpuaug_policy_draw" and len(launched) == 3  # draw, contrast's sum, the fused stage
     assert pol._counter == 3
+
+
+@pytest.mark.gpu
+def test_gpu_device_draws_equal_the_op_chain():
+    """With device-drawn parameters the fused call still computes the ops' chain: colour steps
+    as gpuaug's colour ops (uint8 within one level), flips and whole-pixel crops exactly."""
+    import cupy as cp
+
+    from test_policy import _gpu_compare
+
+    xh = np.random.default_rng(6).integers(0, 256, (8, 19, 23, 3), dtype=np.uint8)
+    x = cp.asarray(xh)
+    pol = gpuaug.Compose([gpuaug.ColorJitter(0.5, 0.5, 0.5, 0.2), gpuaug.RandomGrayscale(0.5),
+                          gpuaug.RandomSolarize(100, p=0.5)], draws="device")
+    y = pol(x, seed=7)
+    p = pol.last_params
+    j = p[0]
+    want = gpuaug.color_jitter(x, j["brightness"], j["contrast"], j["saturation"], j["hue"])
+    gray = gpuaug.grayscale(want, num_output_channels=3)
+    want = cp.where(cp.asarray(p[1]["apply"])[:, None, None, None], gray, want)
+    sol = gpuaug.solarize(want, 100)
+    want = cp.where(cp.asarray(p[2]["apply"])[:, None, None, None], sol, want)
+    _gpu_compare(cp.asnumpy(y), cp.asnumpy(want), "colour chain")
+    geo = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomVerticalFlip(),
+                          gpuaug.RandomCrop(15, padding=2)], draws="device")
+    y = cp.asnumpy(geo(x, seed=3))
+    q = geo.last_params
+    for i in range(8):
+        a = xh[i]
+        a = a[:, ::-1] if q[0]["apply"][i] else a
+        a = a[::-1] if q[1]["apply"][i] else a
+        a = np.pad(a, ((2, 2), (2, 2), (0, 0)))
+        top, left = q[2]["corner"][i] + 2
+        np.testing.assert_array_equal(y[i], a[top:top + 15, left:left + 15])
