@@ -851,12 +851,15 @@ def chainable(kw) -> bool:
 
 
 def _arg_text(v):
-    if isinstance(v, bool):
+    """An argument value as gpuaug__Chain's step_args text (gpuaug_dali.cc's add_typed reads it)."""
+    if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, (list, tuple, np.ndarray)):
         return " ".join(_arg_text(x) for x in v)
-    if isinstance(v, float):
-        return repr(v)  # the shortest text that reads back exactly
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))  # the shortest text that reads back exactly (float32 values too)
+    if isinstance(v, np.integer):
+        return str(int(v))
     return str(v)
 
 

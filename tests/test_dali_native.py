@@ -483,6 +483,24 @@ def test_chain_gives_every_native_op_the_arguments_of_its_own_operator(per_sampl
     assert names[0] == "gpuaug__Chain" and "PythonFunction" in names[1] and names[2] == "gpuaug__Chain", names
     assert len(names) == 3 and aug.operators == 3
 
+    many = gd.compose([("flip", {"horizontal": fn.random.coin_flip()})] * (_native.MAX_CHAIN_INPUTS + 1),
+                      native_chain=True)
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=0)
+    def pipe3():
+        return many(fn.external_source(name="x", device="gpu", layout="HWC"))
+
+    names = _schema_names(pipe3())  # the argument inputs of one chain are full: a second chain
+    assert names.count("gpuaug__Chain") == 1 and names.count("gpuaug__Kernel") == 1, names
+
+
+def test_chain_argument_text():
+    """Values as gpuaug__Chain's step_args text: exact floats (also NumPy's), ints, flags, vectors."""
+    from gpuaug.dali._native import _arg_text
+
+    assert _arg_text([np.float64(1.5), np.float32(0.1), np.int64(3), True, 2, "x"]) == "1.5 0.10000000149011612 3 1 2 x"
+    assert float(_arg_text(0.1)) == 0.1 and _arg_text(np.bool_(False)) == "0" and _arg_text(float("nan")) == "nan"
+
 
 def test_calls_the_native_operator_cannot_take_fall_back(plugin):
     """Per-sample constant arrays, per-channel fill, GPU DataNodes: python_function; CHW runs
