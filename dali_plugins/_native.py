@@ -175,13 +175,17 @@ def _check_nvrtc(path):
 
 def status() -> dict:
     """What ``gpuaug info`` prints: the mode, whether the native operator is active (this
-    tries to build and load it), why not, the library path and the native ops."""
+    tries to build and load it), why not, the library path, the native ops and policy
+    transforms, where gd.policy's native draws come from and whether gd.compose chains
+    (``GPUAUG_DALI_NATIVE_CHAIN``)."""
     m = mode()
     ok = load() if m != "off" else False
     return {"mode": m, "active": ok, "reason": None if ok else (_state["reason"] if m != "off"
                                                                    else f"{ENV}=0 (python_function forced)"),
             "library": _state["path"], "ops": sorted(NATIVE_OPS), "policy_transforms": list(NATIVE_TRANSFORMS),
-            "args": args_mode()}
+            "policy_draws": "the policy's own generator (PCG64 replayed; Compose(draws='device') policies: "
+                            "python_function)",
+            "args": args_mode(), "compose_chain": chain_enabled()}
 
 
 def _warn_once(reason):
