@@ -262,90 +262,117 @@ def _nparts(cp, n, items):
     return max(1, min(MAX_PARTS, math.ceil(4 * _sms[dev] / n), math.ceil(items / 256)))
 
 
-def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None):
-    """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream).
+@dataclass
+class LaunchPlan:
+    """What a stage's launches need besides the arrays: the kernels, grids and sizes."""
 
-    The parameter rows are ``built.rows`` (uploaded), or, from a device draw, ``par``: a device
-    array or the address of the stage's first row (an int) in rows of ``stride`` floats.
-    ``partials``: a preallocated (n, nparts) float64 buffer for the contrast reduction (a
-    captured graph keeps its own); None allocates one."""
-    from gpuaug._batch import _table_key
-    from gpuaug.kernels._cuda import get_function, stage, upload
+    dense: bool
+    planar: bool
+    need_tables: bool
+    sum_fn: object          # the contrast reduction (None: no contrast)
+    gray: bool              # it is colour.cuh's gpuaug_gray_sum (arguments with the brightness column)
+    nparts: int
+    fn: object              # the fused kernel
+    grid: tuple
+    dims: tuple             # dense: (h, w, H, W) as int32
+
+
+def launch_plan(spec: StageSpec, built: Built, src: Batch, dst: Batch):
+    """The stage's :class:`LaunchPlan` for these batches (host work only)."""
+    from gpuaug.kernels._cuda import get_function
     from gpuaug.ops._colour import packed_layout
 
     cp = cupy_module()
     n, c = src.n, src.channels
     dense, planar = _dense(src, dst, spec)
-    src_t = descriptor_table(src)
-    need_tables = not dense or built.jidx >= 0
-    if par is None:
-        host = [np.ascontiguousarray(built.rows, np.float32)]
-        if need_tables:
-            host += [src_t] if dense else [src_t, descriptor_table(dst)]
-        dev = upload(*host)
-        par, tabs = dev[0], dev[1:]
-        P = np.int32(par.shape[1])
-    else:
-        # device rows: only the (cached, keyed) descriptor tables travel
-        tabs = stage(*(((_table_key(b), descriptor_table(b)) for b in ([src] if dense else [src, dst]))
-                       if need_tables else ()))
-        P = np.int32(stride)
-    N = np.int32(n)
-    # a device-drawn call's Built lives as long as its plan: its kernel names are kept on it
-    memo = built.__dict__.setdefault("_names", {})
-    names = memo.get((src.dtype, c, dense, planar))
-    if names is None:
-        names = memo[(src.dtype, c, dense, planar)] = kernel_names(spec, built, src.dtype, c, dense, planar)
-    nparts = 0
+    names = kernel_names(spec, built, src.dtype, c, dense, planar)
+    sum_fn, gray, nparts = None, False, 0
     if built.jidx >= 0:
-        tab = tabs[0]
-        if _gray_sum_ok(spec, built, src.dtype):
+        src_t = descriptor_table(src)
+        gray = _gray_sum_ok(spec, built, src.dtype)
+        if gray:
             def layout():
                 ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
                 return ok, items if ok else int((src_t[:, 1] * src_t[:, 2]).max())
             ok, items = memo_plan((layout_key(src),), ("fused_sum", c), layout)
-            nparts = _nparts(cp, n, items)
-            partials = cp.empty((n, nparts), cp.float64) if partials is None else partials
-            fn = get_function("fused.cu", names[0].format(packed="_packed" if ok else ""))
-            fn((nparts, min(n, 65535), 1), (256, 1, 1),
-               (tab, par, P, N, np.int32(P_COLOUR), partials, np.int32(nparts)))
+            sum_fn = get_function("fused.cu", names[0].format(packed="_packed" if ok else ""))
         else:
-            nparts = _nparts(cp, n, int((src_t[:, 1] * src_t[:, 2]).max()))
-            partials = cp.empty((n, nparts), cp.float64) if partials is None else partials
-            fn = get_function("fused.cu", names[0])
-            fn((nparts, min(n, 65535), 1), (256, 1, 1), (tab, par, P, N, partials, np.int32(nparts)))
-    else:
-        partials = np.uint64(0)
-    fn = get_function("fused.cu", names[-1])
+            items = int((src_t[:, 1] * src_t[:, 2]).max())
+            sum_fn = get_function("fused.cu", names[0])
+        nparts = _nparts(cp, n, items)
     if dense:
         _, h, w, _ = src.nhwc.shape
         hh, ww = dst.nhwc.shape[1:3]
         grid = ((ww + 31) // 32, (hh + 8 * DENSE_ROWS - 1) // (8 * DENSE_ROWS), min(n, 65535))
-        fn(grid, (256, 1, 1), (src.arrays[0], dst.arrays[0], par, P, N, np.int32(h), np.int32(w), np.int32(hh),
-                               np.int32(ww), partials, np.int32(nparts)))
+        dims = tuple(np.int32(v) for v in (h, w, hh, ww))
     else:
         hmax, wmax = max_size(dst.shapes)
         grid = ((wmax + 31) // 32, min((hmax + 7) // 8, 65535), min(n, 65535))
-        fn(grid, (256, 1, 1), (tabs[0], tabs[1], par, P, N, partials, np.int32(nparts)))
+        dims = ()
+    return LaunchPlan(dense, planar, not dense or built.jidx >= 0, sum_fn, gray, nparts,
+                      get_function("fused.cu", names[-1]), grid, dims)
 
 
-def partials_shape(spec: StageSpec, built: Built, src: Batch):
-    """(n, nparts) of the contrast reduction's buffer for this stage and batch, or None."""
-    from gpuaug.ops._colour import packed_layout
-
-    if built.jidx < 0:
-        return None
+def _memo_launch_plan(spec, built, src, dst):
+    """launch_plan, kept on ``built`` (a device-drawn call's Built lives as long as its policy's
+    plan) per device and batch layouts."""
     cp = cupy_module()
-    src_t = descriptor_table(src)
-    c = src.channels
-    if _gray_sum_ok(spec, built, src.dtype):
-        def layout():
-            ok, items = packed_layout(src_t, None, c, c, src.dtype.itemsize)
-            return ok, items if ok else int((src_t[:, 1] * src_t[:, 2]).max())
-        _, items = memo_plan((layout_key(src),), ("fused_sum", c), layout)
+    key = (cp.cuda.runtime.getDevice(), layout_key(src), layout_key(dst))
+    memo = built.__dict__.setdefault("_launch", {})
+    lp = memo.get(key)
+    if lp is None:
+        if len(memo) >= 64:
+            memo.clear()
+        lp = memo[key] = launch_plan(spec, built, src, dst)
+    return lp
+
+
+def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None):
+    """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream).
+
+    The parameter rows are ``built.rows`` (uploaded), or, from a device draw, ``par``: a device
+    array or the address of the stage's first row (an int) in rows of ``stride`` floats (the
+    launch plan is then memoised on ``built``). ``partials``: a preallocated (n, nparts) float64
+    buffer for the contrast reduction (a captured graph keeps its own); None allocates one."""
+    from gpuaug._batch import _table_key
+    from gpuaug.kernels._cuda import stage, upload
+
+    if par is None:
+        lp = launch_plan(spec, built, src, dst)
+        host = [np.ascontiguousarray(built.rows, np.float32)]
+        if lp.need_tables:
+            host += [descriptor_table(src)] if lp.dense else [descriptor_table(src), descriptor_table(dst)]
+        dev = upload(*host)
+        par, tabs = dev[0], dev[1:]
+        P = np.int32(par.shape[1])
     else:
-        items = int((src_t[:, 1] * src_t[:, 2]).max())
-    return src.n, _nparts(cp, src.n, items)
+        lp = _memo_launch_plan(spec, built, src, dst)
+        # device rows: only the (cached, keyed) descriptor tables travel
+        tabs = stage(*((_table_key(b), descriptor_table(b)) for b in ([src] if lp.dense else [src, dst]))) \
+            if lp.need_tables else ()
+        P = np.int32(stride)
+    N = np.int32(src.n)
+    nparts = np.int32(lp.nparts)
+    if lp.sum_fn is not None:
+        if partials is None:
+            partials = cupy_module().empty((src.n, lp.nparts), np.float64)
+        if lp.gray:
+            lp.sum_fn((lp.nparts, min(src.n, 65535), 1), (256, 1, 1),
+                      (tabs[0], par, P, N, np.int32(P_COLOUR), partials, nparts))
+        else:
+            lp.sum_fn((lp.nparts, min(src.n, 65535), 1), (256, 1, 1), (tabs[0], par, P, N, partials, nparts))
+    else:
+        partials = np.uint64(0)
+    if lp.dense:
+        lp.fn(lp.grid, (256, 1, 1), (src.arrays[0], dst.arrays[0], par, P, N) + lp.dims + (partials, nparts))
+    else:
+        lp.fn(lp.grid, (256, 1, 1), (tabs[0], tabs[1], par, P, N, partials, nparts))
+
+
+def partials_shape(spec: StageSpec, built: Built, src: Batch, dst: Batch):
+    """(n, nparts) of the contrast reduction's buffer for this stage and batches, or None."""
+    lp = _memo_launch_plan(spec, built, src, dst)
+    return None if lp.sum_fn is None else (src.n, lp.nparts)
 
 
 def meta_array(spec: StageSpec, built: Built):

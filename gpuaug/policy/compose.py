@@ -556,7 +556,7 @@ class Compose:
                 result, dst = F.allocate(cur_b, out if last else None, built)
                 partials = None
                 if ws is not None:
-                    shp = F.partials_shape(sp.spec, built, cur_b)
+                    shp = F.partials_shape(sp.spec, built, cur_b, dst)
                     partials = None if shp is None else cp.empty(shp, cp.float64)
                     ws[("out", k)] = (result, dst, partials)
             F.launch_cuda(sp.spec, built, cur_b, dst, par=base + 4 * sp.col, stride=plan.P, partials=partials)
