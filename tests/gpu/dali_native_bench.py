@@ -159,6 +159,11 @@ def main(argv=None):
         "gd native: flip + rotate": native_chain(2),
         "gd native: flip + rotate + color_jitter": native_chain(3),
         "gd native: flip + rotate + color_jitter + cmn": native_chain(4),
+        "gd.compose native_chain (ONE gpuaug__Chain): flip + rotate + color_jitter + cmn": lambda x: gd.compose([
+            ("flip", {"horizontal": fn.random.coin_flip(), "vertical": False}),
+            ("rotate", {"angle": u(-15, 15)}),
+            ("color_jitter", {"brightness": u(0.7, 1.3), "contrast": u(0.7, 1.3)}),
+            ("crop_mirror_normalize", {"mean": MEAN, "std": STD})], backend="native", native_chain=True)(x),
         "gd.flip native, cat args": cat_args(lambda x: gd.flip(x, horizontal=fn.random.coin_flip(), vertical=False,
                                                                backend="native")),
         "gd.rotate native, cat args": cat_args(lambda x: gd.rotate(x, angle=u(-30, 30), backend="native")),
