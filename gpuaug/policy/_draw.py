@@ -355,8 +355,8 @@ def draw_grid(n):
 
 def launch_draw(plan: DrawPlan, n, key, counter, values, rows, counter_dev=None):
     """The draw launch on CuPy's current stream: ``values`` (n, V) float64 and ``rows`` (n, P)
-    float32 device arrays; the call counter ``counter``, or ``counter_dev`` (a device uint64
-    pair: the counter, advanced by the launch, and 0)."""
+    float32 on the device (arrays, or addresses as ints); the call counter ``counter``, or
+    ``counter_dev`` (a device uint64 pair: the counter, advanced by the launch, and 0)."""
     from gpuaug.kernels._cuda import get_function
 
     prog, cst = device_program(plan)

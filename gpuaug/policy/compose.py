@@ -130,7 +130,7 @@ class PolicyParams:
     n: int
     sizes: np.ndarray
     values: tuple
-    #: device draws: (DrawPlan, rows device array) -- a GPU replay reuses the drawn rows as they are
+    #: device draws: (DrawPlan, device buffer, rows address) -- a GPU replay reuses the drawn rows
     drawn: object = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, i):
@@ -533,18 +533,20 @@ class Compose:
         plan = self._device_plan(b, "draws")
         n = b.n
         if params is not None:  # device-drawn (checked by _drawn_fits)
-            values, rows = None, params.drawn[1]
+            buf, base = None, params.drawn[2]
         else:
+            # one buffer: the (n, V) float64 values, then the (n, P) float32 rows
             if ws is None:
-                values, rows = cp.empty((n, plan.V), cp.float64), cp.empty((n, plan.P), cp.float32)
+                buf = cp.empty(n * plan.V + (n * plan.P + 1) // 2, cp.float64)
             else:
-                if "values" not in ws:
-                    ws["values"], ws["rows"] = cp.empty((n, plan.V), cp.float64), cp.empty((n, plan.P), cp.float32)
-                values, rows = ws["values"], ws["rows"]
+                buf = ws.get("buf")
+                if buf is None:
+                    buf = ws["buf"] = cp.empty(n * plan.V + (n * plan.P + 1) // 2, cp.float64)
             key, counter = self._draw_key(seed) if counter_dev is None else (self._draw_key(None, False)[0], 0)
-            D.launch_draw(plan, n, key, counter, values, rows, counter_dev)
+            vptr = buf.data.ptr
+            base = vptr + 8 * n * plan.V
+            D.launch_draw(plan, n, key, counter, vptr, base, counter_dev)
         cur, cur_b = x, b
-        base = rows.data.ptr
         for k, sp in enumerate(plan.stages):
             last = k == len(plan.stages) - 1
             if cur_b is None:
@@ -561,9 +563,9 @@ class Compose:
                     ws[("out", k)] = (result, dst, partials)
             F.launch_cuda(sp.spec, built, cur_b, dst, par=base + 4 * sp.col, stride=plan.P, partials=partials)
             cur, cur_b = result, None
-        if values is None:
+        if buf is None:
             return cur, params
-        return cur, _Drawn(plan, values, rows, b, st)
+        return cur, _Drawn(plan, buf, base, b, st)
 
     def capture(self, shape, dtype="uint8", layout="NHWC", *, device=None):
         """Record this policy, for batches of one ``shape``, ``dtype`` and ``layout``, into a CUDA
@@ -700,14 +702,20 @@ def _twin_params(plan, key, counter, n, b):
 
 
 class _Drawn:
-    """A device-drawn call's parameters, still on the device: read back at the first look."""
+    """A device-drawn call's parameters, still on the device: read back at the first look.
+    ``buf`` holds the (n, V) values and, from address ``rows``, the stages' (n, P) rows."""
 
-    __slots__ = ("plan", "values", "rows", "n", "hw", "stream")
+    __slots__ = ("plan", "buf", "rows", "n", "hw", "stream")
 
-    def __init__(self, plan, values, rows, b, stream):
-        self.plan, self.values, self.rows, self.n = plan, values, rows, b.n
+    def __init__(self, plan, buf, rows, b, stream):
+        self.plan, self.buf, self.rows, self.n = plan, buf, rows, b.n
         self.hw = tuple(int(v) for v in b.nhwc.shape[1:3])
         self.stream = stream
+
+    @property
+    def values(self):
+        """The (n, V) device values."""
+        return self.buf[:self.n * self.plan.V].reshape(self.n, self.plan.V)
 
     def params(self, keep_rows=True):
         from gpuaug.policy import _draw as D
@@ -715,7 +723,7 @@ class _Drawn:
         host = self.values.get(stream=self.stream)  # waits for the call's stream only
         sizes = np.broadcast_to(np.asarray(self.hw, np.int64), (self.n, 2))
         return PolicyParams(self.n, np.array(sizes), D.to_params(self.plan, host, sizes),
-                            (self.plan, self.rows) if keep_rows else None)
+                            (self.plan, self.buf, self.rows) if keep_rows else None)
 
 
 class CapturedPolicy:
