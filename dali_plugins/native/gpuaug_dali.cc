@@ -1793,6 +1793,7 @@ class Policy : public Launcher {
                                 std::to_string(C) + " channels (give 1 or " + std::to_string(C) + ")");
       DALI_ENFORCE(rc != 3, op_ + ": Normalize: mean / std: their number of values does not fit images of " +
                                 std::to_string(C) + " channels (give 1 or " + std::to_string(C) + ")");
+      DALI_ENFORCE(rc != 4, op_ + ": transforms: a fused stage's parameter row is wider than 15 colour steps");
       int64_t src[6] = {int64_t(reinterpret_cast<uintptr_t>(in.raw_tensor(i))), h, w, w * C, C, 1};
       const auto &os = out.tensor_shape(i);
       const int64_t oh = chw ? os[1] : os[0], ow = chw ? os[2] : os[1];

@@ -335,9 +335,11 @@ inline void affine_matrix(double h, double w, double angle, double tx, double ty
 
 // One sample's row (P floats, P = policy_row_width) from its draws d. Returns 0, or 1 for a
 // singular geometry, 2 when fill has neither 1 nor C values, 3 when the write has no C-channel
-// form (Normalize's mean / std given for other channel counts).
+// form (Normalize's mean / std given for other channel counts), 4 for a row wider than 15 steps.
 inline int policy_row(const PolicyPlan &p, const double *d, int64_t h0, int64_t w0, int C, float *row, int P) {
-  std::vector<double> r(P, 0.0);
+  // at most F_COLOUR + 15 steps of 12 values (policy_codes' cap): no allocation per sample
+  double r[F_COLOUR + 15 * 12] = {0.0};
+  if (P > F_COLOUR + 15 * 12) return 4;
   double h = double(h0), w = double(w0);
   if (p.ngeo) {
     Mat3 m = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
