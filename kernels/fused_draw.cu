@@ -26,7 +26,7 @@ namespace gpuaug {
 namespace draw {
 
 enum : int {
-  STAGE = 1, G_CONST = 2, G_FLIP = 3, G_ROT = 4, G_AFFINE = 5, G_RRC = 6, G_CROP = 7, G_END = 8,
+  STAGE = 1, G_CONST = 2, G_FLIP = 3, G_ROT = 4, G_AFFINE = 5, G_RRC = 6, G_CROP = 7, G_END = 8, G_PERSP = 9,
   C_JITTER = 10, C_GRAY = 11, C_PERM = 12, C_GAMMA = 13, C_SOLARIZE = 14, C_POSTERIZE = 15, C_INVERT = 16,
   A_BEGIN = 17, A_END = 18
 };
@@ -106,6 +106,42 @@ __device__ __forceinline__ void affine_then(const double* g, double* a) {
       r[4 * i + j] = g[4 * i] * a[j] + g[4 * i + 1] * a[4 + j] + g[4 * i + 2] * a[8 + j] + (j == 3 ? g[4 * i + 3] : 0.0);
 #pragma unroll
   for (int k = 0; k < 12; ++k) a[k] = r[k];
+}
+
+// The homography sending the 4 points src (x, y) onto dst (policy/transforms.homographies, as
+// OpenCV's getPerspectiveTransform): the 8 x 8 system by Gaussian elimination, partial pivoting.
+__device__ void homography(const double* src, const double* dst, double* m) {
+  double a[8][9];
+  for (int k = 0; k < 4; ++k) {
+    const double x = src[2 * k], y = src[2 * k + 1], u = dst[2 * k], v = dst[2 * k + 1];
+    const double r0[9] = {x, y, 1.0, 0.0, 0.0, 0.0, -u * x, -u * y, u};
+    const double r1[9] = {0.0, 0.0, 0.0, x, y, 1.0, -v * x, -v * y, v};
+    for (int j = 0; j < 9; ++j) {
+      a[2 * k][j] = r0[j];
+      a[2 * k + 1][j] = r1[j];
+    }
+  }
+  for (int c = 0; c < 8; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < 8; ++r)
+      if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+    if (piv != c)
+      for (int j = 0; j < 9; ++j) {
+        const double t = a[c][j];
+        a[c][j] = a[piv][j];
+        a[piv][j] = t;
+      }
+    for (int r = c + 1; r < 8; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j < 9; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int r = 7; r >= 0; --r) {
+    double t = a[r][8];
+    for (int j = r + 1; j < 8; ++j) t -= a[r][j] * m[j];
+    m[r] = t / a[r][r];
+  }
+  m[8] = 1.0;
 }
 
 __device__ void sample(const int* prog, int nrec, const double* cst, unsigned s, unsigned k0, unsigned k1,
@@ -196,6 +232,23 @@ __device__ void sample(const int* prog, int nrec, const double* cst, unsigned s,
         v[0] = top; v[1] = left;
         m[2] = -left;
         m[5] = -top;
+        break;
+      }
+      case G_PERSP: {  // c: p, H, W, bh, bw (corner ranges), in the host's draw order
+        const bool on = g.u(0) < c[0];
+        const double H = c[1], W = c[2], bh = c[3], bw = c[4];
+        const double lo[8] = {0.0, 0.0, W - bw, 0.0, W - bw, H - bh, 0.0, H - bh};
+        double pts[8];
+        for (int k = 0; k < 8; ++k) {
+          const double span = (k & 1) ? bh : bw;
+          pts[k] = lo[k] + fmin(floor(__dmul_rn(g.u(1 + k), span)), span - 1.0);
+          v[1 + k] = pts[k];
+        }
+        v[0] = on ? 1.0 : 0.0;
+        if (on) {
+          const double start[8] = {0.0, 0.0, W - 1.0, 0.0, W - 1.0, H - 1.0, 0.0, H - 1.0};
+          homography(start, pts, m);
+        }
         break;
       }
       case G_END: {  // the stage's map: inverse of M, and the interpolation (arg: any bilinear)

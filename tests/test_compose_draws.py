@@ -85,7 +85,7 @@ def _all_transforms():
     return [gpuaug.RandomHorizontalFlip(0.3), gpuaug.RandomVerticalFlip(0.7), gpuaug.RandomRotation((-20, 40)),
             gpuaug.RandomAffine(15, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3)),
             gpuaug.RandomResizedCrop(12, scale=(0.2, 1.0)), gpuaug.RandomCrop(10, padding=2),
-            gpuaug.Resize(11), gpuaug.CenterCrop(9),
+            gpuaug.Resize(11), gpuaug.CenterCrop(9), gpuaug.RandomPerspective(0.6, p=0.7),
             gpuaug.ColorJitter(0.4, 0.3, 0.2, 0.1, p=0.8), gpuaug.RandomGrayscale(0.4),
             gpuaug.RandomChannelPermutation(), gpuaug.RandomGamma((70, 130), p=0.6), gpuaug.RandomSolarize(100, p=0.5),
             gpuaug.RandomPosterize(3, p=0.5), gpuaug.RandomInvert(0.2), gpuaug.Normalize(*IMAGENET)]
@@ -128,23 +128,28 @@ def test_twin_draws_follow_the_transforms_ranges():
     # RandomCrop(10, padding 2) of a 12 x 12 image: corners in [-2, 4]
     cr = p[5]["corner"]
     assert cr.min() == -2 and cr.max() == 4 and len(np.unique(cr[:, 0])) == 7
-    j = p[8]
+    # RandomPerspective(0.6) of the 9 x 9 crop: corners moved inwards by up to 2 whole pixels
+    pc, on = p[8]["corners"], p[8]["apply"]
+    assert pc.shape == (n, 4, 2) and abs(on.mean() - 0.7) < se and np.all(pc == np.rint(pc))
+    lo = np.array([[0, 0], [6, 0], [6, 6], [0, 6]])
+    assert np.all((pc >= lo) & (pc <= lo + 2)) and np.all(pc.min(axis=0) == lo) and np.all(pc.max(axis=0) == lo + 2)
+    j = p[9]
     on = j["apply"]
     assert abs(on.mean() - 0.8) < se
     assert np.all(j["brightness"][~on] == 1) and np.all(j["hue"][~on] == 0)
     assert j["brightness"][on].min() >= 0.6 and j["brightness"][on].max() < 1.4
     assert np.abs(j["hue"]).max() <= 0.1 and j["saturation"][on].min() >= 0.8
-    assert abs(p[9]["apply"].mean() - 0.4) < se
-    perm = p[10]["permutation"]
+    assert abs(p[10]["apply"].mean() - 0.4) < se
+    perm = p[11]["permutation"]
     assert np.all(np.sort(perm, axis=1) == [0, 1, 2])
     assert len(np.unique(perm, axis=0)) == 6
     assert np.all(np.abs(np.unique(perm, axis=0, return_counts=True)[1] - n / 6) < 4 * np.sqrt(n / 6))
-    g = p[11]
+    g = p[12]
     assert np.all(g["gamma"][~g["apply"]] == 1) and g["gamma"][g["apply"]].min() >= 0.7
     assert g["gamma"].max() < 1.3
-    for k, prob in ((12, 0.5), (13, 0.5), (14, 0.2)):
+    for k, prob in ((13, 0.5), (14, 0.5), (15, 0.2)):
         assert abs(p[k]["apply"].mean() - prob) < se
-    assert p[15] == {}
+    assert p[16] == {}
 
 
 def test_twin_draws_independent_of_batch_and_transform_streams():
@@ -231,16 +236,18 @@ def test_draws_device_errors_name_the_argument():
     x = _images()
     with pytest.raises(ValueError, match="draws: got 'gpu'"):
         gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="gpu")
-    with pytest.raises(ValueError, match="draws: transforms: RandomPerspective cannot be drawn"):
-        gpuaug.Compose([gpuaug.RandomPerspective()], draws="device")(x)
-    with pytest.raises(ValueError, match="draws: transforms: GaussianBlur"):
+    with pytest.raises(ValueError, match="draws: transforms: GaussianBlur cannot be drawn"):
         gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.GaussianBlur(3)], draws="device")(x)
+    with pytest.raises(ValueError, match="draws: transforms: RandAugment, RandomErasing cannot be drawn"):
+        gpuaug.Compose([gpuaug.RandomErasing(), gpuaug.RandAugment()], draws="device")(x)
     with pytest.raises(ValueError, match="draws: device draws need a batch of one image size"):
         gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="device")([x[0], x[1, :8]])
     with pytest.raises(ValueError, match="draws: targets"):
         gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="device")(x, boxes=np.zeros((4, 1, 4)))
     # "auto" falls back to host draws for all of those
     gpuaug.Compose([gpuaug.RandomPerspective(), gpuaug.GaussianBlur(3)], draws="auto")(x, seed=0)
+    with pytest.raises(ValueError, match="capture: transforms: GaussianBlur cannot be drawn"):
+        gpuaug.Compose([gpuaug.GaussianBlur(3)])._device_plan(as_batch(x), "capture")
 
 
 def test_pickle_with_device_draws():

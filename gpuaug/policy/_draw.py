@@ -19,6 +19,7 @@ G_ROT                 angle = lo + span u0                            angle
 G_AFFINE              angle, [tx, ty], [scale], [shear_x, [shear_y]]  angle tx ty scale shear_x shear_y
 G_RRC                 area u0..u9, log-ratio u10..u19, top, left      top left height width (boxes)
 G_CROP                top u0, left u1                                 top left (corner)
+G_PERSP               u0 < p, the 4 corners' x, y u1..u8              apply, corners (4 x (x, y))
 G_END                 -- (inverse map, interpolation)                 --
 C_JITTER              u0 < p, then each given range                   apply brightness contrast saturation hue
 C_GRAY, C_SOLARIZE,   u0 < p                                          apply
@@ -35,8 +36,9 @@ through the host path; only the distributions' *streams* differ from the host dr
 (gpuaug.random's Generator), not the distributions: the same ranges, probabilities, attempts
 and roundings.
 
-Supported: every geometric transform but RandomPerspective, every colour and write
-transform, on uniform (not varshape) batches; :func:`unsupported` says what is not.
+Supported: every geometric, colour and write transform, on uniform (not varshape) batches;
+:func:`unsupported` says what is not (the op transforms: GaussianBlur, GaussianNoise,
+RandomErasing, RandomEqualize, and the automatic policies).
 """
 from __future__ import annotations
 
@@ -48,18 +50,20 @@ import numpy as np
 from gpuaug import random as R
 from gpuaug.policy import transforms as TF
 
-STAGE, G_CONST, G_FLIP, G_ROT, G_AFFINE, G_RRC, G_CROP, G_END = 1, 2, 3, 4, 5, 6, 7, 8
+STAGE, G_CONST, G_FLIP, G_ROT, G_AFFINE, G_RRC, G_CROP, G_END, G_PERSP = 1, 2, 3, 4, 5, 6, 7, 8, 9
 C_JITTER, C_GRAY, C_PERM, C_GAMMA, C_SOLARIZE, C_POSTERIZE, C_INVERT, A_BEGIN, A_END = range(10, 19)
 REC = 6
 ATTEMPTS = 10  # RandomResizedCrop's tries, as gpuaug.random.resized_crop_boxes
 _RAD = 0.017453292519943295  # pi / 180, the kernel's constant
 
-#: per transform type: the value keys, their widths and kinds ("b" bool, "i" int64, "f" float64)
+#: per transform type: the value keys, their widths and kinds ("b" bool, "i" int64, "f" float64,
+#: "c" float64 (n, 4, 2) corners)
 VALUES = {
     TF.RandomHorizontalFlip: (("apply", 1, "b"),), TF.RandomVerticalFlip: (("apply", 1, "b"),),
     TF.RandomRotation: (("angle", 1, "f"),),
     TF.RandomAffine: tuple((k, 1, "f") for k in ("angle", "tx", "ty", "scale", "shear_x", "shear_y")),
     TF.RandomResizedCrop: (("boxes", 4, "i"),), TF.RandomCrop: (("corner", 2, "i"),),
+    TF.RandomPerspective: (("apply", 1, "b"), ("corners", 8, "c")),
     TF.Resize: (), TF.CenterCrop: (),
     TF.ColorJitter: (("apply", 1, "b"),) + tuple((k, 1, "f") for k in ("brightness", "contrast", "saturation", "hue")),
     TF.RandomGrayscale: (("apply", 1, "b"),), TF.RandomChannelPermutation: (("permutation", 3, "i"),),
@@ -74,7 +78,7 @@ def unsupported(transforms):
     bad = [type(t).__name__ for t in transforms if type(t) not in VALUES]
     if bad:
         return (f"transforms: {', '.join(sorted(set(bad)))} cannot be drawn on the device (supported: every "
-                "geometric transform but RandomPerspective, every colour and write transform)")
+                "geometric, colour and write transform)")
     return None
 
 
@@ -179,6 +183,10 @@ def compile_plan(transforms, items, dtype, channels, layout, hw):
                 fh = round(w / lo) if ratio < lo else h
                 c = [h, w] + list(_span(*t.scale)) + list(_span(math.log(t.ratio[0]), math.log(t.ratio[1])))
                 rec(G_RRC, i, c + [fh, fw, t.size[0], t.size[1], ATTEMPTS])
+            elif isinstance(t, TF.RandomPerspective):
+                bh = int(t.distortion_scale * (h // 2)) + 1
+                bw = int(t.distortion_scale * (w // 2)) + 1
+                rec(G_PERSP, i, (t.p, h, w, bh, bw))
             elif isinstance(t, TF.RandomCrop):
                 pl, pt, pr, pb = (int(v[0]) for v in t._pads(np.array([sz], np.int64)))
                 if h + pt + pb < t.size[0] or w + pl + pr < t.size[1]:
@@ -309,6 +317,14 @@ def twin_values(plan: DrawPlan, key, counter, samples):
                     v[:, 1 + q] = x if k[0] == 1.0 else np.where(on, x, neutral)
                 else:
                     v[:, 1 + q] = neutral
+        elif op == G_PERSP:
+            uu = u(9)
+            v[:, 0] = uu[:, 0] < k[0]
+            hh, ww, bh, bw = k[1], k[2], k[3], k[4]
+            lo = [0.0, 0.0, ww - bw, 0.0, ww - bw, hh - bh, 0.0, hh - bh]
+            for q in range(8):
+                span = bh if q & 1 else bw
+                v[:, 1 + q] = lo[q] + np.minimum(np.floor(uu[:, 1 + q] * span), span - 1.0)
         elif op == C_PERM:
             v[:, 0:3] = np.argsort(u(3), axis=1, kind="stable")
         elif op == C_GAMMA:
@@ -329,7 +345,8 @@ def to_params(plan: DrawPlan, values, sizes):
             a = values[:, off:off + wd]
             if wd == 1:
                 a = a[:, 0]
-            d[k] = a != 0 if kind == "b" else a.astype(np.int64) if kind == "i" else np.array(a)
+            d[k] = (a != 0 if kind == "b" else a.astype(np.int64) if kind == "i" else
+                    np.array(a).reshape(-1, 4, 2) if kind == "c" else np.array(a))
         out.append(d)
     return tuple(out)
 

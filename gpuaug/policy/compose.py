@@ -58,9 +58,9 @@ Randomness, ``draws=``:
   per-sample host work (the program is made once per policy and input shape). Drawn values
   stay on the device until ``last_params`` is read. NumPy input (``backend="cpu"``) and the
   Numba backend draw the same values with the NumPy twin (:mod:`gpuaug.policy._draw`), so a
-  seed gives the same parameters on every backend here too. Policies with RandomPerspective
-  or an op transform (GaussianBlur, ...), varshape batches and calls with targets cannot
-  draw on the device: ValueError.
+  seed gives the same parameters on every backend here too. Policies with an op transform
+  (GaussianBlur, GaussianNoise, RandomErasing, RandomEqualize, the automatic policies),
+  varshape batches and calls with targets cannot draw on the device: ValueError.
 - ``"auto"``: ``"device"`` for CUDA input where it can, ``"host"`` otherwise (and for NumPy input).
 
 Without a ``seed`` a device-drawn call uses the policy's key and its call counter, which every
