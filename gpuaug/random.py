@@ -309,7 +309,8 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
         >>> [hex(int(w)) for w in R.philox4x32_10(0, 0, 0, 0, 0, 0)]  # Random123's known answer
         ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
     """
-    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(*(np.asarray(v, np.uint64) & _MASK32 for v in (c0, c1, c2, c3, k0, k1)))
+    words = (np.asarray(v, np.uint64) & _MASK32 for v in (c0, c1, c2, c3, k0, k1))
+    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(*words)
     c0, c1, c2, c3, k0, k1 = (v.copy() for v in (c0, c1, c2, c3, k0, k1))
     for _ in range(10):
         p0, p1 = _M0 * c0, _M1 * c2  # 32 x 32 -> 64 bits: exact in uint64

@@ -103,7 +103,8 @@ __device__ __forceinline__ void affine_then(const double* g, double* a) {
   for (int i = 0; i < 3; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      r[4 * i + j] = g[4 * i] * a[j] + g[4 * i + 1] * a[4 + j] + g[4 * i + 2] * a[8 + j] + (j == 3 ? g[4 * i + 3] : 0.0);
+      r[4 * i + j] = g[4 * i] * a[j] + g[4 * i + 1] * a[4 + j] + g[4 * i + 2] * a[8 + j] +
+                     (j == 3 ? g[4 * i + 3] : 0.0);
 #pragma unroll
   for (int k = 0; k < 12; ++k) a[k] = r[k];
 }

@@ -604,8 +604,8 @@ def host_device_path(device_path, monkeypatch):
                                              V=int(V), P=int(P))
                 v, r = draw(plan, int(n), (int(k0), int(k1)), int(counter), cdev, threads=block[0], blocks=grid[0])
                 for dst, a in ((values, v), (rows, r)):  # device addresses (ints) or arrays
-                    ctypes.memmove(dst if isinstance(dst, int) else dst.ctypes.data, np.ascontiguousarray(a).ctypes.data,
-                                   a.nbytes)
+                    to = dst if isinstance(dst, int) else dst.ctypes.data
+                    ctypes.memmove(to, np.ascontiguousarray(a).ctypes.data, a.nbytes)
             return launch_draw
         fn = getattr(lib, table[name])
 

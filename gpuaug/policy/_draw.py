@@ -153,7 +153,6 @@ def compile_plan(transforms, items, dtype, channels, layout, hw):
             s = np.asarray(t.out_sizes(s), np.int64)
         built = F.build(spec, transforms, tparams, b1, cur_layout)
         width = built.rows.shape[1]
-        recs_start = len(recs)
         rec(STAGE, c=built.rows[0], roff=col, arg=width)
         # geometry
         sz = cur_hw
@@ -243,7 +242,6 @@ def compile_plan(transforms, items, dtype, channels, layout, hw):
             off += 12
         if off != col + width:
             raise AssertionError(f"device draw plan: colour rows end at {off - col}, the host's at {width}")
-        del recs_start
         out_hw = tuple(built.shapes[0])
         stages.append(StagePlan(spec, built, col, width, cur_hw, out_hw))
         col += width

@@ -583,7 +583,7 @@ class Compose:
 
             g = policy.capture((256, 224, 224, 3))
             for batch in loader:          # CuPy uint8 (256, 224, 224, 3)
-                y = g(batch)              # == policy(batch) with the next counter, as a graph
+                y = g(batch)              # a device-drawn policy(batch), the graph's next counter
         """
         cp = cupy_module()
         layout = check_choice("layout", layout, LAYOUTS)
