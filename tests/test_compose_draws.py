@@ -505,6 +505,12 @@ def test_gpu_graph_replay_equals_eager_calls():
     assert y is g.output and y.shape == (8, 3, 16, 16)
     with pytest.raises(ValueError, match="x: got uint8"):
         g(x[:4])
+    # capture on the caller's buffer: the graph reads it as it is at each replay
+    mine = cp.zeros_like(x)
+    g3 = gpuaug.Compose(pol.transforms, seed=1).capture(input=mine)
+    assert g3.input is mine
+    mine[...] = x
+    assert bool((g3() == outs[0]).all())
 
 
 # ------------------------------------------------------------------------------ the device path, on the host

@@ -567,13 +567,15 @@ class Compose:
             return cur, params
         return cur, _Drawn(plan, buf, base, b, st)
 
-    def capture(self, shape, dtype="uint8", layout="NHWC", *, device=None):
+    def capture(self, shape=None, dtype="uint8", layout="NHWC", *, input=None, device=None):
         """Record this policy, for batches of one ``shape``, ``dtype`` and ``layout``, into a CUDA
         graph: a :class:`CapturedPolicy` whose call replays it (the device draw, which advances
         a counter on the device, and every fused launch), a few microseconds of host time.
 
         The graph reads a fixed input buffer (``captured.input``: fill it, or pass the batch to
-        the call, which copies it in on the device) and writes a fixed output
+        the call, which copies it in on the device; ``input=``: a CUDA array of yours to read
+        instead, e.g. a staging slot you fill, which also gives shape, dtype and device) and
+        writes a fixed output
         (``captured.output``, overwritten by the next replay: copy it to keep it). Needs a
         policy that can draw on the device (any ``draws``: the graph always draws there) and
         CuPy. Replays draw with their own counters (capture k of a policy starts at
@@ -587,10 +589,17 @@ class Compose:
         """
         cp = cupy_module()
         layout = check_choice("layout", layout, LAYOUTS)
-        dev = cp.cuda.runtime.getDevice() if device is None else int(device)
+        if input is not None:
+            xbuf = input if isinstance(input, cp.ndarray) else cp.asarray(input)  # zero-copy
+            dev = xbuf.device.id
+        elif shape is None:
+            raise ValueError("shape: got None and no input=; expected the batch shape, e.g. (256, 224, 224, 3)")
+        else:
+            dev = cp.cuda.runtime.getDevice() if device is None else int(device)
         with cp.cuda.Device(dev):
-            xbuf = cp.zeros(tuple(int(v) for v in shape), dtype)
-            b = as_batch(xbuf, layout)
+            if input is None:
+                xbuf = cp.zeros(tuple(int(v) for v in shape), dtype)
+            b = as_batch(xbuf, layout, name="input" if input is not None else "shape")
             plan = self._device_plan(b, "capture")
             with self._lock:
                 self._captures += 1
