@@ -279,17 +279,30 @@ class _Constants:
 
     An entry is made by one staged upload on the current stream, with an event behind it; a
     call on another stream waits for that event on the device (never on the host) until it
-    has completed. Entries are never written after they are made. Past ``LIMIT`` entries the
-    cache is dropped after a device synchronisation (a kernel on another stream may still
+    has completed. Entries are never written after they are made. Past ``LIMIT`` entries or
+    ``LIMIT_BYTES`` bytes the cache is dropped after a device synchronisation (a kernel on another stream may still
     read an entry, and CuPy's pool would hand its memory to the stream that made it).
     """
 
     LIMIT = 4096
+    LIMIT_BYTES = 16 << 20
 
     def __init__(self):
         self._d = {}
+        self._bytes = 0
         self._lock = threading.Lock()
         self.stats = {"hits": 0, "made": 0, "drops": 0}
+
+    def clear(self):
+        """Drop every entry, after a device synchronisation (see the class docstring)."""
+        import cupy
+
+        with self._lock:
+            if self._d:
+                cupy.cuda.Device().synchronize()
+                self._d.clear()
+                self._bytes = 0
+                self.stats["drops"] += 1
 
     def get(self, key, host):
         import cupy
@@ -305,12 +318,11 @@ class _Constants:
                     stream.wait_event(ev)
             self.stats["hits"] += 1
             return arr
+        if len(self._d) >= self.LIMIT or self._bytes + host.nbytes > self.LIMIT_BYTES:
+            self.clear()
         with self._lock:
-            if len(self._d) >= self.LIMIT:
-                cupy.cuda.Device().synchronize()
-                self._d.clear()
-                self.stats["drops"] += 1
             (arr,) = upload(host)
+            self._bytes += host.nbytes
             ev = cupy.cuda.Event(block=False, disable_timing=True)
             ev.record(stream)
             self._d[key] = (arr, ev, stream.ptr)
@@ -331,6 +343,17 @@ def constants(dev=None) -> _Constants:
     if c is None:
         c = _constants.setdefault(dev, _Constants())
     return c
+
+
+def clear_constants():
+    """Empty every device's constant cache (e.g. before counting CuPy's pool in a leak check:
+    the cache holds a few KiB per distinct table or parameter matrix, at most
+    ``_Constants.LIMIT_BYTES`` per device)."""
+    import cupy
+
+    for dev, c in list(_constants.items()):
+        with cupy.cuda.Device(dev):
+            c.clear()
 
 
 def stage(*items):

@@ -665,3 +665,15 @@ def test_parallel_cpu_kernels_run_small_inputs_on_one_thread(monkeypatch):
         SmallSerial(lambda a: 1 / 0)(np.zeros(3))
     assert numba.get_num_threads() == before  # put back after an exception too
     assert SmallSerial(kern).__name__ == "kern"  # the dispatcher's attributes
+
+
+def test_constants_bounded_in_bytes_too(constants):
+    cache, _, _, syncs = constants
+    cache.LIMIT_BYTES = 3 * 80
+    for i in range(3):
+        cache.get(i, np.zeros(10))  # 80 bytes each
+    assert not syncs and cache._bytes == 240
+    cache.get(3, np.zeros(10))
+    assert syncs == [1] and set(cache._d) == {3} and cache._bytes == 80
+    cache.clear()
+    assert not cache._d and cache._bytes == 0 and syncs == [1, 1]

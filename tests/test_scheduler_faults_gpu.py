@@ -43,6 +43,7 @@ import pytest
 
 import gpuaug
 from gpuaug.scheduler import CudaDevice, free_pinned_pool
+from gpuaug.kernels._cuda import clear_constants
 from test_scheduler_faults import Boom, run_consumer, stacks
 
 pytestmark = pytest.mark.gpu
@@ -115,6 +116,7 @@ def assert_no_leak(scenario, runs=RUNS):
     scenario()  # warm-up: whatever it returns is dropped here
     _settle()
     free_pinned_pool()
+    clear_constants()  # the ops' cached descriptor tables are not the scheduler's memory
     pool = cp.get_default_memory_pool()
     threads = set(threading.enumerate())
     pool_used = pool.used_bytes()
@@ -132,6 +134,7 @@ def assert_no_leak(scenario, runs=RUNS):
         # the pool, whose idle buffers are then freed
         s.close()
         free_pinned_pool()
+        clear_constants()
         assert dev.acct == NOTHING_HELD, f"run {i}: after close the scheduler still holds {dev.acct}"
         assert pool.used_bytes() == pool_used, \
             f"run {i}: CuPy pool used bytes {pool_used} before, {pool.used_bytes()} after"

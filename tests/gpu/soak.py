@@ -169,6 +169,9 @@ class Backend:
              "rss_bytes": rss_bytes()}
         if not self.fake:
             cp = self.xp
+            from gpuaug.kernels._cuda import clear_constants
+
+            clear_constants()  # the ops' cached descriptor tables are not the scheduler's memory
             pool = cp.get_default_memory_pool()
             r["pool_used_bytes"] = int(pool.used_bytes())
             r["pool_total_bytes"] = int(pool.total_bytes())
