@@ -1592,14 +1592,15 @@ def test_native_chain_equals_the_ops_one_by_one(varshape, plugin, tmp_path):
     want = np.stack([np.array(t) for t in o.as_cpu()])
     (tmp_path / "pipe.bin").write_bytes(c.serialize())
     np.save(tmp_path / "want.npy", want)
-    np.save(tmp_path / "x.npy", np.array(imgs, dtype=object), allow_pickle=True)
+    np.savez(tmp_path / "x.npz", *imgs)  # one array per image (an object array of equal shapes is 4-D)
     script = textwrap.dedent(f"""
         import numpy as np, nvidia.dali.plugin_manager as pm
         from nvidia.dali import Pipeline
         pm.load_library({plugin!r})
         p = Pipeline.deserialize(serialized_pipeline=open({str(tmp_path / 'pipe.bin')!r}, 'rb').read())
         p.build()
-        p.feed_input("x", list(np.load({str(tmp_path / 'x.npy')!r}, allow_pickle=True)), layout="HWC")
+        z = np.load({str(tmp_path / 'x.npz')!r})
+        p.feed_input("x", [z[f"arr_{{i}}"] for i in range(len(z.files))], layout="HWC")
         (out,) = p.run()
         got = np.stack([np.array(t) for t in out.as_cpu()])
         assert np.array_equal(got, np.load({str(tmp_path / 'want.npy')!r})), "differs"

@@ -1871,19 +1871,22 @@ class Policy : public Launcher {
     if (!dir || !*dir || b >= 4) return;
     char name[64];
     snprintf(name, sizeof(name), "/policy_%p_%llu.txt", static_cast<void *>(this), static_cast<unsigned long long>(b));
-    std::ofstream f(std::string(dir) + name);
-    f.precision(17);
-    f << "n " << n << " C " << C << " P " << P_ << " draws " << ndraws_ << " rng " << (has_rng_ ? 1 : 0) << " dense " << (dense ? 1 : 0)
-      << " sum " << (sum_kind_.empty() ? "-" : sum_kind_) << "\n";
+    // stdio, not iostreams: the plugin may be built with a newer g++ than the libstdc++ the
+    // process loads, and iostream's locale machinery crashed there (an H100 run, session 5)
+    FILE *f = std::fopen((std::string(dir) + name).c_str(), "w");
+    if (!f) return;
+    std::fprintf(f, "n %d C %d P %d draws %lld rng %d dense %d sum %s\n", n, C, P_, static_cast<long long>(ndraws_),
+                 has_rng_ ? 1 : 0, dense ? 1 : 0, sum_kind_.empty() ? "-" : sum_kind_.c_str());
     for (int i = 0; i < n; ++i) {
-      f << "sample " << i << " src";
-      for (int k = 0; k < 6; ++k) f << " " << st[6 * i + k];
-      f << "\ndraws";
-      for (int64_t k = 0; k < ndraws_; ++k) f << " " << draws_[size_t(i) * ndraws_ + k];
-      f << "\nrow";
-      for (int k = 0; k < P_; ++k) f << " " << par[size_t(i) * P_ + k];
-      f << "\n";
+      std::fprintf(f, "sample %d src", i);
+      for (int k = 0; k < 6; ++k) std::fprintf(f, " %lld", static_cast<long long>(st[6 * i + k]));
+      std::fprintf(f, "\ndraws");
+      for (int64_t k = 0; k < ndraws_; ++k) std::fprintf(f, " %.17g", draws_[size_t(i) * ndraws_ + k]);
+      std::fprintf(f, "\nrow");
+      for (int k = 0; k < P_; ++k) std::fprintf(f, " %.9g", static_cast<double>(par[size_t(i) * P_ + k]));
+      std::fprintf(f, "\n");
     }
+    std::fclose(f);
   }
 
   static std::string dtype_name(DALIDataType t) {
