@@ -506,6 +506,8 @@ class Compose:
                 params = _twin_params(plan, *self._draw_key(seed), b.n, b)
             else:
                 params = self._sample(b.n, _batch_sizes(b), seed)
+                if targets is not None:  # box-aware crops (gpuaug.targets.RandomIoUCrop ...)
+                    params = targets.resolve(self, params, b.dtype.name, stream)
         if b.device:
             from gpuaug._stream import on_stream
 
