@@ -254,16 +254,21 @@ class _Staging:
 _staging = {}
 
 
+def _per_device(table, make, dev):
+    """``table[dev]`` (default: the current device), made by ``make()`` on first use."""
+    if dev is None:
+        import cupy
+
+        dev = cupy.cuda.runtime.getDevice()
+    got = table.get(dev)
+    if got is None:
+        got = table.setdefault(dev, make())
+    return got
+
+
 def staging(dev=None) -> _Staging:
     """The pinned upload area of device ``dev`` (default: the current device)."""
-    import cupy
-
-    if dev is None:
-        dev = cupy.cuda.runtime.getDevice()
-    st = _staging.get(dev)
-    if st is None:
-        st = _staging.setdefault(dev, _Staging())
-    return st
+    return _per_device(_staging, _Staging, dev)
 
 
 def upload(*arrays):
@@ -335,14 +340,7 @@ _constants = {}
 
 def constants(dev=None) -> _Constants:
     """The constant cache of device ``dev`` (default: the current device)."""
-    import cupy
-
-    if dev is None:
-        dev = cupy.cuda.runtime.getDevice()
-    c = _constants.get(dev)
-    if c is None:
-        c = _constants.setdefault(dev, _Constants())
-    return c
+    return _per_device(_constants, _Constants, dev)
 
 
 def clear_constants():
