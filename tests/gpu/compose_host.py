@@ -19,19 +19,17 @@ Writes $OUT/compose_host.txt and $OUT/compose_host.json (or ./ without $OUT).
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import json
 import os
-import pstats
 import sys
-import time
 
 import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpuaug  # noqa: E402
+from _timing import dev_host_loop  # noqa: E402 - tests/gpu/_timing.py
 
 SPIN = r'''extern "C" __global__ void spin(unsigned long long ns) {
   unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }'''
@@ -60,48 +58,6 @@ def check(x, say):
     y2 = g(x)
     say(f"check: two replays differ (counter advanced): {bool((y2 != yr).any())}")
     return d < 1e-3 and d2 < 1e-3
-
-
-def measure(f, spin, iters):
-    for _ in range(5):
-        f()
-    cp.cuda.Device().synchronize()
-    s0, s1 = cp.cuda.Event(), cp.cuda.Event()
-    devs = []
-    for _ in range(7):
-        spin((1,), (1,), (np.uint64(30_000_000),))
-        s0.record()
-        for _ in range(10):
-            f()
-        s1.record()
-        s1.synchronize()
-        devs.append(cp.cuda.get_elapsed_time(s0, s1) / 10)
-    hosts = []
-    for _ in range(5):
-        spin((1,), (1,), (np.uint64(400_000_000),))
-        t0 = time.perf_counter()
-        for _ in range(20):
-            f()
-        hosts.append((time.perf_counter() - t0) / 20 * 1e6)
-        cp.cuda.Device().synchronize()
-    loops = []
-    for _ in range(3):
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            f()
-        cp.cuda.Device().synchronize()
-        loops.append((time.perf_counter() - t0) / iters * 1e3)
-    pr = cProfile.Profile()
-    pr.enable()
-    for _ in range(iters):
-        f()
-    cp.cuda.Device().synchronize()
-    pr.disable()
-    s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(14)
-    return {"dev_ms": float(np.median(devs)), "host_us": float(np.median(hosts)),
-            "loop_ms": float(np.median(loops))}, s.getvalue()
 
 
 def main():
@@ -137,7 +93,7 @@ def main():
             say(f"capture n={n}: ERROR {traceback.format_exc()[-2000:]}")
         for name, f in cases.items():
             try:
-                r, prof = measure(f, spin, a.iters)
+                r, prof = dev_host_loop(f, spin, a.iters)
             except Exception as e:  # noqa: BLE001
                 import traceback
                 say(f"== n={n} {name}: ERROR {traceback.format_exc()[-2000:]}")

@@ -19,6 +19,7 @@ import cupy as cp
 import numpy as np
 
 import gpuaug
+from _timing import dev_host_loop  # tests/gpu/_timing.py (this folder is on sys.path)
 
 SPIN = r'''extern "C" __global__ void spin(unsigned long long ns) {
   unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }'''
@@ -70,50 +71,10 @@ def main():
     for name in names:
         f = allc[name]
         try:
-            for _ in range(5):
-                f()
-            cp.cuda.Device().synchronize()
-            # device: 10 calls behind a spin -> events time the device work only
-            s0, s1 = cp.cuda.Event(), cp.cuda.Event()
-            devs = []
-            for _ in range(7):
-                spin((1,), (1,), (np.uint64(30_000_000),))
-                s0.record()
-                for _ in range(10):
-                    f()
-                s1.record()
-                s1.synchronize()
-                devs.append(cp.cuda.get_elapsed_time(s0, s1) / 10)
-            # host: wall time per call while the stream is held by a long spin
-            hosts = []
-            for _ in range(5):
-                spin((1,), (1,), (np.uint64(200_000_000),))
-                t0 = time.perf_counter()
-                for _ in range(20):
-                    f()
-                hosts.append((time.perf_counter() - t0) / 20 * 1e6)
-                cp.cuda.Device().synchronize()
-            loops = []
-            for _ in range(3):
-                cp.cuda.Device().synchronize()
-                t0 = time.perf_counter()
-                for _ in range(200):
-                    f()
-                cp.cuda.Device().synchronize()
-                loops.append((time.perf_counter() - t0) / 200 * 1e3)
-            pr = cProfile.Profile()
-            pr.enable()
-            for _ in range(200):
-                f()
-            cp.cuda.Device().synchronize()
-            pr.disable()
-            s = io.StringIO()
-            pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12)
-            r = {"dev_ms": float(np.median(devs)), "host_us": float(np.median(hosts)),
-                 "loop_ms": float(np.median(loops))}
+            r, prof = dev_host_loop(f, spin, 200, top=12)
             res["ops"][name] = r
             say(f"== {name}: dev {r['dev_ms']:.3f} ms  host {r['host_us']:.1f} us  loop {r['loop_ms']:.3f} ms")
-            rep.write(s.getvalue()[-3500:])
+            rep.write(prof[-3500:])
         except Exception as e:  # noqa: BLE001
             say(f"== {name}: ERROR {type(e).__name__}: {e}")
     try:
