@@ -34,7 +34,9 @@ def __getattr__(name):
         if name == "random" or name in mod.__all__:
             return mod if name == "random" else getattr(mod, name)
     if name in registry:
-        fn = registry[name].func
+        # Behind its launch plans: a repeated call with the same shapes and scalar arguments
+        # replays its launches (see gpuaug._plan); the op itself is registry[name].func.
+        fn = registry[name].call
         globals()[name] = fn  # later lookups skip this hook (a few us per op call)
         return fn
     raise AttributeError(f"module 'gpuaug' has no attribute {name!r}")

@@ -186,6 +186,13 @@ class OpSpec:
     def param_names(self):
         return tuple(p.name for p in self.params)
 
+    @property
+    def call(self):
+        """``func`` behind its launch plans (:mod:`gpuaug._plan`): what ``gpuaug.<name>`` is."""
+        from gpuaug._plan import planned_op
+
+        return planned_op(self.name, self.func)
+
     def limits(self, name, dtype="uint8"):
         """Param ``name``'s range as :func:`gpuaug._params.per_sample` keywords
         (:meth:`Param.limits`): how an op checks its values against its own spec."""

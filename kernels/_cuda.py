@@ -115,10 +115,16 @@ class Kernel:
             from cupy_backends.cuda.api.driver import launchKernel
 
             _ARRAY, _STREAM, _LAUNCH = cupy.ndarray, cupy.cuda.get_current_stream, launchKernel
+        if RECORDING[0]:
+            log = getattr(_rec, "log", None)
+            if log is not None:
+                log.append(("launch", self, grid, block, shared_mem, args) if not kw else ("dirty", "kw"))
         types = tuple(map(type, args))
         spec = _SPECS.get(types)
         if spec is None:
             if kw or not all(t is _ARRAY or t is type(None) or t in _CODES for t in types):
+                if RECORDING[0]:
+                    _dirty("cupy launch")
                 self.raw(grid, block, args, shared_mem=shared_mem, **kw)
                 return
             spec = _SPECS.setdefault(types, _ArgSpec(types))
@@ -273,6 +279,8 @@ def staging(dev=None) -> _Staging:
 
 def upload(*arrays):
     """Host arrays -> device arrays, one async copy from pinned memory (current stream)."""
+    if RECORDING[0]:
+        _dirty("upload")
     return staging().upload(arrays)
 
 
@@ -310,6 +318,7 @@ class _Constants:
                 self.stats["drops"] += 1
 
     def get(self, key, host):
+        """The device copy of ``host`` (an array, or a callable making it, called on a miss only)."""
         import cupy
 
         stream = cupy.cuda.get_current_stream()
@@ -323,10 +332,12 @@ class _Constants:
                     stream.wait_event(ev)
             self.stats["hits"] += 1
             return arr
+        if callable(host):
+            host = host()
         if len(self._d) >= self.LIMIT or self._bytes + host.nbytes > self.LIMIT_BYTES:
             self.clear()
         with self._lock:
-            (arr,) = upload(host)
+            (arr,) = staging().upload((host,))
             self._bytes += host.nbytes
             ev = cupy.cuda.Event(block=False, disable_timing=True)
             ev.record(stream)
@@ -343,15 +354,21 @@ def constants(dev=None) -> _Constants:
     return _per_device(_constants, _Constants, dev)
 
 
+#: Called by clear_constants() (gpuaug's launch plans hold constants too).
+ON_CLEAR: list = []
+
+
 def clear_constants():
-    """Empty every device's constant cache (e.g. before counting CuPy's pool in a leak check:
-    the cache holds a few KiB per distinct table or parameter matrix, at most
-    ``_Constants.LIMIT_BYTES`` per device)."""
+    """Empty every device's constant cache, and whatever registered in ON_CLEAR (e.g. before
+    counting CuPy's pool in a leak check: the cache holds a few KiB per distinct table or
+    parameter matrix, at most ``_Constants.LIMIT_BYTES`` per device)."""
     import cupy
 
     for dev, c in list(_constants.items()):
         with cupy.cuda.Device(dev):
             c.clear()
+    for f in ON_CLEAR:
+        f()
 
 
 def stage(*items):
@@ -364,7 +381,39 @@ def stage(*items):
     cache = constants() if any(keyed) else None
     for (k, h), c in zip(items, keyed):
         out.append(cache.get(k, h) if c else next(it))
+    if RECORDING[0]:
+        log = getattr(_rec, "log", None)
+        if log is not None:
+            log.extend(("const", k, a) for (k, _), a in zip(items, out) if k is not None)
     return out
+
+
+# -- recording a call's launches (gpuaug._plan replays them) ----------------------------------
+#: Threads recording now (a cheap check on every launch); each keeps its log in _rec.log.
+RECORDING = [0]
+_rec = threading.local()
+
+
+class record:
+    """``with record() as log``: this thread's launches (``("launch", kernel, grid, block,
+    shared_mem, args)``), keyed constants (``("const", key, array)``) and anything that cannot be
+    replayed (``("dirty", why)``: fresh uploads, launches through CuPy) land in ``log``."""
+
+    def __enter__(self):
+        self.log = _rec.log = []
+        RECORDING[0] += 1
+        return self.log
+
+    def __exit__(self, *exc):
+        RECORDING[0] -= 1
+        _rec.log = None
+        return False
+
+
+def _dirty(why):
+    log = getattr(_rec, "log", None)
+    if log is not None:
+        log.append(("dirty", why))
 
 
 def grid_2d(h: int, w: int, n: int, block=(32, 8)):

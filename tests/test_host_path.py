@@ -515,6 +515,7 @@ def constants(monkeypatch):
         uploads.append(arrays)
         return [("dev", a.tobytes()) for a in arrays]
     monkeypatch.setattr(_cuda, "upload", upload)
+    monkeypatch.setattr(_cuda, "staging", lambda dev=None: types.SimpleNamespace(upload=lambda a: upload(*a)))
     return _cuda._Constants(), cur, uploads, syncs
 
 

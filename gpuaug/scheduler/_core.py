@@ -128,7 +128,7 @@ class Scheduler:
             if augment not in REGISTRY:
                 raise ValueError(f"augment: got {augment!r}; expected a callable, None or an op name: "
                                  f"{', '.join(sorted(REGISTRY))}")
-            augment = REGISTRY[augment].func
+            augment = REGISTRY[augment].call
         if augment is not None and not callable(augment):
             raise TypeError(f"augment: got {type(augment).__name__}; expected a callable, an op name or None")
         self.augment = augment

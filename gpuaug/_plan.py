@@ -1,0 +1,252 @@
+"""Launch plans: an op call with host scalars, made once, replayed as its bare launches.
+
+A call such as ``gpuaug.normalize(x, mean, std)`` in a training loop repeats with the same
+shapes and the same scalar arguments. Its host work (argument checks, parameter matrices,
+descriptor tables, kernel choice, output allocation checks) then gives the same launches
+every time, apart from the input's and output's addresses. ``gpuaug.<op>`` (the functions
+the package exports) keeps a plan per call signature:
+
+- **key**: the op, the input's type, shape, strides, dtype, device and address modulo 16,
+  and every other argument (type and value; hashable scalars, strings and tuples of them
+  only). Calls with ``out=``, ``stream=``, a ``backend`` other than "cuda", a list or a
+  NumPy input, or an array argument (per-sample values) are never planned.
+- **made** the second time a key is seen (a random scalar per call never repeats, so it
+  costs one dict update): the call runs normally while :class:`gpuaug.kernels._cuda.record`
+  logs its kernel launches and the constant-cache entries it used. Every array a launch
+  reads or writes must be the input, the output, or a constant (a parameter matrix, or the
+  descriptor table of the input or the output); anything else (a temporary, a fresh upload, a
+  launch through CuPy) leaves the key unplanned.
+- **checked** before use: the op runs once more normally, and the plan replays twice into
+  outputs filled with two different byte patterns; all four results must be equal bit for
+  bit (this catches work the log cannot see, such as a CuPy kernel writing the output, and
+  any call that is not a pure function of its key, such as a noise op drawing its seed).
+- **replayed**: allocate the output, patch the addresses (and the descriptor tables, from the
+  constant cache) and launch, on CuPy's current stream.
+
+``GPUAUG_PLAN=0`` turns plans off. :func:`clear_plans` drops them (so does
+``gpuaug.kernels._cuda.clear_constants``).
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+_PLANS: dict = {}     # key -> Plan, or None (not plannable)
+_SEEN: dict = {}      # key -> times seen before a plan was tried
+_LIMIT = 256
+_OFF = object()
+_CP = []              # [cupy.ndarray], once cupy is imported by a planned call
+stats = {"replays": 0, "made": 0, "refused": 0}
+
+
+def clear_plans():
+    """Drop every plan (they hold device constants) and every count."""
+    _PLANS.clear()
+    _SEEN.clear()
+
+
+def enabled() -> bool:
+    return os.environ.get("GPUAUG_PLAN", "1") not in ("", "0")
+
+
+def _arg_key(v):
+    """A hashable (type, value) for a plannable argument, or _OFF."""
+    t = type(v)
+    if t in (int, float, bool, str, type(None)) or isinstance(v, np.generic):
+        return (t, v)
+    if t is tuple and len(v) <= 16:
+        parts = tuple(_arg_key(e) for e in v)
+        return _OFF if _OFF in parts else (t, parts)
+    return _OFF
+
+
+_WRAPPED: dict = {}
+
+
+def planned_op(name, func):
+    """:func:`planned` made once per op (so ``gpuaug.flip`` is one object wherever it is looked up)."""
+    got = _WRAPPED.get(name)
+    if got is None or getattr(got, "unplanned", got) is not func:
+        got = _WRAPPED[name] = planned(name, func)
+    return got
+
+
+def planned(name, func):
+    """``func`` (an op) behind its launch plans (see the module docstring)."""
+    if not enabled():
+        return func
+
+    @functools.wraps(func)
+    def call(x, *args, out=None, stream=None, backend=None, **kw):
+        if out is None and stream is None and backend in (None, "cuda") and _CP and type(x) is _CP[0]:
+            parts = tuple(_arg_key(a) for a in args) + tuple((k, _arg_key(v)) for k, v in sorted(kw.items()))
+            if _OFF not in parts and not any(p[1] is _OFF for p in parts[len(args):]):
+                mem = x.data
+                key = (name, x.shape, x.strides, x.dtype, mem.ptr % 16, mem.device_id, parts)
+                plan = _PLANS.get(key, _OFF)
+                if plan is not _OFF and plan is not None:
+                    got = plan.run(x)
+                    if got is not None:
+                        return got
+                elif plan is _OFF:
+                    seen = _SEEN.get(key, 0)
+                    if seen:
+                        return _make(key, func, x, args, kw)
+                    if len(_SEEN) >= 4 * _LIMIT:
+                        _SEEN.clear()
+                    _SEEN[key] = 1
+        elif not _CP and type(x).__module__.startswith("cupy"):
+            import cupy
+
+            _CP.append(cupy.ndarray)
+            return call(x, *args, out=out, stream=stream, backend=backend, **kw)
+        return func(x, *args, out=out, stream=stream, backend=backend, **kw)
+
+    call.unplanned = func
+    return call
+
+
+def _remember(key, plan):
+    if len(_PLANS) >= _LIMIT:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = plan
+    _SEEN.pop(key, None)
+    stats["made" if plan is not None else "refused"] += 1
+
+
+def _make(key, func, x, args, kw):
+    """Run the call under the recorder; keep a checked plan (or None) for ``key``."""
+    from gpuaug.kernels._cuda import record
+
+    with record() as log:
+        y = func(x, *args, **kw)
+    plan = Plan.from_log(log, x, y)
+    if plan is not None and not plan.check(func, x, args, kw, y):
+        plan = None
+    _remember(key, plan)
+    return y
+
+
+def _extent(a):
+    return a.data.ptr, a.data.ptr + max(a.nbytes, 1)
+
+
+class Plan:
+    """The launches of one call, with the input's and output's addresses as slots."""
+
+    __slots__ = ("shape", "dtype", "dev", "launches")
+
+    def __init__(self, shape, dtype, dev, launches):
+        self.shape, self.dtype, self.dev, self.launches = shape, dtype, dev, launches
+
+    @classmethod
+    def from_log(cls, log, x, y):
+        """A plan from a recorded call's log, or None when it cannot be replayed."""
+        cp = _CP[0] if _CP else None
+        if cp is None or type(y) is not cp or not y.flags.c_contiguous or y.size == 0:
+            return None
+        xs, ys = _extent(x), _extent(y)
+        if ys[0] < xs[1] and xs[0] < ys[1]:  # the output shares memory with the input
+            return None
+        consts = {}
+        for entry in log:
+            if entry[0] == "dirty":
+                return None
+            if entry[0] == "const":
+                consts[id(entry[2])] = (entry[1], entry[2])
+        launches = []
+        for entry in log:
+            if entry[0] != "launch":
+                continue
+            _, fn, grid, block, smem, args = entry
+            template, patches = list(args), []  # patched slots hold None: no reference kept
+            for i, a in enumerate(args):
+                if type(a) is not cp:
+                    continue
+                p = a.data.ptr
+                if xs[0] <= p < xs[1]:
+                    patches.append((i, 0, p - xs[0]))
+                elif ys[0] <= p < ys[1]:
+                    patches.append((i, 1, p - ys[0]))
+                elif id(a) in consts:
+                    k, arr = consts[id(a)]
+                    if k[0] == "table":  # ("table", address, shape, strides, itemsize)
+                        base = k[1]
+                        if not (xs[0] <= base < xs[1] or ys[0] <= base < ys[1]):
+                            return None
+                        which = 0 if xs[0] <= base < xs[1] else 1
+                        host = arr.get()  # once per plan (a sync; plans are made rarely)
+                        patches.append((i, 2, (which, base - (xs, ys)[which][0], k[2:], host)))
+                    else:
+                        continue  # a parameter matrix: the template keeps it
+                else:
+                    return None  # a temporary, or an array from elsewhere
+                template[i] = None
+            launches.append((fn, grid, block, smem, template, tuple(patches)))
+        if not launches:
+            return None
+        return cls(y.shape, y.dtype, y.device.id, tuple(launches))
+
+    def run(self, x, out=None):
+        """Replay on CuPy's current stream (into ``out`` when given); None when the current
+        device is not the plan's (the caller then runs the op normally)."""
+        import cupy
+
+        from gpuaug.kernels._cuda import constants
+
+        if cupy.cuda.runtime.getDevice() != self.dev:
+            return None
+        y = cupy.empty(self.shape, self.dtype) if out is None else out
+        bases = (x.data.ptr, y.data.ptr)
+        for fn, grid, block, smem, template, patches in self.launches:
+            args = list(template)
+            for i, kind, v in patches:
+                if kind < 2:
+                    args[i] = bases[kind] + v
+                else:
+                    which, off, geo, old = v
+                    args[i] = _table(constants(), bases[which] + off, geo, old)
+            fn(grid, block, tuple(args), shared_mem=smem)
+        stats["replays"] += 1
+        return y
+
+    def check(self, func, x, args, kw, y):
+        """The op again, and two replays into outputs filled with different bytes: all equal
+        to ``y``, bit for bit."""
+        import cupy
+
+        again = func(x, *args, **kw)
+        want = y.view(np.uint8).reshape(-1)
+        if again.shape != y.shape or again.dtype != y.dtype or \
+                not bool((again.view(np.uint8).reshape(-1) == want).all()):
+            return False
+        for fill in (0xA5, 0x3C):
+            out = cupy.empty(self.shape, self.dtype)
+            out.view(np.uint8).fill(fill)
+            if self.run(x, out) is None or not bool((out.view(np.uint8).reshape(-1) == want).all()):
+                return False
+        return True
+
+
+def _table(cache, ptr, geo, old):
+    """The descriptor table of a dense batch at ``ptr`` (geometry as in the recorded key), from
+    the constant cache; made from the recorded host table ``old`` by moving its addresses."""
+    shape, strides, itemsize = geo
+
+    def make():
+        t = old.copy()
+        t[:, 0] += ptr - int(old[0, 0])
+        return t
+    return cache.get(("table", ptr, shape, strides, itemsize), make)
+
+
+def _register_clear():
+    from gpuaug.kernels import _cuda
+
+    if clear_plans not in _cuda.ON_CLEAR:
+        _cuda.ON_CLEAR.append(clear_plans)
+
+
+_register_clear()

@@ -1,0 +1,205 @@
+"""Launch plans (gpuaug._plan): a repeated op call with the same shapes and scalar arguments
+replays its recorded launches. GPU tests check every op's planned calls against the op itself
+(same input, new input, new addresses), that the common ops do get plans, and that calls which
+are not a pure function of their key (seed=None noise) never do. CPU tests drive the log
+analysis and the replay with stand-ins for CuPy arrays and kernels."""
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import gpuaug
+from gpuaug import _plan
+from tests.test_determinism import example
+
+OPS = sorted(gpuaug.registry)
+
+
+def scalar_kwargs(kw, n):
+    """The example's per-sample arrays as one value for the batch (sample 0's)."""
+    out = {}
+    for k, v in kw.items():
+        a = np.asarray(v) if isinstance(v, (np.ndarray, list)) else None
+        if a is not None and a.ndim >= 1 and a.shape[0] == n:
+            v = a[0].item() if a.ndim == 1 else tuple(map(tuple, a[0].tolist())) if a.ndim == 3 else tuple(a[0].tolist())
+        out[k] = v
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPS)
+def test_planned_calls_equal_the_op(name):
+    import cupy as cp
+    rng = np.random.default_rng(7)
+    n, h, w = 6, 20, 28
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    kw = scalar_kwargs(example(name, rng, n, h, w), n)
+    raw = gpuaug.registry[name].func
+    try:
+        want = raw(x, **kw)
+    except (TypeError, ValueError) as e:
+        pytest.skip(f"{name} takes no scalar form of its example: {e}")
+    fn = getattr(gpuaug, name)
+    keep = []
+    for _ in range(4):  # seen, made (and checked), replayed, replayed
+        got = fn(x, **kw)
+        keep.append(got)  # kept: each call gets a new output address
+        cp.testing.assert_array_equal(got, want)
+    x2 = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    cp.testing.assert_array_equal(fn(x2, **kw), raw(x2, **kw))  # other pixels, other address
+
+
+@pytest.mark.gpu
+def test_common_ops_are_replayed():
+    import cupy as cp
+    rng = np.random.default_rng(8)
+    x = cp.asarray(rng.integers(0, 256, (8, 32, 48, 3), dtype=np.uint8))
+    mean, std = (120.0, 110.0, 100.0), (50.0, 60.0, 70.0)
+    calls = {"flip": lambda: gpuaug.flip(x),
+             "center_crop": lambda: gpuaug.center_crop(x, (16, 24)),
+             "resize": lambda: gpuaug.resize(x, (16, 16)),
+             "rotate": lambda: gpuaug.rotate(x, 10.0),
+             "brightness": lambda: gpuaug.brightness(x, 1.2),
+             "normalize": lambda: gpuaug.normalize(x, mean, std),
+             "crop_mirror_normalize": lambda: gpuaug.crop_mirror_normalize(x, (16, 16), mean=mean, std=std)}
+    not_replayed = []
+    for name, call in calls.items():
+        call(), call()
+        before = _plan.stats["replays"]
+        call()
+        if _plan.stats["replays"] != before + 1:
+            not_replayed.append(name)
+    assert not_replayed == []
+
+
+@pytest.mark.gpu
+def test_calls_that_draw_their_own_seed_are_never_planned():
+    import cupy as cp
+    x = cp.zeros((4, 16, 16, 3), cp.uint8) + 128
+    outs = [gpuaug.gaussian_noise(x, std=20.0) for _ in range(5)]
+    assert not any(bool((outs[i] == outs[i + 1]).all()) for i in range(4))
+
+
+@pytest.mark.gpu
+def test_per_sample_arrays_out_and_stream_take_the_op_itself():
+    import cupy as cp
+    x = cp.zeros((4, 8, 8, 3), cp.uint8)
+    before = dict(_plan.stats)
+    for _ in range(3):
+        gpuaug.flip(x, horizontal=np.array([True, False, True, False]))
+        gpuaug.flip(x, out=cp.empty_like(x))
+        gpuaug.flip(x, stream=cp.cuda.Stream())
+        gpuaug.flip(cp.asnumpy(x))
+    assert _plan.stats == before
+
+
+# -- CPU: the log analysis and the replay, with stand-ins ---------------------------------------
+
+class FakeArray:
+    """Just what the plan reads of a CuPy array."""
+
+    def __init__(self, ptr, shape=(2, 4, 4, 3), dtype=np.uint8, contiguous=True):
+        self.data = types.SimpleNamespace(ptr=ptr, device_id=0)
+        self.shape, self.dtype = shape, np.dtype(dtype)
+        self.size = int(np.prod(shape))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.flags = types.SimpleNamespace(c_contiguous=contiguous)
+        self.device = types.SimpleNamespace(id=0)
+        self.host = None
+
+    def get(self):
+        return self.host
+
+
+@pytest.fixture()
+def fake(monkeypatch):
+    monkeypatch.setattr(_plan, "_CP", [FakeArray])
+    launched = []
+
+    class Kern:
+        def __call__(self, grid, block, args, shared_mem=0):
+            launched.append((grid, block, args, shared_mem))
+    made = []
+
+    class Cache:
+        def get(self, key, make):
+            made.append(key)
+            return ("table-on-device", key, make() if callable(make) else make)
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
+    cp.empty = lambda shape, dtype: FakeArray(0x900000, shape, dtype)
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    from gpuaug.kernels import _cuda
+    monkeypatch.setattr(_cuda, "constants", lambda dev=None: Cache())
+    return Kern(), launched, made
+
+
+def test_plan_patches_input_output_and_their_tables(fake):
+    kern, launched, made = fake
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    par = FakeArray(0x300000, (2, 3), np.float32)
+    xt = FakeArray(0x400000, (2, 6), np.int64)
+    xt.host = np.array([[0x100000, 4, 4, 12, 3, 1], [0x100000 + 48, 4, 4, 12, 3, 1]], np.int64)
+    geo = ((2, 4, 4, 3), (48, 12, 3, 1), 1)
+    log = [("const", ("table", 0x100000) + geo, xt), ("const", ("params", (2, 3), "f", b""), par),
+           ("launch", kern, (1,), (256,), 0, (xt, y, par, np.int32(3), x))]
+    plan = _plan.Plan.from_log(log, x, y)
+    assert plan is not None
+    (fn, grid, block, smem, template, patches), = plan.launches
+    assert template[2] is par and template[0] is None and template[1] is None and template[4] is None
+    x2 = FakeArray(0x500000)
+    out = plan.run(x2)
+    (g, b, args, s), = launched
+    assert args[1] == out.data.ptr and args[4] == 0x500000 and args[2] is par and args[3] == 3
+    tag, key, table = args[0]
+    assert key == ("table", 0x500000) + geo and made == [key]
+    np.testing.assert_array_equal(table[:, 0], [0x500000, 0x500000 + 48])  # addresses moved
+    np.testing.assert_array_equal(table[:, 1:], xt.host[:, 1:])
+
+
+@pytest.mark.parametrize("why", ["dirty", "temporary", "overlap", "foreign table", "no launch", "not contiguous"])
+def test_plan_refuses_what_it_cannot_replay(fake, why):
+    kern, _, _ = fake
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    args = (x, y)
+    log = [("launch", kern, (1,), (32,), 0, args)]
+    if why == "dirty":
+        log.append(("dirty", "upload"))
+    elif why == "temporary":
+        log = [("launch", kern, (1,), (32,), 0, (x, y, FakeArray(0x700000)))]
+    elif why == "overlap":
+        y = FakeArray(0x100000 + 8)
+    elif why == "foreign table":
+        t = FakeArray(0x400000, (2, 6), np.int64)
+        log = [("const", ("table", 0x800000, (2, 4, 4, 3), (48, 12, 3, 1), 1), t),
+               ("launch", kern, (1,), (32,), 0, (t, x, y))]
+    elif why == "no launch":
+        log = []
+    elif why == "not contiguous":
+        y = FakeArray(0x200000, contiguous=False)
+    assert _plan.Plan.from_log(log, x, y) is None
+
+
+def test_arg_keys_take_scalars_strings_and_tuples_only():
+    k = _plan._arg_key
+    assert k(1) != k(1.0) != k(True)  # the type is in the key
+    assert k((0.5, (1, 2))) == k((0.5, (1, 2)))
+    assert k(np.float32(1.5)) == (np.float32, np.float32(1.5))
+    for bad in (np.zeros(3), [1, 2], {"a": 1}, (1, np.zeros(2)), tuple(range(17))):
+        assert k(bad) is _plan._OFF
+
+
+def test_numpy_inputs_go_straight_to_the_op(monkeypatch):
+    calls = []
+
+    def op(x, a=1, *, out=None, stream=None, backend=None):
+        calls.append((x.shape, a, out, stream, backend))
+        return x
+    f = _plan.planned("op", op)
+    x = np.zeros((2, 2, 2, 3), np.uint8)
+    assert f(x, 2) is x and f(x, a=3, backend="cpu") is x
+    assert calls == [((2, 2, 2, 3), 2, None, None, None), ((2, 2, 2, 3), 3, None, None, "cpu")]
+    assert f.__name__ == "op" and f.unplanned is op
+    monkeypatch.setenv("GPUAUG_PLAN", "0")
+    assert _plan.planned("op", op) is op
