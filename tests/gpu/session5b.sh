@@ -10,7 +10,7 @@ for stage in "$@"; do
   case $stage in
     plan)     timeout 200 $PT -m gpu tests/test_plan.py tests/test_host_path.py > "$OUT/plan.log" 2>&1 ;;
     hostprof) timeout 150 python3 tests/gpu/hostprof.py > "$OUT/hostprof.log" 2>&1; grep "^==" "$OUT/hostprof.log" ;;
-    hostprof32) timeout 120 python3 tests/gpu/hostprof.py --n 32 --out "$OUT/n32" > "$OUT/hostprof32.log" 2>&1; grep "^==" "$OUT/hostprof32.log" ;;
+    hostprof32) mkdir -p "$OUT/n32"; timeout 120 python3 tests/gpu/hostprof.py --n 32 --out "$OUT/n32" > "$OUT/hostprof32.log" 2>&1; grep "^==" "$OUT/hostprof32.log" ;;
     micro)    timeout 120 python3 tests/gpu/hostmicro.py > "$OUT/micro.log" 2>&1; tail -12 "$OUT/micro.log" ;;
     inmem)    BATCHES=${BATCHES:-48} EPOCHS=${EPOCHS:-3} timeout 200 python3 tests/gpu/inmem_prof.py > "$OUT/inmem.log" 2>&1; tail -30 "$OUT/inmem.log" ;;
     tbench)   timeout 150 python3 tests/gpu/targets_bench.py > "$OUT/tbench.log" 2>&1; tail -25 "$OUT/tbench.log" ;;
