@@ -19,7 +19,9 @@ the package exports) keeps a plan per call signature:
 - **checked** before use: the op runs once more normally, and the plan replays twice into
   outputs filled with two different byte patterns; all four results must be equal bit for
   bit (this catches work the log cannot see, such as a CuPy kernel writing the output, and
-  any call that is not a pure function of its key, such as a noise op drawing its seed).
+  any call that is not a pure function of its key). The comparisons run on the device behind
+  an event; the host never waits for them: calls run the op itself until the event has
+  completed, then the plan is kept or refused.
 - **replayed**: allocate the output, patch the addresses (and the descriptor tables, from the
   constant cache) and launch, on CuPy's current stream.
 
@@ -86,7 +88,9 @@ def planned(name, func):
                 mem = x.data
                 key = (name, x.shape, x.strides, x.dtype, mem.ptr % 16, mem.device_id, parts)
                 plan = _PLANS.get(key, _OFF)
-                if plan is not _OFF and plan is not None:
+                if type(plan) is _Pending:
+                    plan = plan.settle(key)
+                if type(plan) is Plan:
                     got = plan.run(x)
                     if got is not None:
                         return got
@@ -117,16 +121,37 @@ def _remember(key, plan):
 
 
 def _make(key, func, x, args, kw):
-    """Run the call under the recorder; keep a checked plan (or None) for ``key``."""
+    """Run the call under the recorder; start checking the plan made from its log (or remember
+    None for ``key``)."""
     from gpuaug.kernels._cuda import record
 
     with record() as log:
         y = func(x, *args, **kw)
     plan = Plan.from_log(log, x, y)
-    if plan is not None and not plan.check(func, x, args, kw, y):
-        plan = None
-    _remember(key, plan)
+    pending = plan.start_check(func, x, args, kw, y) if plan is not None else None
+    if pending is None:
+        _remember(key, None)
+    else:
+        _PLANS[key] = pending
     return y
+
+
+class _Pending:
+    """A plan whose check runs on the device: the comparisons' flags and an event behind them.
+    The host never waits for it: until the event has completed, calls run the op itself."""
+
+    __slots__ = ("plan", "flags", "event")
+
+    def __init__(self, plan, flags, event):
+        self.plan, self.flags, self.event = plan, flags, event
+
+    def settle(self, key):
+        """The plan (checked), None (refused), or self while the check is still running."""
+        if not self.event.done:
+            return self
+        plan = self.plan if bool(self.flags.all()) else None  # done: reading it does not wait
+        _remember(key, plan)
+        return plan
 
 
 def _extent(a):
@@ -155,7 +180,7 @@ class Plan:
             if entry[0] == "dirty":
                 return None
             if entry[0] == "const":
-                consts[id(entry[2])] = (entry[1], entry[2])
+                consts[id(entry[2])] = (entry[1], entry[3])
         launches = []
         for entry in log:
             if entry[0] != "launch":
@@ -171,14 +196,13 @@ class Plan:
                 elif ys[0] <= p < ys[1]:
                     patches.append((i, 1, p - ys[0]))
                 elif id(a) in consts:
-                    k, arr = consts[id(a)]
+                    k, host = consts[id(a)]
                     if k[0] == "table":  # ("table", address, shape, strides, itemsize)
                         base = k[1]
                         if not (xs[0] <= base < xs[1] or ys[0] <= base < ys[1]):
                             return None
                         which = 0 if xs[0] <= base < xs[1] else 1
-                        host = arr.get()  # once per plan (a sync; plans are made rarely)
-                        patches.append((i, 2, (which, base - (xs, ys)[which][0], k[2:], host)))
+                        patches.append((i, 2, (which, base - (xs, ys)[which][0], k[2:], np.asarray(host))))
                     else:
                         continue  # a parameter matrix: the template keeps it
                 else:
@@ -212,22 +236,27 @@ class Plan:
         stats["replays"] += 1
         return y
 
-    def check(self, func, x, args, kw, y):
-        """The op again, and two replays into outputs filled with different bytes: all equal
-        to ``y``, bit for bit."""
+    def start_check(self, func, x, args, kw, y):
+        """Launch the check: the op again, and two replays into outputs filled with different
+        bytes, all compared with ``y`` bit for bit on the device. A :class:`_Pending`, or None
+        when the check fails on the host already."""
         import cupy
 
         again = func(x, *args, **kw)
+        if type(again) is not type(y) or again.shape != y.shape or again.dtype != y.dtype:
+            return None
         want = y.view(np.uint8).reshape(-1)
-        if again.shape != y.shape or again.dtype != y.dtype or \
-                not bool((again.view(np.uint8).reshape(-1) == want).all()):
-            return False
+        flags = [(again.view(np.uint8).reshape(-1) == want).all()]
         for fill in (0xA5, 0x3C):
             out = cupy.empty(self.shape, self.dtype)
             out.view(np.uint8).fill(fill)
-            if self.run(x, out) is None or not bool((out.view(np.uint8).reshape(-1) == want).all()):
-                return False
-        return True
+            if self.run(x, out) is None:
+                return None
+            flags.append((out.view(np.uint8).reshape(-1) == want).all())
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        flags = cupy.stack(flags)
+        event.record()
+        return _Pending(self, flags, event)
 
 
 def _table(cache, ptr, geo, old):

@@ -384,7 +384,7 @@ def stage(*items):
     if RECORDING[0]:
         log = getattr(_rec, "log", None)
         if log is not None:
-            log.extend(("const", k, a) for (k, _), a in zip(items, out) if k is not None)
+            log.extend(("const", k, a, h) for (k, h), a in zip(items, out) if k is not None)
     return out
 
 
@@ -396,7 +396,7 @@ _rec = threading.local()
 
 class record:
     """``with record() as log``: this thread's launches (``("launch", kernel, grid, block,
-    shared_mem, args)``), keyed constants (``("const", key, array)``) and anything that cannot be
+    shared_mem, args)``), keyed constants (``("const", key, array, host array)``) and anything that cannot be
     replayed (``("dirty", why)``: fresh uploads, launches through CuPy) land in ``log``."""
 
     def __enter__(self):

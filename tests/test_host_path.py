@@ -373,15 +373,16 @@ def test_constant_cache_on_a_second_stream_waits_for_the_first_upload():
     x = cp.asarray(rng.integers(0, 256, (4, 16, 16, 3), dtype=np.uint8))
     gains = float(rng.uniform(0.5, 1.5))  # a scalar no earlier test used: a new constant
     x5 = cp.concatenate([x, x[:1]])  # 5 samples: another parameter matrix, made now and waited for
-    want = cp.asnumpy(gpuaug.brightness(x5, gains)[:4])
+    want = cp.asnumpy(gpuaug.registry["brightness"].func(x5, gains)[:4])
     cp.cuda.Device().synchronize()
     a, b = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    brightness = gpuaug.registry["brightness"].func  # the op itself, without launch plans
     with a:
         spin((1,), (1,), (np.uint64(200_000_000),))
-        gpuaug.brightness(x, gains)  # makes the parameter matrix behind the spin
+        brightness(x, gains)  # makes the parameter matrix behind the spin
     made = constants().stats["made"]
     with b:
-        got = gpuaug.brightness(x, gains)
+        got = brightness(x, gains)
     assert constants().stats["made"] == made  # from the cache
     b.synchronize()
     np.testing.assert_array_equal(cp.asnumpy(got), want)

@@ -74,11 +74,37 @@ def test_common_ops_are_replayed():
 
 
 @pytest.mark.gpu
-def test_calls_that_draw_their_own_seed_are_never_planned():
+def test_the_seed_is_part_of_the_key():
     import cupy as cp
     x = cp.zeros((4, 16, 16, 3), cp.uint8) + 128
-    outs = [gpuaug.gaussian_noise(x, std=20.0) for _ in range(5)]
-    assert not any(bool((outs[i] == outs[i + 1]).all()) for i in range(4))
+    raw = gpuaug.registry["gaussian_noise"].func
+    for _ in range(4):
+        for seed in (1, 2):
+            cp.testing.assert_array_equal(gpuaug.gaussian_noise(x, std=20.0, seed=seed),
+                                          raw(x, std=20.0, seed=seed))
+    assert not bool((gpuaug.gaussian_noise(x, std=20.0, seed=1) == gpuaug.gaussian_noise(x, std=20.0, seed=2)).all())
+
+
+@pytest.mark.gpu
+def test_making_a_plan_never_waits_for_the_device():
+    """A key seen for the second time behind a 0.5 s spin kernel: the plan is made and its check
+    launched without the host waiting; the plan is used once the check has completed."""
+    import cupy as cp
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }''', "spin")
+    x = cp.zeros((4, 24, 40, 3), cp.uint8)
+    gpuaug.resize(x, (12, 19))  # seen once
+    cp.cuda.Device().synchronize()
+    spin((1,), (1,), (np.uint64(1_000_000_000),))
+    done = cp.cuda.Event()
+    done.record()
+    gpuaug.resize(x, (12, 19))  # made and checked, on the device
+    gpuaug.resize(x, (12, 19))  # the check is still queued: the op itself
+    assert not done.done, "the host waited for the spin kernel"
+    cp.cuda.Device().synchronize()
+    before = _plan.stats["replays"]
+    gpuaug.resize(x, (12, 19))
+    assert _plan.stats["replays"] == before + 1
 
 
 @pytest.mark.gpu
@@ -142,7 +168,7 @@ def test_plan_patches_input_output_and_their_tables(fake):
     xt = FakeArray(0x400000, (2, 6), np.int64)
     xt.host = np.array([[0x100000, 4, 4, 12, 3, 1], [0x100000 + 48, 4, 4, 12, 3, 1]], np.int64)
     geo = ((2, 4, 4, 3), (48, 12, 3, 1), 1)
-    log = [("const", ("table", 0x100000) + geo, xt), ("const", ("params", (2, 3), "f", b""), par),
+    log = [("const", ("table", 0x100000) + geo, xt, xt.host), ("const", ("params", (2, 3), "f", b""), par, None),
            ("launch", kern, (1,), (256,), 0, (xt, y, par, np.int32(3), x))]
     plan = _plan.Plan.from_log(log, x, y)
     assert plan is not None
@@ -172,7 +198,7 @@ def test_plan_refuses_what_it_cannot_replay(fake, why):
         y = FakeArray(0x100000 + 8)
     elif why == "foreign table":
         t = FakeArray(0x400000, (2, 6), np.int64)
-        log = [("const", ("table", 0x800000, (2, 4, 4, 3), (48, 12, 3, 1), 1), t),
+        log = [("const", ("table", 0x800000, (2, 4, 4, 3), (48, 12, 3, 1), 1), t, None),
                ("launch", kern, (1,), (32,), 0, (t, x, y))]
     elif why == "no launch":
         log = []
@@ -203,3 +229,21 @@ def test_numpy_inputs_go_straight_to_the_op(monkeypatch):
     assert f.__name__ == "op" and f.unplanned is op
     monkeypatch.setenv("GPUAUG_PLAN", "0")
     assert _plan.planned("op", op) is op
+
+
+def test_pending_plans_settle_only_once_their_check_is_done():
+    class Flags:
+        def __init__(self, ok):
+            self.ok = ok
+
+        def all(self):
+            return self.ok
+    ev = types.SimpleNamespace(done=False)
+    plan = _plan.Plan((1,), np.uint8, 0, ())
+    p = _plan._Pending(plan, Flags(True), ev)
+    assert p.settle("k1") is p and "k1" not in _plan._PLANS  # still running: not read
+    ev.done = True
+    assert p.settle("k1") is plan and _plan._PLANS["k1"] is plan
+    bad = _plan._Pending(plan, Flags(False), types.SimpleNamespace(done=True))
+    assert bad.settle("k2") is None and _plan._PLANS["k2"] is None
+    _plan.clear_plans()
