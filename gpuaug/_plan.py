@@ -109,6 +109,7 @@ def planned(name, func):
         return func(x, *args, out=out, stream=stream, backend=backend, **kw)
 
     call.unplanned = func
+    call.__gpuaug_op__ = name  # what gpuaug.dali.compose reads to recognise an op
     return call
 
 
