@@ -13,11 +13,11 @@ the package exports) keeps a plan per call signature:
 - **made** the second time a key is seen (a random scalar per call never repeats, so it
   costs one dict update): the call runs normally while :class:`gpuaug.kernels._cuda.record`
   logs its kernel launches and the constant-cache entries it used. Every array a launch
-  reads or writes must be the input, the output, or a constant (a parameter matrix, or the
-  descriptor table of the input or the output); anything else (a temporary, a fresh upload, a
-  launch through CuPy) leaves the key unplanned.
+  reads or writes must be the input, the output, a constant (a parameter matrix, or the
+  descriptor table of the input or the output) or scratch memory (given a new allocation of
+  the same size per replay); a fresh upload or a launch through CuPy leaves the key unplanned.
 - **checked** before use: the op runs once more normally, and the plan replays twice into
-  outputs filled with two different byte patterns; all four results must be equal bit for
+  outputs (and scratch memory) filled with two different byte patterns; all four results must be equal bit for
   bit (this catches work the log cannot see, such as a CuPy kernel writing the output, and
   any call that is not a pure function of its key). The comparisons run on the device behind
   an event; the host never waits for them: calls run the op itself until the event has
@@ -162,10 +162,11 @@ def _extent(a):
 class Plan:
     """The launches of one call, with the input's and output's addresses as slots."""
 
-    __slots__ = ("shape", "dtype", "dev", "launches")
+    __slots__ = ("shape", "dtype", "dev", "launches", "temps")
 
-    def __init__(self, shape, dtype, dev, launches):
+    def __init__(self, shape, dtype, dev, launches, temps=()):
         self.shape, self.dtype, self.dev, self.launches = shape, dtype, dev, launches
+        self.temps = temps  # byte sizes of the scratch allocations the launches use
 
     @classmethod
     def from_log(cls, log, x, y):
@@ -182,7 +183,7 @@ class Plan:
                 return None
             if entry[0] == "const":
                 consts[id(entry[2])] = (entry[1], entry[3])
-        launches = []
+        launches, temps = [], {}  # temps: id of a scratch allocation -> (index, its bytes)
         for entry in log:
             if entry[0] != "launch":
                 continue
@@ -207,16 +208,26 @@ class Plan:
                     else:
                         continue  # a parameter matrix: the template keeps it
                 else:
-                    return None  # a temporary, or an array from elsewhere
+                    # Scratch memory (partial sums, row buffers): a new allocation of the same
+                    # size per replay, at the same offset. The check replays with it filled with
+                    # junk, so an op that needs it zeroed, or that reads values computed outside
+                    # the log (a CuPy op), gets no plan.
+                    mem = getattr(a.data, "mem", None)
+                    if mem is None:
+                        return None
+                    got = temps.setdefault(id(mem), (len(temps), int(mem.size), int(mem.ptr)))
+                    patches.append((i, 3, (got[0], p - got[2])))
                 template[i] = None
             launches.append((fn, grid, block, smem, template, tuple(patches)))
         if not launches:
             return None
-        return cls(y.shape, y.dtype, y.device.id, tuple(launches))
+        sizes = tuple(size for _, size, _ in sorted(temps.values()))
+        return cls(y.shape, y.dtype, y.device.id, tuple(launches), sizes)
 
-    def run(self, x, out=None):
-        """Replay on CuPy's current stream (into ``out`` when given); None when the current
-        device is not the plan's (the caller then runs the op normally)."""
+    def run(self, x, out=None, fill=None):
+        """Replay on CuPy's current stream (into ``out`` when given; scratch memory filled with
+        the byte ``fill`` when given, for the check); None when the current device is not the
+        plan's (the caller then runs the op normally)."""
         import cupy
 
         from gpuaug.kernels._cuda import constants
@@ -224,15 +235,22 @@ class Plan:
         if cupy.cuda.runtime.getDevice() != self.dev:
             return None
         y = cupy.empty(self.shape, self.dtype) if out is None else out
+        scratch = [cupy.empty(size, np.uint8) for size in self.temps]
+        if fill is not None:
+            for t in scratch:
+                t.fill(fill)
         bases = (x.data.ptr, y.data.ptr)
         for fn, grid, block, smem, template, patches in self.launches:
             args = list(template)
             for i, kind, v in patches:
                 if kind < 2:
                     args[i] = bases[kind] + v
-                else:
+                elif kind == 2:
                     which, off, geo, old = v
                     args[i] = _table(constants(), bases[which] + off, geo, old)
+                else:
+                    k, off = v
+                    args[i] = scratch[k].data.ptr + off
             fn(grid, block, tuple(args), shared_mem=smem)
         stats["replays"] += 1
         return y
@@ -251,7 +269,7 @@ class Plan:
         for fill in (0xA5, 0x3C):
             out = cupy.empty(self.shape, self.dtype)
             out.view(np.uint8).fill(fill)
-            if self.run(x, out) is None:
+            if self.run(x, out, fill) is None:
                 return None
             flags.append((out.view(np.uint8).reshape(-1) == want).all())
         event = cupy.cuda.Event(block=False, disable_timing=True)

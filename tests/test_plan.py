@@ -62,7 +62,9 @@ def test_common_ops_are_replayed():
              "rotate": lambda: gpuaug.rotate(x, 10.0),
              "brightness": lambda: gpuaug.brightness(x, 1.2),
              "normalize": lambda: gpuaug.normalize(x, mean, std),
-             "crop_mirror_normalize": lambda: gpuaug.crop_mirror_normalize(x, (16, 16), mean=mean, std=std)}
+             "crop_mirror_normalize": lambda: gpuaug.crop_mirror_normalize(x, (16, 16), mean=mean, std=std),
+             "color_jitter": lambda: gpuaug.color_jitter(x, 1.1, 0.9, 1.2, 0.05),  # scratch partial sums
+             "contrast": lambda: gpuaug.contrast(x, 0.8)}
     not_replayed = []
     for name, call in calls.items():
         call(), call()
@@ -247,3 +249,18 @@ def test_pending_plans_settle_only_once_their_check_is_done():
     bad = _plan._Pending(plan, Flags(False), types.SimpleNamespace(done=True))
     assert bad.settle("k2") is None and _plan._PLANS["k2"] is None
     _plan.clear_plans()
+
+
+def test_scratch_memory_gets_a_new_allocation_per_replay_views_share_it(fake):
+    kern, launched, _ = fake
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    mem = types.SimpleNamespace(ptr=0x600000, size=4096)
+    part_a, part_b = FakeArray(0x600000, (8,), np.float64), FakeArray(0x600000 + 64, (8,), np.float64)
+    part_a.data.mem = part_b.data.mem = mem  # two views of one scratch allocation
+    log = [("launch", kern, (1,), (32,), 0, (x, part_a)), ("launch", kern, (1,), (32,), 0, (part_b, y))]
+    plan = _plan.Plan.from_log(log, x, y)
+    assert plan is not None and plan.temps == (4096,)
+    out = plan.run(FakeArray(0x500000))
+    (_, _, a1, _), (_, _, a2, _) = launched
+    assert a1[0] == 0x500000 and a2[1] == out.data.ptr
+    assert a2[0] - a1[1] == 64  # one new allocation, the views at their offsets
