@@ -236,8 +236,15 @@ class _Staging:
             host = cur["host"]
             for a, o in zip(arrays, offs):
                 host[base + o:base + o + a.nbytes] = a.reshape(-1).view(np.uint8)
-            dev = cupy.empty(total, np.uint8)
-            dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
+            if len(arrays) == 1:  # one array: allocated in its own shape (one ndarray, not two)
+                a = arrays[0]
+                dev = one = cupy.empty(a.shape, a.dtype)
+                if a.nbytes:
+                    dev.data.copy_from_host_async(cur["mem"].ptr + base, a.nbytes, stream)
+            else:
+                one = None
+                dev = cupy.empty(total, np.uint8)
+                dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
             # One event per stream that read the chunk, recorded behind its latest copy (events
             # are per stream; recorded now, so a stream destroyed later does not matter).
             ev = self._events.pop() if self._events else cupy.cuda.Event(block=False, disable_timing=True)
@@ -253,6 +260,8 @@ class _Staging:
             self._off = base + total
             self.stats["uploads"] += 1
             self.stats["bytes"] += total
+        if one is not None:
+            return [one]
         # One ndarray constructor per result (slicing, view and reshape cost a few us each).
         return [cupy.ndarray(a.shape, a.dtype, memptr=dev.data + o) for a, o in zip(arrays, offs)]
 

@@ -681,3 +681,14 @@ def test_constants_bounded_in_bytes_too(constants):
     assert syncs == [1] and set(cache._d) == {3} and cache._bytes == 80
     cache.clear()
     assert not cache._d and cache._bytes == 0 and syncs == [1, 1]
+
+
+def test_staging_one_array_comes_back_in_its_own_shape(staging):
+    st, cp, _ = staging
+    shapes = []
+    cp.empty = lambda shape, dtype: shapes.append((shape, np.dtype(dtype))) or _Dev(shape)
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    (got,) = st.upload([a])
+    assert shapes == [((3, 2), np.dtype(np.float32))]  # one device array, no byte buffer + view
+    assert got.copies == [(st._cur["mem"].ptr, a.nbytes)]
+    assert st._cur["host"][:a.nbytes].tobytes() == a.tobytes()
