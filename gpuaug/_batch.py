@@ -95,7 +95,7 @@ def _to_array(x, name):
                     "(CuPy, PyTorch, Numba, pycuda) or a list of HWC arrays")
 
 
-@dataclass
+@dataclass(slots=True)  # made on every op call: slots make that cheaper
 class Batch:
     """A parsed input batch (see module docstring)."""
 
@@ -161,7 +161,8 @@ class Batch:
                 arr = _empty(self.xp, want, dt, name)
                 arr4 = arr[None] if self.single else arr
                 nhwc = arr4 if lay == "NHWC" else arr4.transpose(0, 2, 3, 1)
-                return arr, Batch(self.device, False, False, lay, dt, ch, [nhwc], Same(hw, self.n), [arr])
+                same = shapes if len(shapes) == self.n else Same(hw, self.n)
+                return arr, Batch(self.device, False, False, lay, dt, ch, [nhwc], same, [arr])
         else:
             key = None
         dtype = np.dtype(dtype or self.dtype)
