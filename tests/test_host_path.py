@@ -649,26 +649,28 @@ def test_per_sample_tuples_are_memoised_read_only_and_still_checked():
         per_sample((1.0, float("nan"), 1.0), 4, "mean", shape=(3,))
 
 
-def test_parallel_cpu_kernels_run_small_inputs_on_one_thread(monkeypatch):
-    """Below SmallSerial.SMALL elements a prange kernel runs with Numba's thread count at 1
-    (and the count is put back); larger inputs keep the pool."""
+def test_parallel_cpu_kernels_run_small_inputs_serially():
+    """Below SmallSerial.SMALL elements a prange kernel runs its serial build (same results);
+    larger inputs take the parallel one. The two builds have their own cache names."""
     import numba
 
     from gpuaug.kernels.numba._dual import SmallSerial
 
-    seen = []
-
-    def kern(a, b):
-        seen.append(numba.get_num_threads())
-    k = SmallSerial(kern)
-    before = numba.get_num_threads()
-    k(np.zeros(10), np.zeros(10))
-    k(np.zeros(SmallSerial.SMALL), np.zeros(1))
-    assert seen == [1, before] and numba.get_num_threads() == before
-    with pytest.raises(ZeroDivisionError):
-        SmallSerial(lambda a: 1 / 0)(np.zeros(3))
-    assert numba.get_num_threads() == before  # put back after an exception too
-    assert SmallSerial(kern).__name__ == "kern"  # the dispatcher's attributes
+    def twice(a, b):
+        for i in numba.prange(a.size):
+            b[i] = 2 * a[i]
+    twice.__qualname__ = "twice[cpu-par-test]"
+    k = SmallSerial(numba.njit(parallel=True)(twice))
+    small, big = np.arange(10.0), np.arange(float(SmallSerial.SMALL))
+    out_s, out_b = np.empty_like(small), np.empty_like(big)
+    k(small, out_s)
+    assert k._serial is not None and not k.dispatcher.signatures  # the parallel build untouched
+    k(big, out_b)
+    assert k.dispatcher.signatures  # now compiled, for the big input
+    np.testing.assert_array_equal(out_s, 2 * small)
+    np.testing.assert_array_equal(out_b, 2 * big)
+    assert k._serial.py_func.__qualname__ == "twice[cpu-kernel-test]"
+    assert k.__name__ == "twice"  # the dispatcher's attributes
 
 
 def test_constants_bounded_in_bytes_too(constants):

@@ -16,8 +16,9 @@ x = np.arange(2 * 5 * 7 * 3, dtype=np.uint8).reshape(2, 5, 7, 3)
 t = time.perf_counter()
 y = gpuaug.flip(x, horizontal=True)
 dt = time.perf_counter() - t
-hits = sum(sum(d.stats.cache_hits.values()) for d in _dual._cache.values() if hasattr(d, "stats"))
-misses = sum(sum(d.stats.cache_misses.values()) for d in _dual._cache.values() if hasattr(d, "stats"))
+builds = [b for d in _dual._cache.values() for b in (d.builds() if hasattr(d, "builds") else [d])]
+hits = sum(sum(b.stats.cache_hits.values()) for b in builds if hasattr(b, "stats"))
+misses = sum(sum(b.stats.cache_misses.values()) for b in builds if hasattr(b, "stats"))
 print(json.dumps({"ok": bool((y == x[:, :, ::-1]).all()), "hits": hits, "misses": misses, "s": dt}))
 """
 

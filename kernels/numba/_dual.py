@@ -117,36 +117,46 @@ def _jit(fn, target, kind):
 
 
 class SmallSerial:
-    """A parallel (``prange``) CPU kernel that runs on the calling thread alone when its
-    arrays are small: below :attr:`SMALL` elements in its first two array arguments (source
-    and destination, for every kernel here), Numba's thread count is set to 1 for the call.
-    Waking the pool costs tens of microseconds, and on busy cores a parallel region waits for
-    its slowest thread up to a scheduler time slice: an 8x4x4x3 flip took 0.5-2.6 ms on a
-    loaded 2-core machine with the pool, about 10 us without it. Anything else (attributes,
-    ``py_func``) is the Numba dispatcher's.
+    """A parallel (``prange``) CPU kernel that runs small inputs through a serial build of the
+    same function: below :attr:`SMALL` elements in its first two array arguments (source and
+    destination, for every kernel here). Waking Numba's pool costs tens of microseconds, and on
+    busy cores a parallel region waits for its slowest thread up to a scheduler time slice (an
+    8x4x4x3 flip took 0.5-2.6 ms on a loaded 2-core machine with the pool); setting the pool's
+    thread count to 1 around the call still cost ~5 us (two set_num_threads). Each build
+    compiles on first use only, with its own cache entry (qualname ``...-par-`` vs
+    ``...-kernel-``). Anything else (attributes, ``py_func``) is the parallel dispatcher's.
     """
 
     SMALL = 1 << 16
-    __slots__ = ("dispatcher",)
+    __slots__ = ("dispatcher", "_serial")
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
+        self._serial = None
+
+    def serial(self):
+        """The serial build (made on first use)."""
+        if self._serial is None:
+            import numba
+
+            fn = self.dispatcher.py_func
+            clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                       fn.__closure__)
+            clone.__qualname__ = fn.__qualname__.replace("-par-", "-kernel-")
+            self._serial = numba.njit(nogil=True, cache=disk_cache())(clone)
+        return self._serial
 
     def __call__(self, *args):
         size = 0
         for a in args[:2]:
             size += getattr(a, "size", 0)
         if size < self.SMALL:
-            import numba
-
-            prev = numba.get_num_threads()
-            if prev != 1:
-                numba.set_num_threads(1)
-                try:
-                    return self.dispatcher(*args)
-                finally:
-                    numba.set_num_threads(prev)
+            return (self._serial or self.serial())(*args)
         return self.dispatcher(*args)
+
+    def builds(self):
+        """The Numba dispatchers made so far (parallel, and serial once used)."""
+        return [self.dispatcher] + ([self._serial] if self._serial is not None else [])
 
     def __getattr__(self, name):
         return getattr(self.dispatcher, name)
