@@ -401,6 +401,7 @@ def stage(*items):
 #: Threads recording now (a cheap check on every launch); each keeps its log in _rec.log.
 RECORDING = [0]
 _rec = threading.local()
+_rec_lock = threading.Lock()
 
 
 class record:
@@ -410,11 +411,13 @@ class record:
 
     def __enter__(self):
         self.log = _rec.log = []
-        RECORDING[0] += 1
+        with _rec_lock:  # threads record at once (the scheduler's): the count must stay exact
+            RECORDING[0] += 1
         return self.log
 
     def __exit__(self, *exc):
-        RECORDING[0] -= 1
+        with _rec_lock:
+            RECORDING[0] -= 1
         _rec.log = None
         return False
 
