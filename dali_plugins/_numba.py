@@ -246,7 +246,7 @@ class Planner:
             raise wrap_error(step.op, e) from e
 
     def _outputs(self, plan, x, n, xp):
-        from gpuaug._run import _fills
+        from gpuaug._run import fill_values
 
         step = self.step
         odt = np.dtype(plan.dtype) if plan.dtype is not None else self.in_dt
@@ -257,7 +257,7 @@ class Planner:
         co = plan.channels or _channels(x, step.layout)
         carriers = [xp.zeros((0, int(h), int(w), co), np.uint8) for h, w in plan.shapes]
         params = xp.ascontiguousarray(xp.asarray(plan.params, dtype=self.par_dt).reshape(n, -1))
-        fills = _fills(plan.fill if plan.fill is not None else np.zeros(n), n, co, odt)
+        fills = fill_values(plan.fill if plan.fill is not None else np.zeros(n), n, co, odt)
         fills = xp.asarray(np.ascontiguousarray(fills))
         return carriers, [params[i:i + 1] for i in range(n)], [fills[i:i + 1] for i in range(n)]
 

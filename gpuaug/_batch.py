@@ -276,7 +276,8 @@ def _empty(xp, shape, dtype, name):
                           "or pass out=") from e
 
 
-def _extent(a, dev):
+def extent(a, dev):
+    """[lo, hi) byte addresses the array ``a`` touches (any strides; ``dev``: a CUDA array)."""
     if dev:
         lo = hi = a.data.ptr
     else:
@@ -308,7 +309,7 @@ def _check_apart(arrays, name, dev):
     """ValueError when two arrays of an ``out=`` list share memory (``out=[buf, b, buf]``):
     extents sorted by start, neighbours compared; on the host a candidate pair is confirmed
     with ``np.shares_memory`` (so interleaved views that share no element still pass)."""
-    ext = sorted((_extent(a, dev), i) for i, a in enumerate(arrays) if a.size)
+    ext = sorted((extent(a, dev), i) for i, a in enumerate(arrays) if a.size)
     for ((_, hi0), i), ((lo1, _), j) in zip(ext, ext[1:]):
         if lo1 < hi0:
             a, b = arrays[i], arrays[j]
@@ -330,7 +331,7 @@ def _check_disjoint(inputs, outs, name, dev, indexed=True):
     of 256 decoded images into 256 rows of one dense ``out`` spent 300 ms here on an H100 host).
     The arrays of one batch lie on one device (``as_batch`` and ``_check_out`` make sure)."""
     merged = []
-    for lo, hi in sorted(_extent(a, dev) for a in inputs if a.size):
+    for lo, hi in sorted(extent(a, dev) for a in inputs if a.size):
         if merged and lo < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], hi)
         else:
@@ -341,7 +342,7 @@ def _check_disjoint(inputs, outs, name, dev, indexed=True):
     for i, o in enumerate(outs):
         if not o.size:
             continue
-        lo, hi = _extent(o, dev)
+        lo, hi = extent(o, dev)
         k = bisect.bisect_left(starts, hi) - 1  # the last input starting below hi ends furthest
         if k >= 0 and merged[k][1] > lo:
             where = f"{name}[{i}]" if indexed else name

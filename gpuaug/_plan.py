@@ -155,10 +155,6 @@ class _Pending:
         return plan
 
 
-def _extent(a):
-    return a.data.ptr, a.data.ptr + max(a.nbytes, 1)
-
-
 class Plan:
     """The launches of one call, with the input's and output's addresses as slots."""
 
@@ -174,7 +170,10 @@ class Plan:
         cp = _CP[0] if _CP else None
         if cp is None or type(y) is not cp or not y.flags.c_contiguous or y.size == 0:
             return None
-        xs, ys = _extent(x), _extent(y)
+        from gpuaug._batch import extent
+
+        xs, ys = extent(x, True), extent(y, True)
+        xs, ys = (xs[0], max(xs[1], xs[0] + 1)), (ys[0], max(ys[1], ys[0] + 1))
         if ys[0] < xs[1] and xs[0] < ys[1]:  # the output shares memory with the input
             return None
         consts = {}

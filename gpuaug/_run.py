@@ -69,7 +69,7 @@ class Kernels:
     variants: tuple = ()  # other kernel names in the same .cu file (fast paths), for compile checks
 
 
-def _fills(fill, n, channels, dtype):
+def fill_values(fill, n, channels, dtype):
     """Per-sample fill values (N,) or (N, C) -> (N, C) in the element type (raw bits for float16)."""
     f = np.broadcast_to(np.asarray(fill, np.float64).reshape(n, -1), (n, channels))
     if dtype == np.uint8:
@@ -190,7 +190,7 @@ def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
         if fill is None:  # zeros in every dtype's bits (float16 travels as uint16)
             fills = np.zeros((n, dst.channels), np.uint16 if dst.dtype == np.float16 else dst.dtype)
         else:
-            fills = _fills(fill, n, dst.channels, dst.dtype)
+            fills = fill_values(fill, n, dst.channels, dst.dtype)
         if target == "cuda" and src.device:
             fills = xp.asarray(fills)
         for s, d, p, sl in items:

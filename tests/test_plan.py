@@ -129,9 +129,12 @@ class FakeArray:
 
     def __init__(self, ptr, shape=(2, 4, 4, 3), dtype=np.uint8, contiguous=True):
         self.data = types.SimpleNamespace(ptr=ptr, device_id=0)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.shape, self.dtype = shape, np.dtype(dtype)
         self.size = int(np.prod(shape))
         self.nbytes = self.size * self.dtype.itemsize
+        self.itemsize = self.dtype.itemsize
+        self.strides = tuple(int(np.prod(shape[i + 1:])) * self.itemsize for i in range(len(shape)))
         self.flags = types.SimpleNamespace(c_contiguous=contiguous)
         self.device = types.SimpleNamespace(id=0)
         self.host = None
