@@ -17,8 +17,8 @@ the package exports) keeps a plan per call signature:
   descriptor table of the input or the output) or scratch memory (given a new allocation of
   the same size per replay); a fresh upload or a launch through CuPy leaves the key unplanned.
 - **checked** before use: the op runs once more normally, and the plan replays twice into
-  outputs (and scratch memory) filled with two different byte patterns; all four results must be equal bit for
-  bit (this catches work the log cannot see, such as a CuPy kernel writing the output, and
+  outputs (and scratch memory) filled with two different byte patterns; all four results must
+  be equal bit for bit (this catches work the log cannot see, such as a CuPy kernel writing the output, and
   any call that is not a pure function of its key). The comparisons run on the device behind
   an event; the host never waits for them: calls run the op itself until the event has
   completed, then the plan is kept or refused.
@@ -56,8 +56,12 @@ def enabled() -> bool:
 def _arg_key(v):
     """A hashable (type, value) for a plannable argument, or _OFF."""
     t = type(v)
-    if t in (int, float, bool, str, type(None)) or isinstance(v, np.generic):
+    if t is float:  # by its bits: -0.0 == 0.0 (and hashes alike), but a kernel may tell them apart
+        return (t, v.hex())
+    if t in (int, bool, str, type(None)):
         return (t, v)
+    if isinstance(v, np.generic):
+        return (t, v.tobytes())
     if t is tuple and len(v) <= 16:
         parts = tuple(_arg_key(e) for e in v)
         return _OFF if _OFF in parts else (t, parts)

@@ -216,7 +216,8 @@ def test_arg_keys_take_scalars_strings_and_tuples_only():
     k = _plan._arg_key
     assert k(1) != k(1.0) != k(True)  # the type is in the key
     assert k((0.5, (1, 2))) == k((0.5, (1, 2)))
-    assert k(np.float32(1.5)) == (np.float32, np.float32(1.5))
+    assert k(np.float32(1.5)) == k(np.float32(1.5)) != k(np.float64(1.5))
+    assert k(0.0) != k(-0.0) and k(np.float32(0.0)) != k(np.float32(-0.0))  # by bits, not ==
     for bad in (np.zeros(3), [1, 2], {"a": 1}, (1, np.zeros(2)), tuple(range(17))):
         assert k(bad) is _plan._OFF
 
