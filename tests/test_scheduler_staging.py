@@ -5,7 +5,11 @@ A FakeDevice made with ``pinned_pool_bytes`` has a pinned pool of its own, as ev
 device has one per process; its copies check that a slot is not refilled while a copy
 from it is pending (``dev.errors``), and it poisons new memory (0xAB / 0xCD) so an
 unwritten byte would change a checksum.
+
+These tests are about the batch-sized ring, so array sources run with staging="batch"
+(chunked staging, the default for them, is tested in test_scheduler_chunks.py).
 """
+import functools
 import threading
 import zlib
 
@@ -17,7 +21,7 @@ from gpuaug.scheduler import ArraySource, FakeDevice, free_pinned_pool, set_pinn
 from gpuaug.scheduler._pinned import PinnedPool, _env_limit
 from test_scheduler import our_threads
 
-Scheduler = gpuaug.Scheduler
+Scheduler = functools.partial(gpuaug.Scheduler, staging="batch")
 POOL = 1 << 30
 
 

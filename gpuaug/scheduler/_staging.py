@@ -6,12 +6,91 @@ CUDA device; a FakeDevice made with ``pinned_pool_bytes``): an epoch's end frees
 slots and streams (unless ``keep_buffers``) but not the ring, and ``close()`` hands the
 ring to the pool (:mod:`gpuaug.scheduler._pinned`) for the next scheduler. A device
 without a pool gets its ring freed at every epoch's end, as before the pool existed.
+
+Chunked staging (``staging="chunks"``, the default for in-memory array sources) uses no
+batch-sized ring: each worker has a :class:`ChunkStager` (its own stream and two pinned
+chunk buffers, kept like the ring) and copies its share of a batch chunk by chunk
+straight into the batch's device slot.
 """
 from __future__ import annotations
 
 import threading
 
 from gpuaug.scheduler._device import Device
+
+
+class ChunkStager:
+    """One staging worker's small pinned ring: ``nbuf`` pinned buffers of about
+    ``chunk_bytes`` each, one stream for their H2D copies, and one event per buffer recorded
+    after the copy out of it. A buffer is refilled only once its event has completed (the
+    worker thread waits on the host for it: the copy out of the *other* buffer overlaps
+    that wait and the fill). Rows are the unit: a buffer holds ``rows`` whole samples
+    (at least one, so a sample larger than ``chunk_bytes`` gets a buffer of its size).
+    """
+
+    NBUF = 2
+
+    def __init__(self, res, wid):
+        self.res, self.wid = res, wid
+        self.bufs = [None] * self.NBUF
+        self.events = [None] * self.NBUF   # None: never recorded (the buffer is free)
+        self.stream = None
+        self.turn = 0
+        self.rows = 0
+        self.row_bytes = 0
+
+    def prepare(self, chunk_bytes, row_bytes):
+        """Size the buffers for samples of ``row_bytes`` (once per row size) and make the stream."""
+        dev = self.res.dev
+        if self.stream is None:
+            self.stream = dev.new_stream(f"stage{self.wid}")
+        if row_bytes != self.row_bytes:
+            self.rows = max(1, chunk_bytes // max(row_bytes, 1))
+            self.row_bytes = row_bytes
+        need = self.rows * row_bytes
+        for i, b in enumerate(self.bufs):
+            if b is not None and b.nbytes >= need:
+                continue
+            if b is not None:
+                self.free_buffer(i)
+                self.res.count("pinned_reallocs")
+            self.bufs[i] = self.res.take_pinned(need)
+        return self.rows
+
+    def next_buffer(self):
+        """The next buffer to fill (a uint8 array), once the copy out of it has completed."""
+        i = self.turn
+        self.turn = (i + 1) % self.NBUF
+        ev = self.events[i]
+        if ev is not None:
+            self.res.dev.synchronize(ev)
+        return i, self.bufs[i].array
+
+    def copied(self, i):
+        """Record buffer ``i``'s event after its copy was queued on the stream."""
+        dev = self.res.dev
+        if self.events[i] is None:
+            self.events[i] = dev.new_event()
+        dev.record(self.events[i], self.stream)
+
+    def free_buffer(self, i):
+        ev = self.events[i]
+        if ev is not None:
+            self.res.dev.synchronize(ev)
+        self.res._drop_pinned(self.bufs[i])
+        self.bufs[i] = None
+
+    def free(self, keep_pinned):
+        dev = self.res.dev
+        if self.stream is not None:
+            dev.sync_stream(self.stream)
+        if not keep_pinned:
+            for i, b in enumerate(self.bufs):
+                if b is not None:
+                    self.free_buffer(i)
+        if self.stream is not None:
+            dev.free_stream(self.stream)
+            self.stream = None
 
 
 class Resources:
@@ -29,7 +108,9 @@ class Resources:
         self._given = (copy_stream, compute_stream)
         self.copy = self.compute = None
         self.registered = None
+        self.stagers = []   # ChunkStager per worker (staging="chunks"), made on first use
         self._freeing = threading.Lock()  # close() may run on two threads at once
+        self._counting = threading.Lock()
 
     def streams(self):
         if self.copy is None:
@@ -53,6 +134,29 @@ class Resources:
             self.pinned[s], fresh = self.pool.take(self.dev, nbytes)
             self.pinned_allocs += fresh
         return self.pinned[s]
+
+    def stager(self, wid):
+        """Worker ``wid``'s :class:`ChunkStager` (made on first use; workers never share one)."""
+        with self._freeing:
+            while len(self.stagers) <= wid:
+                self.stagers.append(ChunkStager(self, len(self.stagers)))
+            return self.stagers[wid]
+
+    def stager_streams(self):
+        return [st.stream for st in self.stagers if st.stream is not None]
+
+    def take_pinned(self, nbytes):
+        """A pinned buffer of at least ``nbytes`` from the pool (else allocated)."""
+        if self.pool is None:
+            buf, fresh = self.dev.alloc_pinned(nbytes), 1
+        else:
+            buf, fresh = self.pool.take(self.dev, nbytes)
+        self.count("pinned_allocs", fresh)
+        return buf
+
+    def count(self, name, n=1):
+        with self._counting:  # the workers' stagers count at once
+            setattr(self, name, getattr(self, name) + n)
 
     def _drop_pinned(self, buf):
         """A ring buffer no copy reads any more: to the pool, else freed."""
@@ -90,6 +194,8 @@ class Resources:
 
     def _free(self, keep_registration=False, keep_pinned=False):
         dev = self.dev
+        for st in self.stagers:  # first: their streams may still copy into the device slots
+            st.free(keep_pinned)
         for i, b in enumerate(self.pinned):
             if b is not None and not keep_pinned:
                 self._drop_pinned(b)
