@@ -599,7 +599,7 @@ def test_stats_timeline_ascii_match_fake_timings(tmp_path):
     copy_ms, compute_ms, n = 20.0, 6.0, 8
     x = data(2 * n, 8, 8, 3)
     dev = FakeDevice(copy_ms=copy_ms, compute_ms=compute_ms)
-    s = Scheduler(x, aug, batch_size=2, depth=3, workers=2, device=dev)
+    s = Scheduler(x, aug, batch_size=2, depth=3, workers=2, device=dev, staging="batch")  # one copy stream, fills before copies
     collect(s)
     tm = s.timings()
     assert [b.index for b in tm] == list(range(n))
