@@ -26,9 +26,9 @@ import numpy as np
 from gpuaug._batch import Batch, max_size, table_item
 from gpuaug._stream import check_stream, on_device
 from gpuaug._params import param_item
+from gpuaug._registry import BACKENDS
 from gpuaug._util import check_choice, cupy_module, simulator
 
-BACKENDS = ("cuda", "numba", "cpu")
 
 #: When set (by gpuaug.dali's numba_function path), :func:`run` hands the hook what it would
 #: launch (``batch, kernels, params, shapes, fill, dtype, channels, layout``) instead of

@@ -13,12 +13,8 @@ import numpy as np
 
 from gpuaug._batch import _describe
 from gpuaug._params import per_sample, value_shape
+from gpuaug._util import dtype_max as top  # noqa: F401  (solarize, invert, gamma use it)
 from gpuaug._util import is_cuda_array
-
-
-def top(dtype) -> float:
-    """The maximum M of the value range: 255 for uint8, 1 for floats."""
-    return 255.0 if np.dtype(dtype) == np.uint8 else 1.0
 
 
 def channel_param(value, n, channels, name, device):

@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug import random as R
+from gpuaug._util import dtype_max as maxv
 from gpuaug.geometry import _cos_sin
 from gpuaug.policy import _args as A
 
@@ -54,11 +55,6 @@ __all__ = ["Transform", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRot
            "RandomGrayscale", "RandomChannelPermutation", "RandomGamma", "RandomSolarize", "RandomPosterize",
            "RandomInvert", "GaussianBlur", "GaussianNoise", "RandomErasing", "RandomEqualize", "Normalize",
            "ToDtype", "ToLayout"]
-
-
-def maxv(dtype):
-    """The top of a dtype's value range: 255 for uint8, 1 for floats."""
-    return 255.0 if np.dtype(dtype) == np.uint8 else 1.0
 
 
 class Transform:
