@@ -578,7 +578,8 @@ def _wait_for(pred, what, timeout=10.0):
 
 @pytest.mark.parametrize("kind", ["error", "interrupt"])
 @pytest.mark.parametrize("where", ["read", "augment"])
-def test_fault_while_ring_is_full(where, kind):
+@pytest.mark.parametrize("staging", ["chunks", "batch"])
+def test_fault_while_ring_is_full(where, kind, staging):
     """The consumer holds batch 0 and stops asking: the ring fills and the threads block
     (workers on a pinned slot, the copier on a device slot, compute on the release of
     batch 0). Then a read (worker) or the augment raises. The consumer resumes: the
@@ -610,7 +611,7 @@ def test_fault_while_ring_is_full(where, kind):
     dev = FakeDevice(copy_ms=0.2)
     w = Watch(dev)
     s = Scheduler(GatedRead(flat, np.repeat(np.arange(n), bs)), augment, batch_size=bs, depth=2, workers=3,
-                  device=dev)
+                  device=dev, staging=staging)
     got = []
     state = {}
 
@@ -622,7 +623,9 @@ def test_fault_while_ring_is_full(where, kind):
         # white box: the workers prepared as far as the ring allows, then blocked
         # (read: batch 2 copied, 3 in the gated read; augment: 1 in the gated augment, the
         # copier waiting to reuse its device slot for 3, a worker for a pinned slot for 5)
-        full = 4 if where == "read" else 5
+        # (chunks: a batch takes its device slot when prepared, so preparation stops at the
+        # slot whose last user's augment is not queued: batch 4 (read) / 3 (augment))
+        full = (4 if where == "read" else 5) if staging == "batch" else (4 if where == "read" else 3)
         _wait_for(lambda: run.prep_next >= full and run.copy_enq >= 2, "a full ring")
         time.sleep(0.05)
         state["threads"] = [t.name for t in run.threads if t.is_alive()]
