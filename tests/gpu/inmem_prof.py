@@ -16,8 +16,8 @@ augment gpuaug.flip. GB/s of images delivered, epoch 1 and epochs 2+ (mean) apar
 
 Target: epochs 2+ >= 80% of min(memcpy 8 threads, pinned H2D), and never below the naive
 loop. Also the pinned allocations (cudaHostAlloc) made in each epoch: 0 after the first.
-Writes $OUT/inmem_prof.json and the Chrome trace of the default scheduler's last epoch
-($OUT/inmem_trace.json).
+Writes $OUT/inmem_prof.json and the Chrome traces of the last epoch (chunks: inmem_trace_chunks.json, batch:
+inmem_trace.json). Rows: staging="chunks" (the default) and staging="batch" side by side.
 
     python3 tests/gpu/inmem_prof.py                 # BATCHES=24 EPOCHS=4 to change the size
 """
@@ -259,12 +259,20 @@ def main():
     nv = naive(x, EPOCHS)
     rows["naive loop"] = {"epoch1": nv[0], "epoch2+": float(np.mean(nv[1:])), "workers": 0}
     configs = [
-        ("default", {}, os.path.join(OUT, "inmem_trace.json")),
-        ("default, 2nd scheduler (pool)", {}, None),
-        ("default shuffled", {"shuffle": True, "seed": 0}, None),
-        ("8 workers", {"workers": 8}, None),
-        ("8 workers shuffled", {"workers": 8, "shuffle": True, "seed": 0}, None),
-        ("keep_buffers", {"keep_buffers": True}, None),
+        ("chunks (default)", {"staging": "chunks"}, os.path.join(OUT, "inmem_trace_chunks.json")),
+        ("chunks, 2nd scheduler (pool)", {"staging": "chunks"}, None),
+        ("chunks shuffled", {"staging": "chunks", "shuffle": True, "seed": 0}, None),
+        ("chunks 8 workers", {"staging": "chunks", "workers": 8}, None),
+        ("chunks 8 workers shuffled", {"staging": "chunks", "workers": 8, "shuffle": True, "seed": 0}, None),
+        ("chunks 8 workers 1 MiB", {"staging": "chunks", "workers": 8, "chunk_bytes": 1 << 20}, None),
+        ("chunks 8 workers 8 MiB", {"staging": "chunks", "workers": 8, "chunk_bytes": 8 << 20}, None),
+        ("chunks keep_buffers", {"staging": "chunks", "keep_buffers": True}, None),
+        ("batch", {"staging": "batch"}, os.path.join(OUT, "inmem_trace.json")),
+        ("batch, 2nd scheduler (pool)", {"staging": "batch"}, None),
+        ("batch shuffled", {"staging": "batch", "shuffle": True, "seed": 0}, None),
+        ("batch 8 workers", {"staging": "batch", "workers": 8}, None),
+        ("batch 8 workers shuffled", {"staging": "batch", "workers": 8, "shuffle": True, "seed": 0}, None),
+        ("batch keep_buffers", {"staging": "batch", "keep_buffers": True}, None),
         ("pin_source", {"pin_source": True}, None),
     ]
     print(f"{'path':32s} {'workers':>7s} {'epoch 1':>8s} {'epoch 2+':>8s} {'of target':>9s}  cudaHostAlloc "
