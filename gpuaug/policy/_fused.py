@@ -71,7 +71,7 @@ def _integer_maps(a):
     permutation of the axes plus a whole-pixel shift: flips, quarter turns, integer crops), so
     nearest sampling reproduces it exactly."""
     v = a[:, :6]
-    ok = np.all(v == np.round(v), axis=1)  # integer entries ...
+    ok = (v == np.round(v)).all(axis=1)  # integer entries ...
     if not ok.any():
         return ok
     al = np.abs(a[:, [0, 1, 3, 4]])
@@ -163,7 +163,7 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
             if t.needs_fill() and fill is None:
                 fill = t.fill
         inv, det = _inverse(m)
-        if not (np.all(np.isfinite(inv)) and np.all(det != 0)):
+        if not (np.isfinite(inv).all() and (det != 0).all()):
             raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
                              "check the transforms' ranges")
         rows[:, P_MAP:P_MAP + 9] = inv

@@ -86,7 +86,9 @@ _EYE9 = np.eye(3).reshape(9)
 
 
 def _eye(n):
-    return np.tile(_EYE9, (n, 1)).reshape(n, 3, 3)
+    m = np.empty((n, 9))
+    m[:] = _EYE9  # (np.tile: ~3 us more per call for the same values)
+    return m.reshape(n, 3, 3)
 
 
 def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
@@ -100,7 +102,7 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
     angle = np.asarray(angle, np.float64)
     cr, sr = _cos_sin(angle)
-    if np.any(shear_x) or np.any(shear_y):
+    if np.asarray(shear_x).any() or np.asarray(shear_y).any():  # methods: np.any's wrapper costs ~1 us
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
         crs, srs = _cos_sin(angle - shear_y)

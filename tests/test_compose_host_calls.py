@@ -1,0 +1,63 @@
+"""Compose's host path on the CPU backend, guarded without a clock (issue 13).
+
+Python-level function calls are counted with a profiler hook (``sys.setprofile``) over one call
+of a 4-transform policy: the count must not grow with the batch (no per-sample Python work:
+parameter draws, rows and the launch are vectorised) and must stay within a budget near
+today's count (178 Python calls, 150 C calls on 2026-11-25), so a gross regression (a lost
+memo, an extra per-call pass) fails here while timings stay out of the tests."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import gpuaug
+
+#: Today's counts plus about 40 %: room for small changes, not for a new per-call pass.
+PY_CALLS_MAX = 250
+C_CALLS_MAX = 210
+
+
+def _policy():
+    return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(10),
+                           gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05),
+                           gpuaug.Normalize((0.5,) * 3, (0.2,) * 3)], seed=0)
+
+
+def _count(policy, x):
+    """(Python calls, C calls) of one ``policy(x, backend="cpu")``."""
+    ev = {"call": 0, "c_call": 0}
+
+    def hook(frame, event, arg):
+        if event in ev:
+            ev[event] += 1
+
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        policy(x, backend="cpu")
+    finally:
+        sys.setprofile(old)
+    return ev["call"], ev["c_call"]
+
+
+def _batch(n):
+    return np.random.default_rng(n).integers(0, 256, (n, 4, 4, 3), dtype=np.uint8)
+
+
+def test_compose_host_calls_do_not_grow_with_the_batch():
+    p = _policy()
+    small, large = _batch(8), _batch(24)
+    p(small, backend="cpu"), p(large, backend="cpu")  # compile, fill the memos
+    assert _count(p, small) == _count(p, large)
+
+
+def test_compose_host_calls_within_budget():
+    p = _policy()
+    x = _batch(8)
+    p(x, backend="cpu")
+    first = _count(p, x)
+    assert _count(p, x) == first, "a warm call's host work changed between calls (a memo missed?)"
+    py, c = first
+    assert py <= PY_CALLS_MAX, f"Compose call made {py} Python-level calls; budget {PY_CALLS_MAX}"
+    assert c <= C_CALLS_MAX, f"Compose call made {c} C-level calls; budget {C_CALLS_MAX}"
