@@ -305,3 +305,72 @@ def to_affine(matrix):
         raise ValueError("matrix: a bottom row is not [0, 0, 1] (the matrix is a perspective "
                          "transform); expected affine matrices, or use warp_perspective")
     return np.ascontiguousarray(m[..., :2, :])
+
+
+# ------------------------------------------------------------------------------ policy maps
+# (n, 3, 3) source -> destination maps of gpuaug.Compose's geometry transforms
+_EYE9 = np.eye(3).reshape(9)
+
+
+def _eye(n):
+    m = np.empty((n, 9))
+    m[:] = _EYE9  # (np.tile: ~3 us more per call for the same values)
+    return m.reshape(n, 3, 3)
+
+
+def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
+    """torchvision's affine map (``_get_inverse_affine_matrix(..., inverted=False)``) as
+    (n, 3, 3) source -> destination matrices in pixel-centre coordinates: rotation by ``angle``
+    degrees *clockwise* on screen (torchvision's F.affine convention), scale, shears (degrees)
+    about the centre, then translation by (tx, ty) pixels. ``center``: (cx, cy) in pixel-centre
+    coordinates, default the image centre."""
+    n = len(angle)
+    h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
+    cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
+    angle = np.asarray(angle, np.float64)
+    cr, sr = _cos_sin(angle)
+    if np.asarray(shear_x).any() or np.asarray(shear_y).any():  # methods: np.any's wrapper costs ~1 us
+        sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
+        cos_sy, tan_sx = np.cos(sy), np.tan(sx)
+        crs, srs = _cos_sin(angle - shear_y)
+        a = crs / cos_sy
+        c = srs / cos_sy
+        b = -(a * tan_sx + sr)
+        d = cr - c * tan_sx
+    else:
+        a, b, c, d = cr, -sr, sr, cr
+    m = np.zeros((n, 9))
+    m[:, 0], m[:, 1], m[:, 3], m[:, 4] = a * scale, b * scale, c * scale, d * scale
+    m[:, 2] = cx + tx - m[:, 0] * cx - m[:, 1] * cy
+    m[:, 5] = cy + ty - m[:, 3] * cx - m[:, 4] * cy
+    m[:, 8] = 1.0
+    return m.reshape(n, 3, 3)
+
+
+def box_matrices(boxes, out_hw):
+    """(n, 3, 3) maps of a resize of box (top, left, height, width) to ``out_hw``, with
+    gpuaug.resized_crop's pixel centres: output pixel x reads ``left + (x + 0.5) * bw / W - 0.5``."""
+    top, left, bh, bw = (boxes[:, k].astype(np.float64) for k in range(4))
+    fy, fx = out_hw[0] / bh, out_hw[1] / bw
+    m = np.zeros((len(boxes), 3, 3))
+    m[:, 0, 0], m[:, 1, 1], m[:, 2, 2] = fx, fy, 1.0
+    m[:, 0, 2] = (0.5 - left) * fx - 0.5
+    m[:, 1, 2] = (0.5 - top) * fy - 0.5
+    return m
+
+
+def homographies(src, dst):
+    """(n, 3, 3) matrices mapping the 4 points src (n, 4, 2) onto dst (n, 4, 2) (x, y), as
+    OpenCV's getPerspectiveTransform, solved for every sample at once."""
+    n = src.shape[0]
+    a = np.zeros((n, 8, 8))
+    rhs = np.zeros((n, 8))
+    x, y = src[..., 0], src[..., 1]
+    u, v = dst[..., 0], dst[..., 1]
+    a[:, 0::2, 0], a[:, 0::2, 1], a[:, 0::2, 2] = x, y, 1.0
+    a[:, 0::2, 6], a[:, 0::2, 7] = -u * x, -u * y
+    a[:, 1::2, 3], a[:, 1::2, 4], a[:, 1::2, 5] = x, y, 1.0
+    a[:, 1::2, 6], a[:, 1::2, 7] = -v * x, -v * y
+    rhs[:, 0::2], rhs[:, 1::2] = u, v
+    sol = np.linalg.solve(a, rhs[..., None])[..., 0]
+    return np.concatenate([sol, np.ones((n, 1))], axis=1).reshape(n, 3, 3)
