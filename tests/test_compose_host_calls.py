@@ -3,7 +3,7 @@
 Python-level function calls are counted with a profiler hook (``sys.setprofile``) over one call
 of a 4-transform policy: the count must not grow with the batch (no per-sample Python work:
 parameter draws, rows and the launch are vectorised) and must stay within a budget near
-today's count (178 Python calls, 150 C calls on 2026-11-25), so a gross regression (a lost
+today's count (177 Python calls, 146 C calls on 2026-11-25), so a gross regression (a lost
 memo, an extra per-call pass) fails here while timings stay out of the tests."""
 
 import sys
@@ -61,3 +61,25 @@ def test_compose_host_calls_within_budget():
     py, c = first
     assert py <= PY_CALLS_MAX, f"Compose call made {py} Python-level calls; budget {PY_CALLS_MAX}"
     assert c <= C_CALLS_MAX, f"Compose call made {c} C-level calls; budget {C_CALLS_MAX}"
+
+
+def test_compose_write_state_is_memoised(monkeypatch):
+    """Normalize draws nothing: its scale and bias are worked out once per stage, not per call."""
+    calls = []
+    apply = gpuaug.Normalize.apply
+
+    def counted(self, st):
+        calls.append(1)
+        return apply(self, st)
+
+    monkeypatch.setattr(gpuaug.Normalize, "apply", counted)
+    p = _policy()
+    x = _batch(8)
+    first = p(x, backend="cpu")
+    for _ in range(3):
+        p(x, backend="cpu")
+    assert len(calls) == 1
+    assert first.dtype == np.float32
+    # a batch in another layout works its own state out
+    p(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), layout="NCHW", backend="cpu")
+    assert len(calls) == 2
