@@ -427,16 +427,22 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
         return s.astype(np.float32) if s.dtype == np.float16 else s
 
     means = xp.zeros(n, np.float64)
+    converted = {}  # item index -> its float32 source (the sums and the stage read the same one)
     if built.jidx >= 0:
         skern = sum_kernel(target)
-        for s, _, sl in items:
-            s32 = source(s)
+        for k, (s, _, sl) in enumerate(items):
+            s32 = converted[k] = source(s)
             _launch(skern, target, src, s32.shape, (s32, means[sl], params[sl], meta_d, built.jidx))
-        counts = xp.asarray(np.array([h * w for h, w in src.shapes], np.float64))
+        if src.varshape:
+            counts = xp.asarray(np.array([h * w for h, w in src.shapes], np.float64))
+        else:  # one size: divide by the number (the same quotients as by an array of it)
+            counts = float(src.nhwc.shape[1] * src.nhwc.shape[2])
         means = means / counts
     kern = kernel(target)
-    for s, d, sl in items:
-        s32 = source(s)
+    for k, (s, d, sl) in enumerate(items):
+        s32 = converted.pop(k, None)
+        if s32 is None:
+            s32 = source(s)
         direct = d.dtype == np.float32 and (not cpu or d.flags.c_contiguous)
         tmp = d if direct else xp.empty(d.shape, np.float32)
         _launch(kern, target, src, tmp.shape, (s32, tmp, params[sl], meta_d, means[sl], lo, hi, rnd))
