@@ -667,7 +667,8 @@ class Compose:
 def _batch_sizes(b):
     if b.varshape:
         return np.asarray(b.shapes, np.int64).reshape(b.n, 2)
-    return np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (b.n, 2))
+    s = b.nhwc.shape
+    return F.uniform_sizes(s[0], s[1], s[2])
 
 
 def _sizes_of(x, layout):
