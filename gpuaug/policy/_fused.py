@@ -59,17 +59,24 @@ def uniform_sizes(n, h, w):
     return np.broadcast_to(np.asarray((h, w), np.int64), (n, 2))
 
 
+# the adjugate's entries (rows of 3x3 a..i = 0..8): e*i - f*h, c*h - b*i, b*f - c*e, f*g - d*i,
+# a*i - c*g, c*d - a*f, d*h - e*g, b*g - a*h, a*e - b*d
+_COFACTOR_TAKE = np.array([[4, 2, 1, 5, 0, 2, 3, 1, 0], [8, 7, 5, 6, 8, 3, 7, 6, 4],
+                           [5, 1, 2, 3, 2, 0, 4, 0, 1], [7, 8, 4, 8, 6, 5, 6, 7, 3]], np.intp)
+
+
 def _inverse(m):
     """(n, 3, 3) -> (n, 9) inverses (adjugate / determinant) and the determinants.
 
     The nine entries are taken as contiguous rows first (arithmetic on the strided columns of
     ``m`` cost ~50 us per call for n = 256); the same operations in the same order as before."""
-    a, b, c, d, e, f, g, h, i = np.ascontiguousarray(m.reshape(-1, 9).T)
-    inv = np.empty((9, m.shape[0]))
-    inv[0], inv[3], inv[6] = e * i - f * h, f * g - d * i, d * h - e * g
-    det = a * inv[0] + b * inv[3] + c * inv[6]
-    inv[1], inv[4], inv[7] = c * h - b * i, a * i - c * g, b * g - a * h
-    inv[2], inv[5], inv[8] = b * f - c * e, c * d - a * f, a * e - b * d
+    e9 = np.ascontiguousarray(m.reshape(-1, 9).T)
+    # cofactor k = t[0, k] * t[1, k] - t[2, k] * t[3, k] for all nine at once (one gather and
+    # three ufuncs instead of 27 ufuncs on n-vectors); the same products and differences as
+    # the entry-by-entry form, so the same bits
+    t = e9[_COFACTOR_TAKE]
+    inv = t[0] * t[1] - t[2] * t[3]
+    det = e9[0] * inv[0] + e9[1] * inv[3] + e9[2] * inv[6]
     with np.errstate(divide="ignore", invalid="ignore"):
         inv /= det
     return inv.T, det
