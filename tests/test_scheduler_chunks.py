@@ -35,7 +35,7 @@ def test_bytes_in_order_with_checksums(shuffle, n, bs, workers, chunk):
     x = np.random.default_rng(n).integers(0, 256, (n, 5, 6, 3), dtype=np.uint8)
     dev = FakeDevice(copy_ms=0.2, compute_ms=0.1)
     s = gpuaug.Scheduler(x, aug, batch_size=bs, depth=2, workers=workers, device=dev, shuffle=shuffle,
-                         seed=3, chunk_bytes=chunk)
+                         seed=3, chunk_bytes=chunk, staging="chunks")
     assert s.staging == "chunks"
     for e in range(2):
         got = crcs(np.array(b, copy=True) for b, _ in s)
@@ -54,7 +54,7 @@ def test_sharded_chunks_partition_the_data():
     seen = []
     for sid in range(3):
         s = gpuaug.Scheduler(x, None, batch_size=4, device=FakeDevice(), shuffle=True, seed=5, shard_id=sid,
-                             num_shards=3, workers=2, chunk_bytes=100)
+                             num_shards=3, workers=2, chunk_bytes=100, staging="chunks")
         seen += [bytes(r) for b, _ in s for r in np.array(b)]
         s.close()
     assert sorted(seen) == sorted(bytes(r) for r in x)
@@ -72,6 +72,7 @@ def test_staging_argument_errors_name_it():
         gpuaug.Scheduler(x, batch_size=2, device=FakeDevice(), chunk_bytes=0)
     assert gpuaug.Scheduler(x, batch_size=2, device=FakeDevice(), pin_source=True).staging == "batch"
     assert gpuaug.Scheduler([x], device=FakeDevice()).staging == "batch"
+    assert gpuaug.Scheduler(x, batch_size=2, device=FakeDevice()).staging == "batch"  # the default (H100: faster)
 
 
 def test_pinned_buffer_reuse_waits_for_its_event():
@@ -121,7 +122,7 @@ def test_no_host_wait_on_the_copy_and_compute_threads():
 
     x = np.random.default_rng(1).integers(0, 256, (40, 8, 8, 3), dtype=np.uint8)
     dev = Dev(copy_ms=0.5, compute_ms=0.2)
-    s = gpuaug.Scheduler(x, aug, batch_size=8, depth=2, workers=3, device=dev, chunk_bytes=400)
+    s = gpuaug.Scheduler(x, aug, batch_size=8, depth=2, workers=3, device=dev, chunk_bytes=400, staging="chunks")
     got = crcs(np.array(b, copy=True) for b, _ in s)
     assert got == crcs(aug(x[i:i + 8]) for i in range(0, 40, 8))
     s.close()

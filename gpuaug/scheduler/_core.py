@@ -93,14 +93,14 @@ class Scheduler:
             hands it to the process's pinned pool for the next scheduler on the device (at
             most 1 GiB idle per device: ``gpuaug.scheduler.set_pinned_pool_limit``,
             ``free_pinned_pool``); a FakeDevice does so only with ``pinned_pool_bytes``.
-        staging: how an in-memory array source reaches the GPU. "chunks" (the default for
-            one, "auto"): each worker gathers its share of a batch ``chunk_bytes`` at a time
-            into one of its own two small pinned buffers and copies each chunk to the
-            batch's device buffer on its own stream (the chunk is still in the CPU caches
-            when the DMA reads it). "batch": the whole batch is gathered into a pinned
-            ring slot and copied in one H2D (the only way for other sources, and the
-            path before chunks; "auto" picks it for every source but an array one, and
-            with ``pin_source``, which copies from the source itself).
+        staging: how an in-memory array source reaches the GPU. "batch" (the default,
+            "auto"): the whole batch is gathered into a pinned ring slot and copied in one
+            H2D (the only way for other sources). "chunks" (in-memory arrays without
+            ``pin_source``; experimental): each worker gathers its share of a batch
+            ``chunk_bytes`` at a time into one of its own two small pinned buffers and
+            copies each chunk to the batch's device buffer on its own stream. On the H100
+            it was slower than "batch" (13.8 vs 15.8 GB/s, epochs 2+, 4 workers), so it is
+            not the default.
         chunk_bytes: the chunk of staging="chunks" (default 4 MiB; whole samples: a
             chunk holds at least one).
         progress: show a progress bar (tqdm if importable).
@@ -208,7 +208,8 @@ class Scheduler:
                              + (" and pin_source=True" if in_memory else "")
                              + "; chunked staging takes an in-memory array source without pin_source "
                              "(use 'batch' or 'auto')")
-        self.staging = ("chunks" if in_memory and not self.pin_source else "batch") if staging == "auto" else staging
+        # "auto" is "batch": chunks lost on the H100 (13.8 vs 15.8 GB/s, bench/results/2026-11-25-h100-s5)
+        self.staging = "batch" if staging == "auto" else staging
         if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) or chunk_bytes < 1:
             raise ValueError(f"chunk_bytes: got {chunk_bytes!r}; expected an int >= 1 (bytes per staging chunk, "
                              "e.g. 4 << 20)")
