@@ -258,3 +258,29 @@ def marginal_noise(t: Timing) -> float:
     or 2% of the baseline, whichever is larger (ms)."""
     spread = (t.pct(90) - t.pct(10)) / 2
     return max(spread, 0.02 * t.extra["baseline_ms"])
+
+
+# ----------------------------------------------------------------------------- torch peers
+def torch_ms(fn, iters, warmup, cuda=True):
+    """Median ms per call: CUDA events around each call (gaps included), or wall time on the CPU."""
+    import torch
+
+    for _ in range(max(1, warmup)):
+        fn()
+    if not cuda:
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ts)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)

@@ -36,10 +36,11 @@ Example (CPU, the machinery only)::
 from __future__ import annotations
 
 import math
-import statistics
 import time
 
 import numpy as np
+
+from gpuaug.bench.clocks import torch_ms as _torch_ms
 
 KIND = "gpuaug-policies-bench"
 COPY = "copy (same size, device to device)"
@@ -210,31 +211,6 @@ def check_dali_operator(samples, gpu):
 
 
 # ----------------------------------------------------------------------------- torch peers
-def _torch_ms(fn, iters, warmup, cuda):
-    """Median ms per call: CUDA events around each call (gaps included), or wall time on the CPU."""
-    import torch
-
-    for _ in range(max(1, warmup)):
-        fn()
-    if not cuda:
-        ts = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(ts)
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
-
-
 def _torchvision_rows(x, labels, iters, cuda, loop_iters, log):
     import torch
     from torchvision.transforms import v2 as T
