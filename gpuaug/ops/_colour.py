@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
+from gpuaug._layout import packed_layout
 from gpuaug._params import column_stack
 from gpuaug._run import Kernels, run
 from gpuaug._util import cupy_module
@@ -35,35 +36,6 @@ MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixe
 def maxv_column(b: Batch):
     """The parameter column holding the dtype's maximum (the Numba twins' value range)."""
     return np.full(b.n, MAXV[b.dtype.name])
-
-
-def _packed(tab, c):
-    """Per sample: packed HWC (pixel stride c, channel stride 1, row stride w * c)."""
-    return (tab[:, 5] == 1) & (tab[:, 4] == c) & ((tab[:, 3] == tab[:, 2] * c) | (tab[:, 1] == 1))
-
-
-def packed_layout(src_t, dst_t, ci, co, esize):
-    """(ok, items): whether packed_map can run, and its largest per-sample work-item count.
-
-    Mirrors colour.cuh's packed_head: a pixel k < 16 at which both src and dst are 16-byte
-    aligned must exist for every sample.
-    """
-    g = 16 // esize
-    ok = _packed(src_t, ci)
-    if dst_t is not None:
-        ok &= _packed(dst_t, co)
-    if not ok.all():
-        return False, 0
-    k = np.arange(16, dtype=np.int64)
-    hit = (src_t[:, 0, None] + k * ci * esize) % 16 == 0
-    if dst_t is not None:
-        hit &= (dst_t[:, 0, None] + k * co * esize) % 16 == 0
-    if not hit.any(axis=1).all():
-        return False, 0
-    head = hit.argmax(axis=1)
-    hw = src_t[:, 1] * src_t[:, 2]
-    ng = np.where(hw > head, (hw - head) // g, 0)
-    return True, int((hw - ng * (g - 1)).max())
 
 
 _sm_count: dict = {}

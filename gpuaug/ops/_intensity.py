@@ -1,17 +1,14 @@
 """Shared pieces of the intensity ops (gamma, invert, solarize, posterize, equalize,
-normalize, crop_mirror_normalize): value ranges, per-channel parameters, output
-allocation for varshape batches, and the CUDA C fast-path launchers.
+normalize, crop_mirror_normalize): value ranges, per-channel parameters and the CUDA C
+fast-path launchers (outputs of varshape batches: :mod:`gpuaug._layout`).
 
 Value ranges follow torchvision: uint8 images hold 0..255, float images 0..1, so an op's
 "maximum" M is 255 or 1 and thresholds are given in the input's own units.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from gpuaug._batch import _describe
 from gpuaug._params import per_sample, value_shape
 from gpuaug._util import dtype_max as top  # noqa: F401  (solarize, invert, gamma use it)
 from gpuaug._util import is_cuda_array
@@ -54,30 +51,6 @@ def float_dtype(dtype, name="dtype"):
     if d not in (np.dtype(np.float16), np.dtype(np.float32)):
         raise ValueError(f"{name}: got {dtype!r}; expected 'float16' or 'float32'")
     return d
-
-
-# -- outputs of varshape batches -------------------------------------------------------
-def uniform_out(b, out, hw, dtype, channels, layout):
-    """A varshape input whose output has one size (a crop): allocate, or check the
-    caller's ``out=``, as one 4-D batch in ``layout``. Returns ``(result, views)``: pass
-    ``views`` (one HWC view per sample) to run() as ``out=`` and return ``result``."""
-    proxy = dataclasses.replace(b, varshape=False, single=False)
-    result, dst = proxy.alloc(out, b.uniform(hw), dtype=dtype, channels=channels, layout=layout)
-    return result, [dst.nhwc[i] for i in range(b.n)]
-
-
-def chw_list_out(b, out, shapes, dtype, channels):
-    """A varshape input with CHW output images: ``(result list, HWC views for run())``."""
-    xp = b.xp
-    if out is None:
-        result = [xp.empty((channels, h, w), dtype) for h, w in shapes]
-    else:
-        if not isinstance(out, (list, tuple)) or len(out) != len(shapes):
-            raise ValueError(f"out: a varshape batch needs a list of {len(shapes)} arrays; got {_describe(out)}")
-        # the same checks as every out= (shape, dtype, device, read-only, overlap with the input)
-        result = [b._check_out(o, (channels, h, w), np.dtype(dtype), f"out[{i}]", layout="CHW")
-                  for i, (o, (h, w)) in enumerate(zip(out, shapes))]
-    return result, [r.transpose(1, 2, 0) for r in result]
 
 
 # -- CUDA C fast paths -----------------------------------------------------------------

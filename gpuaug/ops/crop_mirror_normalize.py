@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._layout import chw_list_out, uniform_out
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, check_flag
 from gpuaug.kernels._cuda import CTYPES
-from gpuaug.ops._intensity import (channel_param, chw_list_out, cmn_vec_fast, float_dtype, nonzero,
-                                   uniform_out)
+from gpuaug.ops._intensity import channel_param, cmn_vec_fast, float_dtype, nonzero
 
 _TYPES = tuple(CTYPES.values())
 _OUT = ("gpuaug::half", "float")

@@ -220,7 +220,7 @@ def _write_state(spec: StageSpec, transforms, layout, c):
 # ------------------------------------------------------------------------------ outputs
 def allocate(b: Batch, out, built: Built):
     """(result, dst Batch of NHWC views) for the stage's output."""
-    from gpuaug.ops._intensity import chw_list_out, uniform_out
+    from gpuaug._layout import chw_list_out, uniform_out
 
     c = b.channels
     odt = np.dtype(built.out_dtype)
@@ -311,8 +311,8 @@ class LaunchPlan:
 
 def launch_plan(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     """The stage's :class:`LaunchPlan` for these batches (host work only)."""
+    from gpuaug._layout import packed_layout
     from gpuaug.kernels._cuda import get_function
-    from gpuaug.ops._colour import packed_layout
 
     cp = cupy_module()
     n, c = src.n, src.channels
@@ -366,7 +366,7 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None,
     array or the address of the stage's first row (an int) in rows of ``stride`` floats (the
     launch plan is then memoised on ``built``). ``partials``: a preallocated (n, nparts) float64
     buffer for the contrast reduction (a captured graph keeps its own); None allocates one."""
-    from gpuaug._batch import _table_key
+    from gpuaug._batch import table_item
     from gpuaug.kernels._cuda import stage, upload
 
     if par is None:
@@ -380,7 +380,7 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None,
     else:
         lp = _memo_launch_plan(spec, built, src, dst)
         # device rows: only the (cached, keyed) descriptor tables travel
-        tabs = stage(*((_table_key(b), descriptor_table(b)) for b in ([src] if lp.dense else [src, dst]))) \
+        tabs = stage(*(table_item(b) for b in ([src] if lp.dense else [src, dst]))) \
             if lp.need_tables else ()
         P = np.int32(stride)
     N = np.int32(src.n)
