@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuaug._batch import extent
 from gpuaug._util import is_cuda_array
 
 
@@ -50,19 +51,6 @@ class DeviceBuffer:
     ptr: int
     nbytes: int
     mem: Any = None
-
-
-def host_extent(a: np.ndarray):
-    """[lo, hi) byte addresses a NumPy array touches (any strides)."""
-    lo = hi = a.__array_interface__["data"][0]
-    if a.size == 0:
-        return lo, lo
-    for s, st in zip(a.shape, a.strides):
-        if st < 0:
-            lo += (s - 1) * st
-        else:
-            hi += (s - 1) * st
-    return lo, hi + a.itemsize
 
 
 def _iter_arrays(x):
@@ -286,15 +274,7 @@ class CudaDevice(Device):
     def extent(self, array):
         if not isinstance(array, self._cp.ndarray):
             array = self.as_device_array(array)
-        lo = hi = array.data.ptr
-        if array.size == 0:
-            return lo, lo
-        for s, st in zip(array.shape, array.strides):
-            if st < 0:
-                lo += (s - 1) * st
-            else:
-                hi += (s - 1) * st
-        return lo, hi + array.itemsize
+        return extent(array, True)
 
     def new_stream(self, name):
         return self._cp.cuda.Stream(non_blocking=True)
@@ -603,7 +583,7 @@ class FakeDevice(Device):
         return buf.mem[offset:offset + n].view(dtype).reshape(shape)
 
     def extent(self, array):
-        return host_extent(np.asarray(array))
+        return extent(np.asarray(array), False)
 
     # streams and events ------------------------------------------------------------
     def new_stream(self, name):
@@ -673,7 +653,7 @@ class FakeDevice(Device):
     # work ----------------------------------------------------------------------------
     def _owners(self, arrays):
         """Live device buffers that ``arrays`` (nested lists) overlap."""
-        spans = [host_extent(np.asarray(a)) for a in _iter_arrays(arrays)]
+        spans = [extent(np.asarray(a), False) for a in _iter_arrays(arrays)]
         out = []
         with self._lock:
             for buf in self._buffers.values():
@@ -691,7 +671,7 @@ class FakeDevice(Device):
         with self._lock:
             if id(dst) not in self._buffers:
                 self.errors.append("copy_h2d into a freed device buffer")
-            self._pending[key] = host_extent(raw)
+            self._pending[key] = extent(raw, False)
         duration = self.copy_ms / 1e3 + (raw.nbytes / (self.h2d_gbps * 1e9) if self.h2d_gbps else 0.0)
 
         def op():
