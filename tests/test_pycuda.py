@@ -147,6 +147,32 @@ def test_build_script_is_valid_bash():
     subprocess.run(["bash", "-n", os.path.join(REPO, "tests", "gpu", "pycuda_build.sh")], check=True)
 
 
+def test_build_steps_build_a_wheel_with_parallel_compiles(tmp_path):
+    """tests/gpu/pycuda_build.py's wheel step (what pycuda_build.sh runs in pycuda's source)
+    on a tiny package whose setup.py imports a helper from its own folder, as pycuda's does."""
+    import shutil
+    import sysconfig
+
+    if not shutil.which("gcc") or not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("needs gcc and the Python headers")
+    (tmp_path / "helper.py").write_text('NAME = "gpuaug_pcb_try"\n')
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import Extension, setup\nfrom helper import NAME\n"
+        "setup(name=NAME, version='0.1', ext_modules=[Extension('gpuaug_pcb_ext', ['a.c', 'b.c'])])\n")
+    (tmp_path / "a.c").write_text("int gpuaug_pcb_a(void) { return 1; }\n")
+    (tmp_path / "b.c").write_text(
+        "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"gpuaug_pcb_ext\", 0, -1, 0};\n"
+        "PyMODINIT_FUNC PyInit_gpuaug_pcb_ext(void) { return PyModule_Create(&m); }\n")
+    script = os.path.join(REPO, "tests", "gpu", "pycuda_build.py")
+    r = subprocess.run([sys.executable, script, "wheel", "2", str(tmp_path / "dist")], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "parallel compile: 2 jobs" in r.stdout
+    assert len(list((tmp_path / "dist").glob("gpuaug_pcb_try-0.1-*.whl"))) == 1
+    bad = subprocess.run([sys.executable, script, "nonsense"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "usage" in bad.stderr
+
+
 # ---------------------------------------------------------------------------------------
 # GPU
 # ---------------------------------------------------------------------------------------

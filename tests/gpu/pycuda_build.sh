@@ -23,6 +23,8 @@
 # one after the other (its -j runs extensions in parallel, and pycuda has one), and the
 # 50-odd Boost.Python files take minutes serially; a thread pool around the compiler's
 # per-object step makes it ~1 minute on 16 cores. If that fails, plain pip is the fallback.
+# The Python steps (finding pip's cuda.h, the wheel build, the driver line) are in
+# tests/gpu/pycuda_build.py beside this script.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -80,13 +82,7 @@ for d in "${cands[@]}"; do
 done
 if [ -z "$CUDA_ROOT" ]; then
   # pip's CUDA toolkit packages (nvidia/cu13/include/cuda.h) as a last resort
-  h=$("$PY" - <<'EOF' 2>/dev/null
-import glob, site, sys
-for p in sys.path + site.getsitepackages():
-    for h in glob.glob(p + "/nvidia/*/include/cuda.h") + glob.glob(p + "/nvidia/cuda_runtime/include/cuda.h"):
-        print(h); raise SystemExit
-EOF
-)
+  h=$("$PY" "$REPO/tests/gpu/pycuda_build.py" find-cuda-h 2>/dev/null)
   [ -n "$h" ] && CUDA_ROOT=$(dirname "$(dirname "$h")")
 fi
 [ -n "$CUDA_ROOT" ] || fail "no CUDA toolkit headers (include/cuda.h) found; set CUDA_ROOT"
@@ -143,44 +139,7 @@ cudart_dir=$CUDA_ROOT/lib64
   $curand_opt >> "$LOG" 2>&1 || fail "configure.py"
 cat siteconf.py >> "$LOG"
 
-"$PY" - "$JOBS" "$B/dist" >> "$LOG" 2>&1 <<'EOF'
-# Build the wheel with the C++ sources compiled in parallel (see the header of pycuda_build.sh).
-import os, sys, time
-from multiprocessing.pool import ThreadPool
-
-import setuptools  # noqa: F401 - installs its distutils before the import below
-from distutils import ccompiler
-
-jobs, dist = int(sys.argv[1]), sys.argv[2]
-C = ccompiler.CCompiler
-if jobs > 1 and hasattr(C, "_setup_compile") and hasattr(C, "_get_cc_args"):
-    def compile(self, sources, output_dir=None, macros=None, include_dirs=None, debug=0,
-                extra_preargs=None, extra_postargs=None, depends=None):
-        macros, objects, extra_postargs, pp_opts, build = self._setup_compile(
-            output_dir, macros, include_dirs, sources, depends, extra_postargs)
-        cc_args = self._get_cc_args(pp_opts, debug, extra_preargs)
-
-        def one(obj):
-            if obj in build:
-                src, ext = build[obj]
-                self._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
-
-        with ThreadPool(jobs) as pool:
-            list(pool.imap_unordered(one, objects))
-        return objects
-
-    C.compile = compile
-    print(f"parallel compile: {jobs} jobs", flush=True)
-else:
-    print("parallel compile: not patched (serial)", flush=True)
-
-from setuptools import build_meta
-
-t = time.time()
-os.makedirs(dist, exist_ok=True)
-name = build_meta.build_wheel(dist)
-print(f"built {name} in {time.time() - t:.0f} s", flush=True)
-EOF
+"$PY" "$REPO/tests/gpu/pycuda_build.py" wheel "$JOBS" "$B/dist" >> "$LOG" 2>&1
 rc=$?
 whl=$(ls "$B"/dist/pycuda-*.whl 2>/dev/null | head -n 1)
 if [ $rc = 0 ] && [ -n "$whl" ]; then
@@ -213,13 +172,7 @@ if [ "${PYCUDA_ONLY_BUILD:-0}" = 1 ]; then
 fi
 
 # ---- run ------------------------------------------------------------------------------
-"$PY" - <<'EOF' 2>&1 | tee -a "$LOG"
-import pycuda.driver as drv
-drv.init()
-d = drv.Device(0)
-print(f"pycuda driver: CUDA {drv.get_driver_version()}, built for {drv.get_version()}, "
-      f"{drv.Device.count()} device(s), {d.name()} cc {d.compute_capability()}")
-EOF
+"$PY" tests/gpu/pycuda_build.py driver 2>&1 | tee -a "$LOG"
 PT=("$PY" -m pytest -q -p no:cacheprovider -rfEsx)
 t0=$SECONDS
 timeout 270 "${PT[@]}" tests/test_pycuda.py "tests/test_scheduler_gpu.py::test_pycuda_stream_and_device_allocations" \
