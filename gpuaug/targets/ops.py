@@ -26,8 +26,7 @@ import numpy as np
 
 from gpuaug._params import host_size, per_sample
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
-from gpuaug.geometry import _cos_sin
-from gpuaug.policy.transforms import box_matrices
+from gpuaug.geometry import _cos_sin, box_matrices
 from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import Boxes, Keypoints, Masks, as_boxes, as_keypoints, as_masks
 

@@ -34,8 +34,9 @@ import numpy as np
 
 from gpuaug import random as R
 from gpuaug._util import cupy_module
+from gpuaug.geometry import box_matrices
 from gpuaug.policy import _args as A
-from gpuaug.policy.transforms import _Geometric, box_matrices
+from gpuaug.policy.transforms import _Geometric
 from gpuaug.targets._types import Boxes, _xp, as_boxes
 
 __all__ = ["iou_crop_windows", "bbox_safe_windows", "xyxy_pixels", "RandomIoUCrop", "RandomSizedBBoxSafeCrop"]
