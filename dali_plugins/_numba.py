@@ -31,7 +31,6 @@ warning once per op and reason (see :func:`numba_support`):
 from __future__ import annotations
 
 import functools
-import importlib
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -262,11 +261,6 @@ class Planner:
         return carriers, [params[i:i + 1] for i in range(n)], [fills[i:i + 1] for i in range(n)]
 
 
-def _twin(kernels):
-    mod = importlib.import_module(f"gpuaug.kernels.numba.{kernels.numba[0]}")
-    return getattr(mod, kernels.numba[1])
-
-
 _TRANSPOSE = {"NHWC": "{a}", "NCHW": "{a}.transpose((0, 2, 3, 1))"}
 
 _CPU_SRC = """
@@ -312,32 +306,29 @@ def run_function(op, target, kind, in_layout, out_layout, in_dtype, out_dtype):
 
     Assumes the layout of :func:`numba_node`: 4-D arrays with one sample (``(1, h, w, c)``,
     or ``(1, c, h, w)`` for NCHW, viewed as NHWC by a transpose), params ``(1, P)`` and
-    fills ``(1, C)``. CPU: calls the op's driver from ``gpuaug.kernels.numba._driver``
-    compiled without ``parallel`` (DALI already runs samples on its own threads). GPU: a
-    grid-stride loop over the output pixels calling the twin's ``@dual`` device function.
+    fills ``(1, C)``. CPU: calls the op's driver loop (:func:`gpuaug._twins.cpu_loop`, compiled
+    without ``parallel``: DALI already runs samples on its own threads). GPU: a grid-stride
+    loop over the output pixels calling the twin's ``@dual`` device function.
     """
-    from gpuaug.kernels.numba import _driver
-    from gpuaug.kernels.numba._dual import specialize
+    from gpuaug import _twins
 
     kernels = REGISTRY[op].kernels
-    twin = _twin(kernels)
     lo, hi, rnd = (0.0, 255.0, True) if out_dtype == "uint8" else (-np.inf, np.inf, False)
     src = _TRANSPOSE[in_layout].format(a="in1")
     dst = _TRANSPOSE[out_layout].format(a="out0")
     g = {"np": np, "LO": lo, "HI": hi, "RND": rnd}
     if target == "cpu":
-        driver = _driver._copy_cpu if kind == "copy" else _driver._value_cpu
-        g["KERNEL"] = specialize(driver, "cpu", "device", **({"MAP": twin} if kind == "copy" else {"VALUE": twin}))
+        g["KERNEL"] = _twins.cpu_loop(kernels)
         code = _CPU_SRC.format(src=src, dst=dst, tail="in3" if kind == "copy" else "LO, HI, RND")
     else:
         from numba import cuda
 
         g["cuda"] = cuda
         if kind == "copy":
-            g["MAP"] = specialize(twin, "cuda", "device")
+            g["MAP"] = _twins.device_function(kernels, "cuda")
         else:
-            g["VALUE"] = specialize(twin, "cuda", "device")
-            g["STORE"] = specialize(_driver.store, "cuda", "device")
+            g["VALUE"] = _twins.device_function(kernels, "cuda")
+            g["STORE"] = _twins.store_function("cuda")
         body = textwrap.indent(textwrap.dedent(_GPU_COPY if kind == "copy" else _GPU_VALUE), " " * 12)
         code = _GPU_SRC.format(src=src, dst=dst, body=body)
     exec(compile(code, f"<gpuaug.dali numba run_fn {op} {target} {in_dtype}->{out_dtype}>", "exec"), g)  # noqa: S102

@@ -95,3 +95,12 @@ def copy_kernel(map_fn, target):
 def value_kernel(value_fn, target):
     """The value-driver kernel for ``value_fn`` on ``target`` ('cpu' or 'cuda')."""
     return specialize(_DRIVERS["value", target], target, "kernel", VALUE=value_fn)
+
+
+def cpu_loop(kind, fn):
+    """The CPU driver of ``kind`` ('copy' or 'value') bound to ``fn`` (its MAP or VALUE), as a
+    plain njit function: ``prange`` runs as ``range`` (no thread pool), for callers that run
+    samples on threads of their own and call it from their own njit code (DALI's
+    numba_function). Arguments as the kernels': copy ``(src, dst, params, fills)``, value
+    ``(src, dst, params, lo, hi, rnd)``."""
+    return specialize(_DRIVERS[kind, "cpu"], "cpu", "device", **{"MAP" if kind == "copy" else "VALUE": fn})
