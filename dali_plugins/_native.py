@@ -101,6 +101,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuaug._util import dtype_max
+
 from ._steps import op_error
 
 ENV = "GPUAUG_DALI_NATIVE"
@@ -228,7 +230,7 @@ def kernel_source(filename: str) -> str:
 
 
 # ---- what each native op sends ---------------------------------------------------------------
-MAXV = (255.0, 1.0, 1.0)  # the value range's top per dtype: uint8, float16, float32
+MAXV = tuple(dtype_max(d) for d in ("uint8", "float16", "float32"))  # the value range's top, in DTYPE's order
 
 
 class Unsupported(Exception):

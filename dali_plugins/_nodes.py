@@ -8,9 +8,11 @@ operators import these from here, so no adapter module imports another one back.
 """
 from __future__ import annotations
 
+from gpuaug._registry import BACKENDS as OP_BACKENDS
+
 from ._steps import SAMPLE_LAYOUT, check_param_node_device, is_node, make_step, op_error
 
-BACKENDS = (None, "cuda", "numba", "cpu", "native", "python")
+BACKENDS = (None,) + OP_BACKENDS + ("native", "python")  # the ops' own, the C++ operator, python_function
 
 
 def check_backend(op, backend, device):

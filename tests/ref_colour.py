@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ref_intensity import top  # noqa: F401  (one dtype maximum for the references: 255 uint8, 1 floats)
+
 
 def gray(img, integer):
     """torchvision's rgb_to_grayscale (0.2989, 0.587, 0.114) of HWC (C >= 3) -> HW; floored
@@ -127,11 +129,6 @@ def grayscale(img, num_output_channels, integer):
 
 def channel_shuffle(img, perm):
     return img[..., list(perm)]
-
-
-def top(dtype):
-    """The dtype's documented maximum: 255 for uint8, 1 for floats."""
-    return 255.0 if np.dtype(dtype) == np.uint8 else 1.0
 
 
 def is_int(dtype):

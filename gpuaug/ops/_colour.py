@@ -26,16 +26,15 @@ from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
 from gpuaug._layout import packed_layout
 from gpuaug._params import column_stack
 from gpuaug._run import Kernels, run
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, dtype_max
 
-MAXV = {"uint8": 255.0, "float16": 1.0, "float32": 1.0}
 BLOCK = 256
 MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixel kernel
 
 
 def maxv_column(b: Batch):
     """The parameter column holding the dtype's maximum (the Numba twins' value range)."""
-    return np.full(b.n, MAXV[b.dtype.name])
+    return np.full(b.n, dtype_max(b.dtype))
 
 
 _sm_count: dict = {}

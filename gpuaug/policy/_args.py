@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from gpuaug._util import check_choice
+from gpuaug._util import check_flag as flag  # noqa: F401  (the transforms' A.flag)
 
 DTYPES = ("uint8", "float16", "float32")
 LAYOUTS = ("NHWC", "NCHW")
@@ -141,9 +142,3 @@ def layout(name, v):
 
 def interpolation(name, v):
     return check_choice(name, v, INTERPOLATIONS)
-
-
-def flag(name, v):
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{name}: got {v!r}; expected True or False")
-    return bool(v)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuaug._util import check_flag
 from gpuaug.scheduler._decode import (_MODES, DECODE, DEFAULT_MAX_PIXELS, ON_ERROR, ImageDecodeError,
                                      ProcessDecoder, check_pixels, decode_file, file_shape, header_size,
                                      nvimgcodec_module, read_file)
@@ -350,8 +351,7 @@ class ImageFiles(Source):
             raise ValueError(f"crop: got {crop!r} with decode={decode!r}, size={self.size}; a crop is made "
                              "by the GPU decode path and needs decode='gpu' and a size (on the CPU paths "
                              "put gpuaug.RandomResizedCrop in the augment)")
-        if not isinstance(roi, (bool, np.bool_)):
-            raise TypeError(f"roi: got {roi!r}; expected True or False")
+        check_flag("roi", roi)
         if roi and crop != "random":
             raise ValueError(f"roi: got True with crop={crop!r}; region-of-interest decoding needs crop='random'")
         self.roi = bool(roi)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._util import cupy_module, is_cuda_array
+from gpuaug._util import check_flag, cupy_module, is_cuda_array
 
 #: box format name -> the kernels' code (kernels/targets.cu)
 FORMATS = {"xyxy": 0, "xywh": 1, "cxcywh": 2}
@@ -88,8 +88,7 @@ class Boxes:
                  check=True, labels=None):
         if format not in FORMATS:
             raise ValueError(f"format: got {format!r}; expected one of {', '.join(map(repr, FORMATS))}")
-        if not isinstance(normalized, (bool, np.bool_)):
-            raise TypeError(f"normalized: got {normalized!r}; expected True or False")
+        check_flag("normalized", normalized)
         if min_visibility is not None:
             mv = float(min_visibility) if isinstance(min_visibility, (int, float, np.number)) else None
             if mv is None or not 0.0 <= mv <= 1.0:
