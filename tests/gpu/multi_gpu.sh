@@ -44,10 +44,7 @@ note "GPUs: $NGPU; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MUL
 
 # the end-to-end issue's synthetic folder, written in the background while the tests run
 FOLDER=/tmp/gpuaug-e2e-folder-$N_FOLDER
-( [ -f "$FOLDER/.complete" ] || python3 -c "
-import sys, time; sys.path.insert(0, 'examples'); import ddp_train as d
-t = time.perf_counter(); d.write_folder('$FOLDER', $N_FOLDER, 8, seed=0, shape=(375, 500))
-print(f'wrote $N_FOLDER JPEGs in {time.perf_counter() - t:.1f} s')" ) > "$OUT/folder.txt" 2>&1 &
+( [ -f "$FOLDER/.complete" ] || python3 tests/gpu/write_folder.py "$FOLDER" "$N_FOLDER" ) > "$OUT/folder.txt" 2>&1 &
 FOLDER_PID=$!
 
 budget() {  # budget NAME: true if there is time left to start stage NAME
