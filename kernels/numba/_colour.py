@@ -90,13 +90,14 @@ def _mean_cpu(src, sums, params):
         sums[n] = acc
 
 
-def _mean_cuda(src, sums, params):
-    x, y, n = cuda.grid(3)
+@dual
+def block_add(v, sums, n, count):
+    """CUDA only: the sum of every thread's ``v`` over the (256-thread) block, added to
+    ``sums[n]`` by thread 0 when ``n < count``. A shared buffer halved in fixed steps, so the
+    block's sum has the same bits run after run. Every thread of the block must call it (its
+    barriers). The contrast means' reductions (here, and kernels/numba/fused.py) share it."""
     t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
     buf = cuda.shared.array(256, float64)
-    v = 0.0
-    if n < src.shape[0] and y < src.shape[1] and x < src.shape[2]:
-        v = GRAY(src, n, y, x, params[n])  # noqa: F821
     buf[t] = v
     cuda.syncthreads()
     step = 128
@@ -105,8 +106,16 @@ def _mean_cuda(src, sums, params):
             buf[t] += buf[t + step]
         cuda.syncthreads()
         step //= 2
-    if t == 0 and n < src.shape[0]:
+    if t == 0 and n < count:
         cuda.atomic.add(sums, n, buf[0])
+
+
+def _mean_cuda(src, sums, params):
+    x, y, n = cuda.grid(3)
+    v = 0.0
+    if n < src.shape[0] and y < src.shape[1] and x < src.shape[2]:
+        v = GRAY(src, n, y, x, params[n])  # noqa: F821
+    block_add(v, sums, n, src.shape[0])
 
 
 _MEAN = {"cpu": _mean_cpu, "cuda": _mean_cuda}

@@ -29,9 +29,9 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from numba import cuda, float64
+from numba import cuda
 
-from ._colour import clampv, hue_rgb, luma, luma_floor
+from ._colour import block_add, clampv, hue_rgb, luma, luma_floor
 from ._driver import store
 from ._dual import _fingerprint, disk_cache, dual, specialize
 from ._interp import COORD_LIMIT, clamp_coord
@@ -311,21 +311,10 @@ def _sum_cpu(src, sums, params, meta, jidx, n0, n1):
 
 def _sum_cuda(src, sums, params, meta, jidx):
     x, y, n = cuda.grid(3)
-    t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
-    buf = cuda.shared.array(256, float64)
     v = 0.0
     if n < src.shape[0] and y < src.shape[1] and x < src.shape[2]:
         v = mean_gray(src, n, y, x, src.shape[3], params[n], meta, jidx)
-    buf[t] = v
-    cuda.syncthreads()
-    step = 128
-    while step > 0:
-        if t < step:
-            buf[t] += buf[t + step]
-        cuda.syncthreads()
-        step //= 2
-    if t == 0 and n < src.shape[0]:
-        cuda.atomic.add(sums, n, buf[0])
+    block_add(v, sums, n, src.shape[0])
 
 
 _POOL = None
