@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 __all__ = ["generator", "bernoulli", "uniform", "integers", "seed64", "affine", "resized_crop_boxes",
-           "perspective_corners", "erasing_boxes", "crop_offsets", "permutations", "philox4x32_10",
+           "perspective_corners", "erasing_boxes", "crop_offsets", "permutations", "philox4x32_10", "affine_draws",
            "philox_key", "philox_uniforms"]
 
 
@@ -102,14 +102,26 @@ def _range(name, r, *, low=None, high=None, low_open=False):
     return float(a[0]), float(a[1])
 
 
+def _plain(rng, n):
+    """The common call (a Generator and an int ``n``), which the fast paths below take."""
+    return type(rng) is np.random.Generator and type(n) is int and n >= 0
+
+
 def bernoulli(rng, p, n) -> np.ndarray:
     """``n`` bools, each True with probability ``p`` (one uniform draw per sample)."""
+    if type(p) is float and 0.0 <= p <= 1.0 and _plain(rng, n):
+        # a plain float in range: the checks below cost ~8 us a call (Compose draws one per flip)
+        return rng.random(n) < p
     _values("p", p, low=0.0, high=1.0)
     return _rng(rng).random(_count(n)) < p
 
 
 def uniform(rng, low, high, n) -> np.ndarray:
     """``n`` floats uniform in ``[low, high)`` (``low`` and ``high`` numbers or (n,) arrays)."""
+    if (type(low) is float and type(high) is float and low <= high and math.isfinite(low)
+            and math.isfinite(high) and _plain(rng, n)):
+        # plain floats: the same arithmetic as below (high - low in float64) without the checks
+        return low + (high - low) * rng.random(n)
     if np.any(_values("low", low) > _values("high", high)):
         raise ValueError(f"low, high: got low={_show(low)} and high={_show(high)}; expected low <= high")
     _rng(rng), _count(n)
@@ -170,6 +182,15 @@ def affine(rng, n, sizes, degrees=(0.0, 0.0), translate=None, scale=None, shear=
         raise ValueError(f"shear: got {shear!r}; expected (x_min, x_max) or (x_min, x_max, y_min, y_max)")
     if shear is not None:
         _range("shear", shear[:2]), len(shear) == 4 and _range("shear", shear[2:])
+    return affine_draws(rng, n, s, degrees, translate, scale, shear)
+
+
+def affine_draws(rng, n, sizes, degrees, translate, scale, shear) -> dict:
+    """:func:`affine` without its argument checks, for callers that made them (gpuaug's
+    RandomAffine checks its ranges when it is made, Compose its sizes): ``sizes`` an (n, 2)
+    int64 array, the ranges as :func:`affine` takes them. The same draws and values; the checks
+    cost ~10 us a call, more than the draws."""
+    s = sizes
     k = 1 + 2 * (translate is not None) + (scale is not None) + (0 if shear is None else len(shear) // 2)
     u = iter(rng.random((k, n)))
     out = {"angle": degrees[0] + (degrees[1] - degrees[0]) * next(u)}

@@ -51,6 +51,9 @@ class StageSpec:
     def empty(self):
         return not (self.geometry or self.colour or self.writes or self.folded)
 
+    def __getstate__(self):  # pickles (a Compose's plans) leave the memos out: rebuilt on use
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
 
 @functools.lru_cache(maxsize=64)
 def uniform_sizes(n, h, w):
@@ -155,7 +158,79 @@ class Built:
 
 
 def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
-    """The stage's parameter rows and output description for batch ``b`` (in ``layout``)."""
+    """The stage's parameter rows and output description for batch ``b`` (in ``layout``).
+
+    Everything that does not depend on the drawn parameters (the output shapes, the sizes
+    each geometry transform sees, geometry kind, border, fill, in_scale and the write's scale
+    and bias columns) is worked out once per stage, batch sizes, channels and layout by
+    :func:`_build_full` and kept on ``spec`` (a :class:`_Template`); later calls compute only
+    the drawn columns (:func:`_build_fast`): the same values, ~6 us less per call."""
+    n, c = b.n, b.channels
+    key = (layout, c, n, tuple(b.shapes)) if b.varshape else (layout, c, n, b.nhwc.shape[1], b.nhwc.shape[2])
+    memo = spec.__dict__.setdefault("_build_memo", {})
+    tpl = memo.get(key)
+    if tpl is not None and tpl.count == len(transforms) and all(transforms[i] is t for i, t in tpl.who):
+        built = _build_fast(tpl, spec, transforms, tparams, n, c)
+        if built is not None:
+            return built
+    built, tpl = _build_full(spec, transforms, tparams, b, layout)
+    if len(memo) >= 64:  # varshape batches of ever new sizes: keep the memo small
+        memo.clear()
+    memo[key] = tpl
+    return built
+
+
+@dataclass
+class _Template:
+    """What :func:`build` keeps per stage and batch geometry (see there)."""
+
+    count: int              # len(transforms) of the policy
+    who: tuple              # ((policy index, transform), ...) of the stage: the memo's identity check
+    base: np.ndarray        # (n, P) rows with the constant columns set, the drawn ones 0
+    sizes_in: tuple         # the sizes each geometry transform of the stage sees
+    bilinear: bool
+    shapes: object          # Built.shapes (Same, or a list of (h, w) for varshape)
+    geo: int
+    border: int
+    out_dtype: str
+    out_layout: str
+
+
+def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
+    """:func:`_build_full`'s Built from a template (None when the colour program's width
+    changed, which the caller then builds afresh)."""
+    codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
+    widths = [np.shape(bl)[1] if np.ndim(bl) == 2 else 1 for bl in blocks]
+    if P_COLOUR + sum(widths) != tpl.base.shape[1]:
+        return None
+    rows = tpl.base.copy()
+    if spec.geometry:
+        m = None
+        for i, sizes in zip(spec.geometry, tpl.sizes_in):
+            mi = transforms[i].matrices(tparams[i], sizes)
+            m = mi if m is None else np.matmul(mi, m)
+        inv = _checked_inverse(m)
+        rows[:, P_MAP:P_MAP + 9] = inv
+        if tpl.bilinear:  # (else the column stays 0: nearest)
+            rows[:, P_INTERP] = np.where(~_integer_maps(inv), 1.0, 0.0)
+    o = P_COLOUR
+    for bl, wd in zip(blocks, widths):
+        rows[:, o:o + wd] = np.asarray(bl, np.float64).reshape(n, wd)
+        o += wd
+    shapes = list(tpl.shapes) if isinstance(tpl.shapes, list) else tpl.shapes
+    return Built(rows, shapes, codes, tpl.geo, tpl.border, tpl.out_dtype, tpl.out_layout, jidx)
+
+
+def _checked_inverse(m):
+    inv, det = _inverse(m)
+    if not (np.isfinite(inv).all() and (det != 0).all()):
+        raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
+                         "check the transforms' ranges")
+    return inv
+
+
+def _build_full(spec: StageSpec, transforms, tparams, b: Batch, layout):
+    """(Built, _Template): the stage built from scratch, and what later calls can reuse."""
     n, c = b.n, b.channels
     if b.varshape:
         sizes = np.asarray(b.shapes, np.int64).reshape(n, 2)
@@ -165,12 +240,13 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
     widths = [np.shape(bl)[1] if np.ndim(bl) == 2 else 1 for bl in blocks]
     rows = np.zeros((n, P_COLOUR + sum(widths)))
     geo, border = 0, 1
+    sizes_in, bilinear = [], False
     if spec.geometry:
         m = None
         fill = None
-        bilinear = False
         for i in spec.geometry:
             t = transforms[i]
+            sizes_in.append(sizes)
             mi = t.matrices(tparams[i], sizes)
             m = mi if m is None else np.matmul(mi, m)
             sizes = t.out_sizes(sizes)
@@ -178,10 +254,7 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
             geo = max(geo, 2 if t.perspective else 1)
             if t.needs_fill() and fill is None:
                 fill = t.fill
-        inv, det = _inverse(m)
-        if not (np.isfinite(inv).all() and (det != 0).all()):
-            raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
-                             "check the transforms' ranges")
+        inv = _checked_inverse(m)
         rows[:, P_MAP:P_MAP + 9] = inv
         rows[:, P_INTERP] = np.where(bilinear & ~_integer_maps(inv), 1.0, 0.0)
         if fill is not None:
@@ -196,7 +269,15 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
     rows[:, P_SCALE:P_SCALE + c] = st["scale"]
     rows[:, P_BIAS:P_BIAS + c] = st["bias"]
     shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else b.uniform(tuple(int(v) for v in sizes[0]))
-    return Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
+    built = Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
+    base = rows.copy()
+    base[:, P_INTERP] = 0.0
+    base[:, P_MAP:P_MAP + 9] = 0.0
+    base[:, P_COLOUR:] = 0.0
+    who = tuple((i, transforms[i]) for i in sorted(spec.geometry + spec.colour + spec.writes))
+    tpl = _Template(len(transforms), who, base, tuple(sizes_in), bool(bilinear), list(shapes) if b.varshape else shapes,
+                    geo, border, st["dtype"], st["layout"])
+    return built, tpl
 
 
 def _write_state(spec: StageSpec, transforms, layout, c):

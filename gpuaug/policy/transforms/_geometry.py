@@ -131,6 +131,9 @@ class RandomAffine(_Geometric):
                 "interpolation": self.interpolation, "fill": self.fill}
 
     def sample(self, rng, n, sizes):
+        if type(sizes) is np.ndarray and sizes.shape == (n, 2) and sizes.dtype == np.int64:
+            # Compose's (checked) sizes and this transform's ranges, checked when it was made
+            return R.affine_draws(rng, n, sizes, self.degrees, self.translate, self.scale, self.shear)
         return R.affine(rng, n, sizes, self.degrees, self.translate, self.scale, self.shear)
 
     def matrices(self, params, sizes):
