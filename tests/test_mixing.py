@@ -113,61 +113,148 @@ def test_bad_input():
 
 # -- CUDA C under host emulation -------------------------------------------------------------
 
-def _emu():
+_MIX_NAMES = [f"gpuaug_mix<{t}, {cut}, {vec}>" for cut in (0, 1) for vec in (0, 1)
+              for t in (("unsigned char", "float") if cut == 0 else ("unsigned char", "unsigned short", "float"))]
+
+
+def _emu(monkeypatch):
+    """The mixing kernels under host emulation, routed through gpuaug.kernels._cuda.get_function
+    (so the host-side launch plan, MixUp/CutMix._plan, is the one under test)."""
     import cuda_emu
 
-    why = cuda_emu.available()
-    if why:
-        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
-    key = ("mixing",)
-    if key not in cuda_emu._built:
-        cuda_emu._built[key] = cuda_emu.Emulator(["mixing.cu"], [
-            "gpuaug_mixup<unsigned char>", "gpuaug_mixup<float>", "gpuaug_cutmix<unsigned char>",
-            "gpuaug_mixup_u8v", "gpuaug_cutmix_u8v"])
-    return cuda_emu._built[key]
+    return cuda_emu.patch(monkeypatch, ["mixing.cu"], _MIX_NAMES)
+
+
+def _emu_call(m, x, labels, layout, params=None, offset=0):
+    """What _Mix._cuda launches, on host stand-ins: returns (images, soft labels, kernel name,
+    grid). ``labels``: None, int ids (N,) or float32 (N, K); ``offset``: misaligns the input."""
+    import cuda_emu
+    from gpuaug.policy import mixing as mx
+
+    n, h, w, c = mx._shape(x, layout)
+    if params is None:
+        params = m.draw(n, (h, w))
+    partner, lam, boxes, order = mx._checked(params, n, h, w, m.kind == "cutmix")
+    rec = mx._records(partner, lam, boxes, order)
+    src = cuda_emu.DeviceView(x, offset)
+    out = np.full_like(x, 0xAB) if x.dtype == np.uint8 else np.full_like(x, np.nan)
+    lkind, k, lab, soft = 0, 0, None, None
+    if labels is not None:
+        lab = np.ascontiguousarray(labels)
+        lkind = mx._LABEL_KIND[lab.dtype.name]
+        k = lab.shape[1] if lab.ndim == 2 else m.num_classes
+        soft = np.full((n, k), np.nan, np.float32)
+    fn, grid, geo = m._plan(0, x.dtype.name, n, h, w, c, layout, src.data.ptr % 16 == 0, lkind)
+    none = 0  # a null pointer for the emulator (the launch passes None)
+    fn(grid, (256,), (src, out, rec) + geo + (none if lab is None else lab, none if soft is None else soft,
+                                                np.int32(k), np.int32(lkind)))
+    return out, soft, params, grid
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
-def test_kernels_host_emulation(layout):
-    emu = _emu()
+def test_kernels_host_emulation(monkeypatch, layout):
+    """Images and soft labels of the one launch = the NumPy twin, bit for bit: every dtype, the
+    16-byte and the element kernels (16 x 16 x 3: rows of 48 bytes; 5 x 7 x 3 and misaligned
+    input: elements), several chunks per sample (48 x 120 x 3 bytes, 19 x 23 x 3 elements),
+    int32 / int64 ids and float32 soft labels, the cyclic launch order and 0..N-1."""
+    _emu(monkeypatch)
     rng = np.random.default_rng(10)
-    # 8 x 10 x 3 = 240 bytes per sample: the 16-byte kernels apply; 5 x 7 x 3: the generic ones
-    for h, w in ((8, 10), (5, 7)):
-        x = _batch(rng, 5, h, w, layout=layout)
+    cases = [(16, 16, "uint8", 0), (5, 7, "uint8", 0), (16, 16, "uint8", 3), (48, 120, "uint8", 0),
+             (19, 23, "uint8", 0), (8, 4, "float32", 0), (5, 7, "float32", 0), (8, 8, "float16", 0),
+             (5, 7, "float16", 0)]
+    for h, w, dtype, offset in cases:
+        n = 3 if h * w > 1000 else 5
+        x = _batch(rng, n, h, w, dtype=dtype, layout=layout)
         for cls in (gpuaug.MixUp, gpuaug.CutMix):
-            m = cls(0.7, num_classes=2, seed=11)
-            ref, _ = m(x, np.zeros(5, int), layout=layout)
-            p = m.last_params
-            rows = np.zeros((5, 6), np.float32)
-            rows[:, 0], rows[:, 1] = p.partner, p.lam
-            if p.boxes is not None:
-                rows[:, 2:] = p.boxes
-            e = h * w * 3
-            out = np.full_like(x, 0xAB)
-            kind = "mixup" if cls is gpuaug.MixUp else "cutmix"
-            cut_args = (x, out, h, w, 3, int(layout == "NCHW"), rows, 5)
-            if e % 16 == 0:
-                fn = emu.get_function("mixing.cu", f"gpuaug_{kind}_u8v")
-                args = (x, out, e // 16, rows, 5) if kind == "mixup" else cut_args
-                fn((-(-(e // 16) // 256), 5), (256,), args)
-            else:
-                fn = emu.get_function("mixing.cu", f"gpuaug_{kind}<unsigned char>")
-                args = (x, out, e, rows, 5) if kind == "mixup" else cut_args
-                fn((-(-e // 1024), 5), (256,), args)
-            np.testing.assert_array_equal(out, ref)
+            if cls is gpuaug.MixUp and dtype == "float16":
+                continue
+            m = cls(0.7, num_classes=6, seed=11)
+            ids = rng.integers(0, 6, n)
+            for labels in (ids.astype(np.int32), ids, rng.random((n, 4)).astype(np.float32), None):
+                got, soft, p, grid = _emu_call(m, x, labels, layout, offset=offset)
+                ref, rsoft = m(x, labels if labels is not None else ids, params=p, layout=layout)
+                np.testing.assert_array_equal(got, ref, err_msg=f"{cls.__name__} {dtype} {h}x{w} +{offset}")
+                if labels is not None:
+                    np.testing.assert_array_equal(soft, rsoft)
+            # the launch order schedules, it does not change the result
+            p.order = None
+            got, _, _, _ = _emu_call(m, x, None, layout, params=p, offset=offset)
+            np.testing.assert_array_equal(got, ref)
 
 
-def test_cutmix_u8v_boxes_inside_one_vector():
-    """Narrow boxes strictly inside a 16-byte vector (the vector kernel's per-byte path)."""
-    emu = _emu()
+def test_kernel_plan_picks_the_16_byte_kernel(monkeypatch):
+    """uint8 224 x 224 x 3 (the benchmark's shape) takes the 16-byte kernels, chunks of 1024
+    units, and one grid for images and labels; misaligned or odd rows take the element ones."""
+    calls = []
+
+    def get_function(filename, name):
+        calls.append(name)
+        return name
+
+    import gpuaug.kernels._cuda as cuda_mod
+
+    monkeypatch.setattr(cuda_mod, "get_function", get_function)
+    for cls, cut in ((gpuaug.MixUp, 0), (gpuaug.CutMix, 1)):
+        m = cls(1.0, num_classes=1000)
+        name, grid, geo = m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", True, 2)
+        units = 224 * 224 * 3 // 16
+        assert name == f"gpuaug_mix<unsigned char, {cut}, 1>"
+        assert int(geo[5]) == -(-units // 1024) and int(geo[6]) == 64 and grid == (64 + 256 * int(geo[5]),)
+        assert m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", False, 0)[0] == f"gpuaug_mix<unsigned char, {cut}, 0>"
+        assert m._plan(0, "float32", 4, 5, 7, 3, "NCHW", True, 0)[0] == f"gpuaug_mix<float, {cut}, 0>"
+    assert gpuaug.CutMix(1.0)._plan(0, "uint8", 2, 8, 10, 3, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 1, 0>"
+    assert gpuaug.MixUp(1.0)._plan(0, "uint8", 2, 8, 10, 3, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 0, 1>"
+
+
+def test_cutmix_boxes_inside_one_vector(monkeypatch):
+    """Narrow boxes inside a 16-byte unit, and on its edges (the kernel's per-byte masks), in
+    uint8 and float16."""
+    _emu(monkeypatch)
     rng = np.random.default_rng(12)
-    x = _batch(rng, 4, 4, 16)
-    rows = np.array([[1, 0, 1, 2, 2, 3], [0, 0, 0, 7, 4, 8], [3, 0, 2, 5, 3, 6], [2, 0, 0, 0, 0, 0]], np.float32)
-    out = np.full_like(x, 0xAB)
-    emu.get_function("mixing.cu", "gpuaug_cutmix_u8v")((1, 4), (256,), (x, out, 4, 16, 3, 0, rows, 4))
-    boxes = rows[:, 2:].astype(int)
-    ref, _ = gpuaug.CutMix(1.0)(x, np.zeros((4, 2)), params=MixParams(rows[:, 0].astype(int), np.ones(4), boxes))
-    np.testing.assert_array_equal(out, ref)
+    boxes = np.array([[1, 1, 2, 2], [0, 7, 4, 8], [2, 5, 3, 6], [0, 0, 0, 0], [0, 0, 4, 16], [1, 10, 3, 11],
+                      [3, 0, 4, 1], [0, 15, 4, 16]])
+    partner = np.array([1, 0, 3, 2, 7, 6, 5, 4])
+    for dtype in ("uint8", "float16"):
+        x = _batch(rng, 8, 4, 16, dtype=dtype)
+        for lam in (np.ones(8), np.linspace(0, 1, 8)):
+            p = MixParams(partner, lam, boxes, rng.permutation(8))
+            m = gpuaug.CutMix(1.0)
+            labels = rng.random((8, 3)).astype(np.float32)
+            got, soft, _, _ = _emu_call(m, x, labels, "NHWC", params=p)
+            ref, rsoft = m(x, labels, params=p)
+            np.testing.assert_array_equal(got, ref)
+            np.testing.assert_array_equal(soft, rsoft)
+
+
+def test_mixup_u8_lambdas_outside_0_1(monkeypatch):
+    """Replayed lambdas outside [0, 1] (and the edges) take the clamped path of the 16-byte
+    kernel: still the twin's bits (saturated)."""
+    _emu(monkeypatch)
+    rng = np.random.default_rng(14)
+    x = _batch(rng, 6, 8, 16)
+    lam = np.array([-0.5, 1.7, 0.0, 1.0, 0.5, 1.0 - 2 ** -24])
+    p = MixParams(np.array([1, 2, 3, 4, 5, 0]), lam)
+    m = gpuaug.MixUp(1.0, num_classes=3)
+    got, soft, _, _ = _emu_call(m, x, np.array([0, 1, 2, 0, 1, 2]), "NHWC", params=p)
+    ref, rsoft = m(x, np.array([0, 1, 2, 0, 1, 2]), params=p)
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(soft, rsoft)
+
+
+def test_u8_rounding_exhaustive(monkeypatch):
+    """Every (a, b) byte pair for a few lambdas: the exact float conversion and the
+    floor(v + 0.5) of the 16-byte kernel (bit tricks) = the twin."""
+    _emu(monkeypatch)
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256).reshape(256, 16, 16, 1)  # sample s: all s
+    b = np.tile(np.arange(256, dtype=np.uint8), 256).reshape(256, 16, 16, 1)  # every sample: 0..255
+    x = np.concatenate([a, b])  # sample s and s + 256 are each other's partners: all (a, b) pairs
+    partner = np.concatenate([np.arange(256, 512), np.arange(256)])
+    m = gpuaug.MixUp(1.0, num_classes=2)
+    for lam0 in (0.5, 0.3, 0.1 + 2 ** -20, 0.999):
+        p = MixParams(partner, np.full(512, lam0))
+        got, _, _, _ = _emu_call(m, x, None, "NHWC", params=p)
+        ref, _ = m(x, np.zeros(512, int), params=p)
+        np.testing.assert_array_equal(got, ref)
 
 
 def test_kernels_compile_with_nvrtc():
@@ -175,9 +262,7 @@ def test_kernels_compile_with_nvrtc():
     from gpuaug.kernels._cuda import check_compile
 
     try:
-        check_compile("mixing.cu", ["gpuaug_mixup<unsigned char>", "gpuaug_mixup<float>",
-                                    "gpuaug_cutmix<unsigned char>", "gpuaug_cutmix<unsigned short>",
-                                    "gpuaug_cutmix<float>", "gpuaug_mixup_u8v", "gpuaug_cutmix_u8v"])
+        check_compile("mixing.cu", _MIX_NAMES)
     except (ImportError, OSError) as e:
         pytest.skip(f"NVRTC not loadable: {e}")
 
@@ -186,24 +271,68 @@ def test_kernels_compile_with_nvrtc():
 @pytest.mark.parametrize("dtype", ["uint8", "float32", "float16"])
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 def test_gpu_matches_cpu(dtype, layout):
+    """The one launch (images and soft labels) = the NumPy twin, bit for bit: int64 / int32 ids,
+    float32 and float64 soft labels, host labels, aligned and misaligned input (16-byte and
+    element kernels), 1 and 2 samples, an empty batch."""
     import cupy
 
     rng = np.random.default_rng(13)
-    for h, w in ((32, 32), (13, 17), (224, 224)):
-        x = _batch(rng, 16, h, w, dtype=dtype, layout=layout)
-        labels = rng.integers(0, 10, 16)
+    for n, h, w, skew in ((16, 32, 32, 0), (16, 13, 17, 0), (16, 224, 224, 0), (5, 32, 32, 1), (1, 8, 16, 0),
+                          (2, 8, 16, 0), (0, 8, 16, 0)):
+        x = _batch(rng, n, h, w, dtype=dtype, layout=layout)
+        ids = rng.integers(0, 10, n)
+        offset = skew * x.itemsize  # off the 16-byte grid, on the element's
+        buf = cupy.empty(x.nbytes + 16, np.uint8)
+        xd = buf[offset:offset + x.nbytes].view(x.dtype).reshape(x.shape)
+        xd[...] = cupy.asarray(x)
         for cls in (gpuaug.MixUp, gpuaug.CutMix):
             if cls is gpuaug.MixUp and dtype == "float16":
                 continue
             m = cls(0.8, num_classes=10, seed=14)
-            y, s = m(cupy.asarray(x), cupy.asarray(labels), layout=layout)
-            ry, rs = m(x, labels, params=m.last_params, layout=layout)
-            assert isinstance(s, cupy.ndarray)
-            if dtype == "float32":
-                np.testing.assert_allclose(cupy.asnumpy(y), ry, rtol=1e-6, atol=1e-6)
-            else:
-                np.testing.assert_array_equal(cupy.asnumpy(y), ry)
-            np.testing.assert_allclose(cupy.asnumpy(s), rs, atol=1e-6)
+            soft_in = rng.random((n, 7))
+            for labels in (ids, ids.astype(np.int32), soft_in.astype(np.float32), soft_in):
+                for dev_labels in (True, False):
+                    y, s = m(xd, cupy.asarray(labels) if dev_labels else labels, layout=layout)
+                    ry, rs = m(x, labels, params=m.last_params, layout=layout)
+                    assert isinstance(s, cupy.ndarray if dev_labels else np.ndarray)
+                    np.testing.assert_array_equal(cupy.asnumpy(y), ry)
+                    np.testing.assert_array_equal(cupy.asnumpy(s), rs)
+
+
+@gpu
+def test_gpu_one_launch_and_stream():
+    """A call on CuPy images and labels is one upload and one launch on the given stream, and
+    nothing waits for the device (the result is right after the stream's work)."""
+    import cupy
+
+    from gpuaug.kernels import _cuda
+
+    rng = np.random.default_rng(15)
+    x = cupy.asarray(_batch(rng, 8, 16, 16))
+    labels = cupy.asarray(rng.integers(0, 5, 8))
+    for cls in (gpuaug.MixUp, gpuaug.CutMix):
+        m = cls(0.5, num_classes=5, seed=16)
+        m(x, labels)  # compiles
+        launches = []
+        real = _cuda.Kernel.__call__
+
+        def count(self, *a, **k):
+            launches.append(self)
+            return real(self, *a, **k)
+
+        st = _cuda.staging()
+        before = st.stats["uploads"]
+        _cuda.Kernel.__call__ = count
+        try:
+            s = cupy.cuda.Stream(non_blocking=True)
+            y, soft = m(x, labels, stream=s)
+        finally:
+            _cuda.Kernel.__call__ = real
+        assert len(launches) == 1 and st.stats["uploads"] == before + 1
+        s.synchronize()
+        ry, rs = m(cupy.asnumpy(x), cupy.asnumpy(labels), params=m.last_params)
+        np.testing.assert_array_equal(cupy.asnumpy(y), ry)
+        np.testing.assert_array_equal(cupy.asnumpy(soft), rs)
 
 
 # -- Mosaic ------------------------------------------------------------------------------------

@@ -1,9 +1,13 @@
 """Batch mixing: MixUp, CutMix and Mosaic with per-sample partners and lambdas, soft labels out.
 
 torchvision's v2 MixUp/CutMix draw one lambda per batch and pair each sample with its
-neighbour (``roll(1)``); here every sample gets its own lambda and a partner from a random
-permutation of the batch, and the images are mixed in one launch (kernels/mixing.cu), with
-the labels mixed the same way (a few small array ops on the labels' own device).
+neighbour (``roll(1)``); here every sample gets its own lambda, and the partners follow a
+random cyclic order of the batch: ``order`` is a random permutation and the partner of
+``order[t]`` is ``order[t + 1]`` (the last one's is ``order[0]``), so every sample is mixed
+with another one (a uniformly random N-cycle; torchvision's ``roll(1)`` is a fixed one).
+On the GPU one launch (``gpuaug_mix`` in kernels/mixing.cu) mixes the images and the soft
+labels, the outputs taken in that cyclic order so that a partner's pixels are still in L2
+when its own turn comes (MixUp then moves about a copy's DRAM bytes).
 
 - MixUp:  ``lam ~ Beta(alpha, alpha)``; ``x'[i] = lam[i] x[i] + (1 - lam[i]) x[p[i]]``
   (float32; uint8 rounds half up and saturates); ``y'[i] = lam[i] y[i] + (1 - lam[i]) y[p[i]]``.
@@ -11,6 +15,8 @@ the labels mixed the same way (a few small array ops on the labels' own device).
   ``sqrt(1 - lam)`` times the image's (torchvision's ``_get_params``: half-sides
   ``int(0.5 sqrt(1 - lam) W)``, clipped to the image), pasted from ``x[p[i]]``; the label
   weight is the kept area, ``lam' = 1 - box area / (H W)``.
+
+(Beta(1, 1) is drawn as ``Generator.random``: the same distribution, a tenth of the host time.)
 
 - Mosaic (detection): four samples of the batch in one canvas split at a random centre,
   with their boxes translated, clipped to their quadrant and concatenated (:class:`Mosaic`).
@@ -38,11 +44,17 @@ __all__ = ["MixUp", "CutMix", "MixParams", "Mosaic", "MosaicParams"]
 @dataclass
 class MixParams:
     """One call's draws: ``partner`` (N,) int (a permutation), ``lam`` (N,) float64 label
-    weights of the sample itself, ``boxes`` (N, 4) int (y0, x0, y1, x1) for CutMix, else None."""
+    weights of the sample itself, ``boxes`` (N, 4) int (y0, x0, y1, x1) for CutMix, else None.
+
+    ``order`` (N,) int, optional: the order in which the GPU kernel takes the outputs (a
+    permutation; the draws give the cyclic order the partners follow, see the module
+    docstring). It only schedules the work, the results do not depend on it; None takes
+    0..N-1."""
 
     partner: np.ndarray
     lam: np.ndarray
     boxes: np.ndarray | None = None
+    order: np.ndarray | None = None
 
 
 def _check_alpha(alpha):
@@ -67,9 +79,9 @@ def _as_array(a):
     return np.asarray(a), np
 
 
-def _soft_labels(labels, n, num_classes):
-    """(N, K) float32 labels from int ids (N,) + num_classes or from (N, K) labels."""
-    lab, xp = _as_array(labels)
+def _check_labels(lab, xp, n, num_classes):
+    """'ids' for int class ids (N,) (with num_classes; their range checked on the host only),
+    'soft' for (N, K) labels; else ValueError naming ``labels``."""
     want = (f"expected ({n},) int class ids in [0, num_classes) with num_classes given, "
             f"or ({n}, K) one-hot / soft labels")
     if lab.ndim == 1 and lab.shape[0] == n and lab.dtype.kind in "iu":
@@ -80,10 +92,17 @@ def _soft_labels(labels, n, num_classes):
         if n and xp is np and (int(lab.min()) < 0 or int(lab.max()) >= num_classes):
             raise ValueError(f"labels: got class ids in [{int(lab.min())}, {int(lab.max())}]; "
                              f"expected ids in [0, {num_classes}) (num_classes={num_classes})")
-        return (lab[:, None] == xp.arange(num_classes)[None, :]).astype(xp.float32)
+        return "ids"
     if lab.ndim == 2 and lab.shape[0] == n and lab.dtype.kind in "fiub":
-        return lab.astype(xp.float32)
+        return "soft"
     raise ValueError(f"labels: got {lab.dtype} array of shape {lab.shape}; {want}")
+
+
+def _soft_labels(lab, xp, kind, num_classes):
+    """(N, K) float32 labels from int ids (N,) + num_classes or from (N, K) labels."""
+    if kind == "ids":
+        return (lab[:, None] == xp.arange(num_classes)[None, :]).astype(xp.float32)
+    return lab.astype(xp.float32)
 
 
 def _shape(x, layout):
@@ -97,6 +116,71 @@ def _shape(x, layout):
     return n, h, w, c
 
 
+def _cycle(rng, n):
+    """(order, partner): a random permutation and the partners along it (see the module
+    docstring), with two small array ops."""
+    order = rng.permutation(n)
+    partner = np.empty_like(order)
+    partner[order[:-1]] = order[1:]
+    if n:
+        partner[order[-1]] = order[0]
+    return order, partner
+
+
+def _beta(rng, alpha, n):
+    """n draws of Beta(alpha, alpha); Beta(1, 1) is the uniform distribution on [0, 1]."""
+    return rng.random(n) if alpha == 1.0 else rng.beta(alpha, alpha, n)
+
+
+def _checked(params, n, h, w, cut):
+    """(partner int64, lam float32, boxes int64 or None, order or None) of replayed ``params``,
+    checked (errors name the field and the accepted values)."""
+    partner = np.asarray(params.partner, np.int64)
+    if partner.shape != (n,) or (n and (partner.min() < 0 or partner.max() >= n)):
+        raise ValueError(f"params.partner: got shape {partner.shape}; expected ({n},) ints in [0, {n})")
+    lam = np.asarray(params.lam, np.float32)
+    if lam.shape != (n,):
+        raise ValueError(f"params.lam: got shape {lam.shape}; expected ({n},) label weights")
+    boxes = None
+    if cut:
+        boxes = np.asarray(params.boxes if params.boxes is not None else np.zeros((n, 4)), np.int64)
+        ok = boxes.shape == (n, 4)
+        if ok and n:
+            y0, x0, y1, x1 = boxes.T
+            ok = bool(((0 <= y0) & (y0 <= y1) & (y1 <= h) & (0 <= x0) & (x0 <= x1) & (x1 <= w)).all())
+        if not ok:
+            raise ValueError(f"params.boxes: got {boxes.shape} array; expected ({n}, 4) ints (y0, x0, y1, x1) with "
+                             f"0 <= y0 <= y1 <= {h} and 0 <= x0 <= x1 <= {w}")
+    order = params.order
+    if order is not None:
+        order = np.asarray(order, np.int64)
+        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+            raise ValueError(f"params.order: got shape {order.shape}; expected None or a permutation of 0..{n - 1}")
+    return partner, lam, boxes, order
+
+
+def _records(partner, lam, boxes, order):
+    """The (N, 8) int32 records gpuaug_mix reads (kernels/mixing.cu): partner, lam (float32
+    bits), y0, x0, y1, x1, order, 0."""
+    n = len(partner)
+    rec = np.zeros((n, 8), np.int32)
+    rec[:, 0] = partner
+    rec[:, 1] = np.asarray(lam, np.float32).view(np.int32)
+    if boxes is not None:
+        rec[:, 2:6] = boxes
+    rec[:, 6] = np.arange(n) if order is None else order
+    return rec
+
+
+#: dtype name -> element type of gpuaug_mix (MixUp takes uint8 and float32).
+_CTYPE = {"uint8": "unsigned char", "float16": "unsigned short", "float32": "float"}
+_LABEL_KIND = {"int32": 1, "int64": 2, "float32": 3}
+#: label-mixing blocks at most (rows strided over them): the labels are small next to the
+#: images and run beside them.
+_LABEL_BLOCKS = 64
+_CHUNK = 4 * 256  # units per image block: MX_UNROLL * MX_THREADS in kernels/mixing.cu
+
+
 class _Mix:
     kind = ""
 
@@ -108,6 +192,7 @@ class _Mix:
         self.num_classes = None if num_classes is None else int(num_classes)
         self._rng = R.generator(seed)
         self.last_params = None
+        self._plans = {}
 
     def draw(self, n, size, seed=None):
         """Draw :class:`MixParams` for ``n`` images of ``size = (H, W)``."""
@@ -119,6 +204,10 @@ class _Mix:
         CuPy) and its ``labels``; returns ``(images, soft_labels)``. ``params`` replays a call
         (e.g. ``last_params``); the draws are kept in ``last_params``.
 
+        CuPy images with CuPy labels: one launch for both (images and soft labels), after one
+        staged upload of the draws; int32 / int64 ids and float32 soft labels are read as they
+        are (other dtypes are converted first).
+
         Detection: with ``boxes`` (a :class:`gpuaug.targets.Boxes`, its ``labels`` the box
         classes) returns ``(images, soft_labels, boxes, box_weights)``; ``labels`` may then be
         None (``soft_labels`` is None). MixUp concatenates each sample's boxes with its
@@ -128,46 +217,45 @@ class _Mix:
         ``(N, 2 M, 4)`` with ``counts`` (kept rows first, own before partner's) and weights
         ``(N, 2 M)`` float32 (0 in the padding); ragged in, ragged out (lists).
         """
-        x, _ = _as_array(x)
+        x, xp = _as_array(x)
         n, h, w, c = _shape(x, layout)
         if labels is None and boxes is None:
             raise ValueError("labels: got None; expected class ids or soft labels (or boxes= for detection)")
-        soft = None if labels is None else _soft_labels(labels, n, self.num_classes)
+        lab = lxp = lkind = None
+        if labels is not None:
+            lab, lxp = _as_array(labels)
+            lkind = _check_labels(lab, lxp, n, self.num_classes)
+        cut = self.kind == "cutmix"
         if params is None:
             params = self.draw(n, (h, w), seed)
+            partner, order, bx = params.partner, params.order, params.boxes
+            lam = params.lam.astype(np.float32)
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
-        partner = np.asarray(params.partner, np.int64)
-        if partner.shape != (n,) or (n and (partner.min() < 0 or partner.max() >= n)):
-            raise ValueError(f"params.partner: got shape {partner.shape}; expected ({n},) ints in [0, {n})")
-        rows = np.zeros((n, 6), np.float32)
-        rows[:, 0] = partner
-        rows[:, 1] = params.lam
-        if params.boxes is not None:
-            rows[:, 2:6] = params.boxes
-        rows_dev = None
-        if isinstance(x, np.ndarray):
-            y = self._numpy(x, rows, h, w, layout)
         else:
-            y, rows_dev = self._cuda(x, rows, h, w, c, layout, stream)
+            partner, lam, bx, order = _checked(params, n, h, w, cut)
+        soft = None
+        if xp is np:
+            y = self._numpy(x, partner, lam, bx, layout)
+        else:
+            rec = _records(partner, lam, bx, order)
+            dev = (lab, lkind) if lxp is not None and lxp is not np else None
+            y, soft = self._cuda(x, rec, h, w, c, layout, stream, dev)
+        if lab is not None and soft is None:  # host labels (or CUDA labels with NumPy images)
+            soft = _soft_labels(lab, lxp, lkind, self.num_classes)
+            if lxp is np:
+                lam2 = lam[:, None]
+                soft = lam2 * soft + (np.float32(1) - lam2) * soft[partner]
+            else:
+                from gpuaug._stream import on_stream
+                from gpuaug.kernels._cuda import upload
+
+                with on_stream(stream):
+                    lam_d, pidx = upload(lam[:, None], partner.astype(np.int32))
+                    soft = lam_d * soft + (1 - lam_d) * soft[pidx]
         out_boxes = None
         if boxes is not None:
             out_boxes = self._boxes(boxes, n, h, w, partner, params, stream)
-        if soft is None:
-            pass
-        elif isinstance(soft, np.ndarray):
-            lam, pidx = rows[:, 1:2], partner
-            soft = lam * soft + (1 - lam) * soft[pidx]
-        else:  # on the labels' device and the caller's stream, from the rows uploaded once
-            from gpuaug._stream import on_stream
-
-            with on_stream(stream):
-                if rows_dev is None:
-                    from gpuaug.kernels._cuda import upload
-
-                    (rows_dev,) = upload(rows)
-                lam, pidx = rows_dev[:, 1:2], rows_dev[:, 0].astype(np.int32)
-                soft = lam * soft + (1 - lam) * soft[pidx]
         self.last_params = params
         return (y, soft) if out_boxes is None else (y, soft) + out_boxes
 
@@ -243,47 +331,78 @@ class _Mix:
         ones = xp.ones((n, m), xp.float32)
         return [(data, own_keep, labels, ones), (pres.astype(data.dtype), pvalid, mapped.labels, ones)]
 
-    def _cuda(self, x, rows, h, w, c, layout, stream):
+    def _cuda(self, x, rec, h, w, c, layout, stream, labels):
+        """Images (and, with CUDA ``labels`` = (array, 'ids' | 'soft'), soft labels) in one
+        launch of ``gpuaug_mix`` after one staged upload of ``rec`` (the records of
+        kernels/mixing.cu). Returns (images, soft labels or None)."""
         from gpuaug._stream import on_stream
         from gpuaug._util import cupy_module
-        from gpuaug.kernels._cuda import get_function, upload
+        from gpuaug.kernels._cuda import upload
 
         cp = cupy_module()
         n = x.shape[0]
-        if n > 65535:  # blockIdx.y walks the samples
-            raise ValueError(f"x: got a batch of {n} images; expected at most 65535 per call (split the batch)")
-        if self.kind == "mixup" and x.dtype == np.float16:
+        name = x.dtype.name
+        if self.kind == "mixup" and name == "float16":
             raise ValueError("x: float16 MixUp runs on NumPy input only for now; got a CUDA float16 batch "
                              "(use uint8 or float32)")
-        with cp.cuda.Device(x.device.id), on_stream(stream):
-            x = cp.ascontiguousarray(x)
+        if h * w * c >= 2 ** 31 - 2 * _CHUNK * 16:
+            raise ValueError(f"x: got samples of {h} x {w} x {c} elements; expected fewer than 2**31 per sample")
+        dev = x.device.id
+        ctx = cp.cuda.Device(dev) if dev != cp.cuda.runtime.getDevice() else _NoCtx()
+        with ctx, on_stream(stream):
+            if not x.flags.c_contiguous:
+                x = cp.ascontiguousarray(x)
             out = cp.empty_like(x)
+            lab = soft = None
+            lkind, k = 0, 0
+            if labels is not None:
+                lab, what = labels
+                if lab.device.id != dev:
+                    raise ValueError(f"labels: on device {lab.device.id}; the images are on device {dev}")
+                if what == "ids":
+                    if lab.dtype.name not in ("int32", "int64") or not lab.flags.c_contiguous:
+                        lab = cp.ascontiguousarray(lab, dtype=cp.int64 if lab.dtype.name != "int32" else cp.int32)
+                    k = self.num_classes
+                elif lab.dtype.name != "float32" or not lab.flags.c_contiguous:
+                    lab = cp.ascontiguousarray(lab, dtype=cp.float32)
+                if what == "soft":
+                    k = lab.shape[1]
+                lkind = _LABEL_KIND[lab.dtype.name]
+                soft = cp.empty((n, k), cp.float32)
             if n == 0:
-                return out, None
-            (p,) = upload(rows)
-            e = h * w * c
-            name = np.dtype(x.dtype).name
-            vec = name == "uint8" and e % 16 == 0 and x.data.ptr % 16 == 0
-            if vec:
-                grid = (-(-(e // 16) // 256), n)
-                if self.kind == "mixup":
-                    get_function("mixing.cu", "gpuaug_mixup_u8v")(grid, (256,), (x, out, np.int64(e // 16), p,
-                                                                              np.int32(n)))
-                else:
-                    get_function("mixing.cu", "gpuaug_cutmix_u8v")(
-                        grid, (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), p,
-                                       np.int32(n)))
-                return out, p
-            grid = (-(-e // 1024), n)
-            if self.kind == "mixup":
-                t = "unsigned char" if name == "uint8" else "float"
-                get_function("mixing.cu", f"gpuaug_mixup<{t}>")(grid, (256,), (x, out, np.int64(e), p, np.int32(n)))
-            else:
-                t = {"uint8": "unsigned char", "float16": "unsigned short", "float32": "float"}[name]
-                get_function("mixing.cu", f"gpuaug_cutmix<{t}>")(
-                    grid, (256,), (x, out, np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), p,
-                                   np.int32(n)))
-            return out, p
+                return out, soft
+            fn, grid, geo = self._plan(dev, name, n, h, w, c, layout, x.data.ptr % 16 == 0, lkind)
+            (p,) = upload(rec)
+            fn(grid, (256,), (x, out, p) + geo + (lab, soft, np.int32(k), np.int32(lkind)))
+            return out, soft
+
+    def _plan(self, dev, name, n, h, w, c, layout, aligned, lkind):
+        """(kernel, grid, scalar arguments) of one batch geometry, memoised on the instance."""
+        key = (dev, name, n, h, w, c, layout, aligned, bool(lkind))
+        got = self._plans.get(key)
+        if got is not None:
+            return got
+        from gpuaug.kernels._cuda import get_function
+
+        item = np.dtype(name).itemsize
+        ve = 16 // item
+        row = w * (c if layout == "NHWC" else 1)  # elements per image row
+        e = h * w * c
+        if self.kind == "mixup":
+            vec = aligned and (e * item) % 16 == 0 and name in ("uint8", "float32")
+        else:
+            vec = aligned and (row * item) % 16 == 0
+        units = e // ve if vec else e
+        bps = max(1, -(-units // _CHUNK))
+        lb = min(n, _LABEL_BLOCKS) if lkind else 0
+        fn = get_function("mixing.cu", f"gpuaug_mix<{_CTYPE[name]}, {int(self.kind == 'cutmix')}, {int(vec)}>")
+        geo = (np.int32(n), np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), np.int32(bps),
+               np.int32(lb))
+        got = (fn, (lb + n * bps,), geo)
+        if len(self._plans) > 64:
+            self._plans.clear()
+        self._plans[key] = got
+        return got
 
 
 class MixUp(_Mix):
@@ -295,7 +414,8 @@ class MixUp(_Mix):
         seed: seeds the generator.
 
     Call: ``mix(x, labels, seed=None, *, params=None, layout="NHWC", stream=None)`` ->
-    ``(images, soft_labels)``.
+    ``(images, soft_labels)``. On the GPU: one staged upload of the draws and one launch
+    (images and soft labels).
 
     Example::
 
@@ -311,13 +431,14 @@ class MixUp(_Mix):
     kind = "mixup"
 
     def _draw(self, rng, n, h, w):
-        partner = rng.permutation(n)
-        lam = rng.beta(self.alpha, self.alpha, n)
-        return MixParams(partner, lam)
+        order, partner = _cycle(rng, n)
+        return MixParams(partner, _beta(rng, self.alpha, n), order=order)
 
-    def _numpy(self, x, rows, h, w, layout):
-        lam = rows[:, 1].astype(np.float32)[:, None, None, None]
-        v = lam * x.astype(np.float32) + (np.float32(1) - lam) * x[rows[:, 0].astype(np.int64)].astype(np.float32)
+    @staticmethod
+    def _numpy(x, partner, lam, boxes, layout):
+        """The NumPy twin of gpuaug_mix<T, 0, *> (``lam`` float32: the same roundings)."""
+        lam = lam[:, None, None, None]
+        v = lam * x.astype(np.float32) + (np.float32(1) - lam) * x[partner].astype(np.float32)
         if x.dtype == np.uint8:
             return np.clip(np.floor(v + np.float32(0.5)), 0, 255).astype(np.uint8)
         return v.astype(x.dtype)
@@ -331,7 +452,9 @@ class CutMix(_Mix):
         num_classes: the number of classes when labels are int class ids.
         seed: seeds the generator.
 
-    The label weight ``last_params.lam`` is the kept area fraction, as torchvision's.
+    The label weight ``last_params.lam`` is the kept area fraction, as torchvision's. On the
+    GPU: one staged upload of the draws and one launch (images and soft labels); each pixel
+    is read from one source.
 
     Example::
 
@@ -345,28 +468,26 @@ class CutMix(_Mix):
     kind = "cutmix"
 
     def _draw(self, rng, n, h, w):
-        partner = rng.permutation(n)
-        lam = rng.beta(self.alpha, self.alpha, n)
-        rx = rng.uniform(0, w, n).astype(np.int64)  # torch.randint(W)
-        ry = rng.uniform(0, h, n).astype(np.int64)
-        r = 0.5 * np.sqrt(1.0 - lam)
-        rw, rh = (r * w).astype(np.int64), (r * h).astype(np.int64)
-        x0, y0 = np.clip(rx - rw, 0, None), np.clip(ry - rh, 0, None)
-        x1, y1 = np.clip(rx + rw, None, w), np.clip(ry + rh, None, h)
-        boxes = np.stack([y0, x0, y1, x1], 1)
-        lam_adj = 1.0 - (x1 - x0) * (y1 - y0) / float(h * w)
-        return MixParams(partner, lam_adj, boxes)
+        order, partner = _cycle(rng, n)
+        lam = _beta(rng, self.alpha, n)
+        size = np.array([[w], [h]])
+        centre = (rng.random((2, n)) * size).astype(np.int64)  # (rx, ry): torch.randint(W), randint(H)
+        half = (0.5 * np.sqrt(1.0 - lam) * size).astype(np.int64)  # (rw, rh)
+        lo, hi = np.maximum(centre - half, 0), np.minimum(centre + half, size)
+        boxes = np.stack([lo[1], lo[0], hi[1], hi[0]], 1)  # (y0, x0, y1, x1)
+        lam_adj = 1.0 - (hi - lo).prod(0) / float(h * w)
+        return MixParams(partner, lam_adj, boxes, order)
 
-    def _numpy(self, x, rows, h, w, layout):
+    @staticmethod
+    def _numpy(x, partner, lam, boxes, layout):
+        """The NumPy twin of gpuaug_mix<T, 1, *>."""
         y = x.copy()
-        partner = rows[:, 0].astype(np.int64)
-        for i, (y0, x0, y1, x1) in enumerate(rows[:, 2:6].astype(np.int64)):
+        for i, (y0, x0, y1, x1) in enumerate(boxes):
             if layout == "NHWC":
                 y[i, y0:y1, x0:x1] = x[partner[i], y0:y1, x0:x1]
             else:
                 y[i, :, y0:y1, x0:x1] = x[partner[i], :, y0:y1, x0:x1]
         return y
-
 
 # -- Mosaic (detection) ----------------------------------------------------------------------
 
