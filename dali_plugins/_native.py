@@ -290,15 +290,15 @@ def _rotate_row(a):
 
 
 def _fill_entry(a):
-    from gpuaug.ops._warp import _fill_scalar
+    from gpuaug.ops._warp import fill_scalar
 
     fill = a["fill"]
     if _is_node(fill) or isinstance(fill, bool) or not isinstance(fill, (int, float, np.integer, np.floating)):
         raise Unsupported("fill: only a constant number runs natively (per-sample or per-channel fill: "
                           "backend='cuda')")
     fill = float(fill)
-    return (float(_fill_scalar(fill, np.uint8)), float(_fill_scalar(fill, np.float16)),
-            float(_fill_scalar(fill, np.float32)))
+    return (float(fill_scalar(fill, np.uint8)), float(fill_scalar(fill, np.float16)),
+            float(fill_scalar(fill, np.float32)))
 
 
 def _affine_row(a):

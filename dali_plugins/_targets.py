@@ -150,13 +150,13 @@ def random_iou_crop(data, bboxes, labels=None, *, size, format="xyxy", normalize
     the pipeline's seed). Returns ``(images, boxes)`` or ``(images, boxes, labels)``.
     """
     from gpuaug.policy import _args as A
-    from gpuaug.targets.safe_crops import _check_iou_args
+    from gpuaug.targets.safe_crops import check_iou_args
 
     op = "random_iou_crop"
     fmt = _format(op, format, normalized, min_visibility)
     try:
         sz = A.size("size", size)
-        args = _check_iou_args(sampler_options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials,
+        args = check_iou_args(sampler_options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials,
                                rounds)
         A.interpolation("interpolation", interpolation)
     except (ValueError, TypeError) as e:

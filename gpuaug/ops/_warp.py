@@ -78,7 +78,9 @@ def check_modes(interpolation, border):
     return INTERPOLATIONS[interpolation], BORDERS[border]
 
 
-def _fill_scalar(f, dtype):
+def fill_scalar(f, dtype):
+    """The fill value ``f`` as an image of ``dtype`` stores it (uint8: rounded half up,
+    saturated; floats: converted), as a Python number (the DALI native operator's fills too)."""
     if dtype == np.uint8:
         return min(max(math.floor(f + 0.5), 0), 255)
     return float(np.asarray(f).astype(dtype))
@@ -90,7 +92,7 @@ def fill_columns(fill, b):
     so that blending at the border mixes in exactly the value an outside pixel holds."""
     n, c = b.n, b.channels
     if isinstance(fill, (int, float)) and not isinstance(fill, bool) and math.isfinite(fill):
-        return np.full((n, c), _fill_scalar(fill, b.dtype), np.float64)  # the common case, quickly
+        return np.full((n, c), fill_scalar(fill, b.dtype), np.float64)  # the common case, quickly
     if len(value_shape(fill, "fill", f"a number, {n} numbers (one per sample) or an (N, {c}) array")) == 2:
         f = per_sample(fill, n, "fill", shape=(c,), device=b.device)
     else:

@@ -110,7 +110,10 @@ def _sizes(sizes, n):
 
 
 # ------------------------------------------------------------------------------ RandomIoUCrop
-def _check_iou_args(options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials, rounds):
+def check_iou_args(options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials, rounds):
+    """RandomIoUCrop's arguments checked (errors name the argument), as
+    ``(options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials, rounds)``;
+    iou_crop_windows, RandomIoUCrop and its DALI operator share it."""
     if options is None:
         opts = _OPTIONS
     else:
@@ -237,7 +240,7 @@ def iou_crop_windows(boxes, sizes, keys, *, sampler_options=None, min_scale=0.3,
     """
     boxes = as_boxes(boxes)
     n = boxes.n
-    opts, min_s, max_s, min_ar, max_ar, trials, rounds = _check_iou_args(
+    opts, min_s, max_s, min_ar, max_ar, trials, rounds = check_iou_args(
         sampler_options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, trials, rounds)
     sizes = _sizes(sizes, n)
     keys = _keys(keys, n)
@@ -382,7 +385,7 @@ class RandomIoUCrop(_BoxAware):
                  sampler_options=None, trials=40, rounds=16, interpolation="bilinear"):
         self.size = A.size("size", size)
         (self.options, self.min_scale, self.max_scale, self.min_aspect_ratio, self.max_aspect_ratio, self.trials,
-         self.rounds) = _check_iou_args(sampler_options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio,
+         self.rounds) = check_iou_args(sampler_options, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio,
                                         trials, rounds)
         self.interpolation = A.interpolation("interpolation", interpolation)
 
