@@ -470,13 +470,16 @@ class CutMix(_Mix):
     def _draw(self, rng, n, h, w):
         order, partner = _cycle(rng, n)
         lam = _beta(rng, self.alpha, n)
-        size = np.array([[w], [h]])
-        centre = (rng.random((2, n)) * size).astype(np.int64)  # (rx, ry): torch.randint(W), randint(H)
-        half = (0.5 * np.sqrt(1.0 - lam) * size).astype(np.int64)  # (rw, rh)
-        lo, hi = np.maximum(centre - half, 0), np.minimum(centre + half, size)
-        boxes = np.stack([lo[1], lo[0], hi[1], hi[0]], 1)  # (y0, x0, y1, x1)
-        lam_adj = 1.0 - (hi - lo).prod(0) / float(h * w)
-        return MixParams(partner, lam_adj, boxes, order)
+        size = np.array([[h], [w]])
+        # (ry, rx): torch.randint(H), randint(W) (rx drawn first); half-sides (rh, rw)
+        centre = (rng.random((2, n))[::-1] * size).astype(np.int64)
+        half = (0.5 * np.sqrt(1.0 - lam) * size).astype(np.int64)
+        box = np.empty((4, n), np.int64)  # rows y0, x0, y1, x1: few small array ops (host time)
+        np.maximum(np.subtract(centre, half, out=box[:2]), 0, out=box[:2])
+        np.minimum(np.add(centre, half, out=box[2:]), size, out=box[2:])
+        side = box[2:] - box[:2]
+        lam_adj = 1.0 - side[0] * side[1] / float(h * w)
+        return MixParams(partner, lam_adj, box.T, order)
 
     @staticmethod
     def _numpy(x, partner, lam, boxes, layout):
