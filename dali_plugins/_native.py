@@ -631,15 +631,11 @@ def _is_node(v):
     return is_node(v)
 
 
-class _Stop(Exception):
-    pass
-
-
 def _check_constants(step, args):
     """Run the standalone op's own argument checks on the constants (DataNodes replaced by the
     registry example's values) on a 1-sample NumPy batch, stopping before any kernel runs;
     a bad constant fails here, at graph definition, naming the op and the argument."""
-    from gpuaug._run import PLAN_HOOK
+    from gpuaug._run import describe
 
     spec = step.spec
     kw = {k: v for k, v in args.items() if not _is_node(v) and not k.startswith("__")}
@@ -666,18 +662,10 @@ def _check_constants(step, args):
                 pass
     side = size + offset
 
-    def stop(*a):
-        raise _Stop
-
-    tok = PLAN_HOOK.set(stop)
     try:
-        spec.func(np.zeros((1, side, side, c), np.uint8), **kw, backend="cpu")
-    except _Stop:
-        pass
+        describe(spec.func, np.zeros((1, side, side, c), np.uint8), **kw, backend="cpu")
     except (ValueError, TypeError) as e:
         raise op_error(step.op, str(e), type(e)) from None
-    finally:
-        PLAN_HOOK.reset(tok)
 
 
 def _params_node(entries, width):

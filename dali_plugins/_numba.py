@@ -8,7 +8,7 @@ parameter maths of an op (rotation matrices, colour means, histograms...) runs b
 in a small ``python_function`` (the *planner*), and only the per-pixel loop runs in Numba:
 
 1. planner: ``fn.python_function(images, *param nodes)`` calls the op itself with
-   ``gpuaug._run.PLAN_HOOK`` set, so the op checks its arguments and builds its per-sample
+   ``gpuaug._run.describe``, so the op checks its arguments and builds its per-sample
    parameter matrix exactly as it does standalone, then stops where it would launch. It
    returns per sample: a zero-size uint8 *carrier* of shape ``(0, h, w, c)`` (the output's
    size, which DALI's ``setup_fn`` can read: setup functions see input shapes only), the
@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import textwrap
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,42 +55,13 @@ def warn_once(key, message):
         warnings.warn(message, RuntimeWarning, stacklevel=5)
 
 
-@dataclass
-class Plan:
-    """What :func:`gpuaug._run.run` would have launched."""
-
-    kernels: object
-    params: object
-    shapes: list
-    fill: object
-    dtype: object
-    channels: int | None
-    layout: str | None
-
-
-class _Planned(Exception):
-    def __init__(self, plan):
-        super().__init__("planned")
-        self.plan = plan
-
-
-def _hook(batch, kernels, params, shapes, fill, dtype, channels, layout):
-    raise _Planned(Plan(kernels, params, list(shapes), fill, dtype, channels, layout))
-
-
 def capture(func, x, kw):
-    """Call ``func(x, **kw)`` and return the :class:`Plan` of its launch, or None when the op
-    finished without going through ``gpuaug._run.run`` (then it ran for real)."""
-    from gpuaug._run import PLAN_HOOK
+    """The :class:`gpuaug._run.Launch` that ``func(x, **kw)`` would make (its parameter
+    matrix, output shapes and fills: nothing launched), or None when the op does not go
+    through ``gpuaug._run.run`` (then it ran for real)."""
+    from gpuaug._run import describe
 
-    token = PLAN_HOOK.set(_hook)
-    try:
-        func(x, **kw)
-    except _Planned as p:
-        return p.plan
-    finally:
-        PLAN_HOOK.reset(token)
-    return None
+    return describe(func, x, **kw)
 
 
 @functools.lru_cache(maxsize=None)

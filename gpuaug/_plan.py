@@ -40,13 +40,25 @@ _SEEN: dict = {}      # key -> times seen before a plan was tried
 _LIMIT = 256
 _OFF = object()
 _CP = []              # [cupy.ndarray], once cupy is imported by a planned call
-stats = {"replays": 0, "made": 0, "refused": 0}
+#: op plans: replays, made, refused; run() plans (per-sample parameters): run_replays, run_made,
+#: run_refused.
+stats = {"replays": 0, "made": 0, "refused": 0, "run_replays": 0, "run_made": 0, "run_refused": 0}
+
+
+def _drop(entry):
+    """A run() plan's parameter ring waits for its copies in flight before it is freed."""
+    if type(entry) is tuple and entry[2] is not None:
+        entry[2].drain()
 
 
 def clear_plans():
     """Drop every plan (they hold device constants) and every count."""
+    for entry in _RUN_PLANS.values():
+        _drop(entry)
     _PLANS.clear()
     _SEEN.clear()
+    _RUN_PLANS.clear()
+    _RUN_SEEN.clear()
 
 
 def enabled() -> bool:
@@ -97,6 +109,7 @@ def planned(name, func):
                 if type(plan) is Plan:
                     got = plan.run(x)
                     if got is not None:
+                        stats["replays"] += 1
                         return got
                 elif plan is _OFF:
                     seen = _SEEN.get(key, 0)
@@ -118,11 +131,16 @@ def planned(name, func):
 
 
 def _remember(key, plan):
-    if len(_PLANS) >= _LIMIT:
-        _PLANS.pop(next(iter(_PLANS)))
-    _PLANS[key] = plan
-    _SEEN.pop(key, None)
-    stats["made" if plan is not None else "refused"] += 1
+    _keep(_PLANS, _SEEN, key, plan)
+
+
+def _keep(plans, seen, key, plan):
+    if len(plans) >= _LIMIT:
+        _drop(plans.pop(next(iter(plans))))
+    plans[key] = plan
+    seen.pop(key, None)
+    tag = "" if plans is _PLANS else "run_"
+    stats[tag + ("made" if plan is not None else "refused")] += 1
 
 
 def _make(key, func, x, args, kw):
@@ -150,27 +168,51 @@ class _Pending:
     def __init__(self, plan, flags, event):
         self.plan, self.flags, self.event = plan, flags, event
 
-    def settle(self, key):
-        """The plan (checked), None (refused), or self while the check is still running."""
+    def settle(self, key, plans=None, seen=None):
+        """The plan (checked), None (refused), or self while the check is still running.
+        ``plans``/``seen``: the tables it belongs to (default: the op plans')."""
         if not self.event.done:
             return self
         plan = self.plan if bool(self.flags.all()) else None  # done: reading it does not wait
-        _remember(key, plan)
+        _keep(_PLANS if plans is None else plans, _SEEN if seen is None else seen, key, plan)
         return plan
 
 
 class Plan:
     """The launches of one call, with the input's and output's addresses as slots."""
 
-    __slots__ = ("shape", "dtype", "dev", "launches", "temps")
+    __slots__ = ("shape", "dtype", "dev", "launches", "temps", "bound")
 
     def __init__(self, shape, dtype, dev, launches, temps=()):
         self.shape, self.dtype, self.dev, self.launches = shape, dtype, dev, launches
         self.temps = temps  # byte sizes of the scratch allocations the launches use
+        self.bound = None   # per launch: (go(args), template with arrays as addresses, patches)
+
+    def _bind(self):
+        """Each launch as a prepared launcher (``Kernel.prepared``: the argument packing fixed
+        once) and its template with the kept arrays (parameter matrices) as addresses; the
+        arrays themselves stay referenced by ``launches``."""
+        cp = _CP[0] if _CP else None
+        bound = []
+        for fn, grid, block, smem, template, patches in self.launches:
+            vals = [a.data.ptr if cp is not None and type(a) is cp else a for a in template]
+            types = list(map(type, vals))
+            for i, _, _ in patches:
+                types[i] = int
+            prep = getattr(fn, "prepared", None)
+            go = prep(grid, block, tuple(types), smem) if prep is not None else None
+            if go is None:
+                def go(args, fn=fn, grid=grid, block=block, smem=smem):
+                    fn(grid, block, tuple(args), shared_mem=smem)
+            bound.append((go, vals, patches))
+        self.bound = bound
+        return bound
 
     @classmethod
-    def from_log(cls, log, x, y):
-        """A plan from a recorded call's log, or None when it cannot be replayed."""
+    def from_log(cls, log, x, y, params=False):
+        """A plan from a recorded call's log, or None when it cannot be replayed. ``params``:
+        the per-sample parameter matrix (``("params", array)`` in the log) becomes a slot too,
+        filled per replay (run()'s plans); else a fresh upload refuses the plan."""
         cp = _CP[0] if _CP else None
         if cp is None or type(y) is not cp or not y.flags.c_contiguous or y.size == 0:
             return None
@@ -180,12 +222,22 @@ class Plan:
         xs, ys = (xs[0], max(xs[1], xs[0] + 1)), (ys[0], max(ys[1], ys[0] + 1))
         if ys[0] < xs[1] and xs[0] < ys[1]:  # the output shares memory with the input
             return None
-        consts = {}
+        consts, par, uploaded = {}, None, []
         for entry in log:
             if entry[0] == "dirty":
                 return None
             if entry[0] == "const":
                 consts[id(entry[2])] = (entry[1], entry[3])
+            elif entry[0] == "upload":
+                uploaded.extend(entry[1])
+            elif entry[0] == "params":
+                if par is not None:
+                    return None  # two parameter matrices: not run()'s one launch
+                par = entry[1]
+        if not params:
+            par = None
+        if params and par is None or any(a is not par for a in uploaded):
+            return None  # a fresh upload other than the parameters: not a function of the key
         launches, temps = [], {}  # temps: id of a scratch allocation -> (index, its bytes)
         for entry in log:
             if entry[0] != "launch":
@@ -196,7 +248,9 @@ class Plan:
                 if type(a) is not cp:
                     continue
                 p = a.data.ptr
-                if xs[0] <= p < xs[1]:
+                if a is par:
+                    patches.append((i, 4, 0))
+                elif xs[0] <= p < xs[1]:
                     patches.append((i, 0, p - xs[0]))
                 elif ys[0] <= p < ys[1]:
                     patches.append((i, 1, p - ys[0]))
@@ -227,41 +281,45 @@ class Plan:
         sizes = tuple(size for _, size, _ in sorted(temps.values()))
         return cls(y.shape, y.dtype, y.device.id, tuple(launches), sizes)
 
-    def run(self, x, out=None, fill=None):
+    def run(self, x, out=None, fill=None, par=None, same_device=None):
         """Replay on CuPy's current stream (into ``out`` when given; scratch memory filled with
-        the byte ``fill`` when given, for the check); None when the current device is not the
-        plan's (the caller then runs the op normally)."""
-        import cupy
-
-        from gpuaug.kernels._cuda import constants
-
-        if cupy.cuda.runtime.getDevice() != self.dev:
+        the byte ``fill`` when given, for the check; ``par``: the parameter matrix of a run()
+        plan; ``same_device``: the caller has checked the device); None when the current device
+        is not the plan's (the caller then runs the op normally)."""
+        cupy = _cupy()
+        cu = _cuda()
+        if same_device is None and cupy.cuda.runtime.getDevice() != self.dev:
             return None
+        if cu.RECORDING[0]:  # a replay's launches hold addresses, not arrays: no plan of them
+            cu._dirty("a plan replayed while recording")
         y = cupy.empty(self.shape, self.dtype) if out is None else out
-        scratch = [cupy.empty(size, np.uint8) for size in self.temps]
-        if fill is not None:
-            for t in scratch:
-                t.fill(fill)
+        if self.temps:
+            scratch = [cupy.empty(size, np.uint8) for size in self.temps]
+            if fill is not None:
+                for t in scratch:
+                    t.fill(fill)
         bases = (x.data.ptr, y.data.ptr)
-        for fn, grid, block, smem, template, patches in self.launches:
-            args = list(template)
+        for go, template, patches in self.bound or self._bind():
+            args = template.copy()
             for i, kind, v in patches:
                 if kind < 2:
                     args[i] = bases[kind] + v
                 elif kind == 2:
                     which, off, geo, old = v
-                    args[i] = _table(constants(), bases[which] + off, geo, old)
+                    args[i] = _table(cu.constants(), bases[which] + off, geo, old).data.ptr
+                elif kind == 4:
+                    args[i] = par.data.ptr
                 else:
                     k, off = v
                     args[i] = scratch[k].data.ptr + off
-            fn(grid, block, tuple(args), shared_mem=smem)
-        stats["replays"] += 1
+            go(args)
         return y
 
-    def start_check(self, func, x, args, kw, y):
+    def start_check(self, func, x, args, kw, y, par=None):
         """Launch the check: the op again, and two replays into outputs filled with different
         bytes, all compared with ``y`` bit for bit on the device. A :class:`_Pending`, or None
-        when the check fails on the host already."""
+        when the check fails on the host already. ``par``: the recorded call's parameters (a
+        run() plan replays with them)."""
         import cupy
 
         again = func(x, *args, **kw)
@@ -272,13 +330,189 @@ class Plan:
         for fill in (0xA5, 0x3C):
             out = cupy.empty(self.shape, self.dtype)
             out.view(np.uint8).fill(fill)
-            if self.run(x, out, fill) is None:
+            if self.run(x, out, fill, par) is None:
                 return None
             flags.append((out.view(np.uint8).reshape(-1) == want).all())
         event = cupy.cuda.Event(block=False, disable_timing=True)
         flags = cupy.stack(flags)
         event.record()
         return _Pending(self, flags, event)
+
+
+# -- plans of run(): per-sample parameters ------------------------------------------------------
+#
+# A call with per-sample values (``gpuaug.flip(x, flags)``) cannot be planned by its arguments:
+# the values change every call. Its host work splits in two: the op's own (argument checks, the
+# per-sample parameter matrix), which depends on the values, and run()'s (the output, the
+# kernel and its fast path, grids, descriptor tables, argument packing), which depends only on
+# the geometry. run() keeps a plan per geometry key: the launches with the input, the output,
+# the tables, the scratch memory and the parameter matrix as slots. Made, checked and refused
+# as the op plans above (the check replays with the recorded call's own parameters).
+
+_RUN_PLANS: dict = {}   # key -> (kernels, Plan), _Pending or None
+_RUN_SEEN: dict = {}
+
+
+def run_key(batch, kernels, params, hw, extra, rest):
+    """run()'s plan key, or None when the call cannot be planned (varshape, a stream, ...)."""
+    if type(params) is np.ndarray:
+        pk = (params.shape,)
+    elif _CP and type(params) is _CP[0]:
+        pk = (params.shape, params.dtype.char, params.strides)
+    else:
+        return None
+    ek = tuple(_arg_key(e) for e in extra) if extra else ()
+    if _OFF in ek:
+        return None
+    x = batch.arrays[0]
+    if type(x) is not _CP[0] or len(batch.arrays) != 1:
+        return None
+    mem = x.data
+    return (id(kernels), x.shape, x.strides, x.dtype.char, mem.ptr % 16, mem.device_id, batch.layout,
+            batch.single, hw, pk, ek) + rest
+
+
+def launch(batch, kernels, params, extra, rest, normal):
+    """The result of ``normal()`` (a launcher's CUDA C path with a new output, on the current
+    stream) for a dense CuPy batch, from run()'s plan of this geometry when there is one
+    (see above); None when the call cannot be planned: the caller then runs it itself.
+    ``extra``: scalar kernel arguments; ``rest``: whatever else decides the launches
+    (hashable: output dtype, channels, layout, template...)."""
+    if not enabled():
+        return None
+    if not _CP:
+        import cupy
+
+        _CP.append(cupy.ndarray)
+    key = run_key(batch, kernels, params, getattr(batch.shapes, "hw", None), extra, rest)
+    return None if key is None else run_planned(key, kernels, batch, params, normal)
+
+
+def run_planned(key, kernels, batch, params, normal):
+    """The result of run()'s launches for ``key`` from its plan, or None: the caller runs
+    ``normal()`` (which this may call itself, recording it, to make the plan)."""
+    cu = _cuda()
+    if cu.RECORDING[0]:
+        return None  # an op plan is being recorded: its log must see run()'s own launches
+    got = _RUN_PLANS.get(key, _OFF)
+    if type(got) is _Pending:
+        got = got.settle(key, _RUN_PLANS, _RUN_SEEN)
+    if type(got) is tuple:
+        kern, plan, ring = got
+        if kern is kernels and _cupy().cuda.runtime.getDevice() == plan.dev:
+            slot = ring.take(params) if type(params) is np.ndarray else None
+            par = _device_params(params, batch.n) if slot is None else slot[1]
+            y = plan.run(batch.arrays[0], par=par, same_device=True)
+            if slot is not None:
+                ring.sent(slot)
+            stats["run_replays"] += 1
+            return y
+        return None
+    if got is not _OFF:
+        return None  # refused (or still being checked)
+    if not _RUN_SEEN.get(key):
+        if len(_RUN_SEEN) >= 4 * _LIMIT:
+            _RUN_SEEN.clear()
+        _RUN_SEEN[key] = 1
+        return None
+    with cu.record() as log:
+        y = normal()
+    par = next((e[1] for e in log if e[0] == "params"), None)
+    plan = Plan.from_log(log, batch.arrays[0], y, params=True) if par is not None else None
+    pending = plan.start_check(lambda _x: normal(), batch.arrays[0], (), {}, y, par=par) if plan is not None else None
+    if pending is None:
+        _keep(_RUN_PLANS, _RUN_SEEN, key, None)
+    else:
+        pending.plan = (kernels, plan, _Ring(par.shape) if type(params) is np.ndarray else None)
+        _RUN_PLANS[key] = pending
+    return y
+
+
+class _Ring:
+    """Pinned and device buffers for one run() plan's host parameters, ``SLOTS`` of each. A
+    replay packs its parameters into the next slot as float32 (one NumPy copy), copies them
+    with one cudaMemcpyAsync and records the slot's event behind its launches; the slot is
+    free again once that event has completed. When the next slot is still in flight (the
+    host is ahead of the device, so host time does not matter) the replay uses the staged
+    upload instead: nothing waits. Saves the per-call device allocation and the staging
+    area's bookkeeping."""
+
+    SLOTS = 16
+    __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock")
+
+    def __init__(self, shape):
+        import threading
+
+        cp = _cupy()
+        self.nbytes = int(np.prod(shape)) * 4
+        stride = (self.nbytes + 255) // 256 * 256
+        self.mem = cp.cuda.alloc_pinned_memory(stride * self.SLOTS)
+        buf = np.frombuffer(self.mem, np.uint8, stride * self.SLOTS)
+        self.host = [buf[i * stride:i * stride + self.nbytes].view(np.float32).reshape(shape)
+                     for i in range(self.SLOTS)]
+        self.dev = [cp.empty(shape, np.float32) for _ in range(self.SLOTS)]
+        self.ptrs = [(h.ctypes.data, d.data.ptr) for h, d in zip(self.host, self.dev)]
+        self.events = [_cuda()._event() for _ in range(self.SLOTS)]
+        self.state = [0] * self.SLOTS  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
+        self.i = 0
+        self.lock = threading.Lock()
+
+    def take(self, params):
+        """(slot index, device array) with ``params`` on their way to it (current stream), or
+        None when the slot is still in use."""
+        cp = _cupy()
+        with self.lock:
+            i = self.i
+            st = self.state[i]
+            if st == 1 or st == 2 and not self.events[i].done:
+                return None
+            self.i = (i + 1) % self.SLOTS
+            self.state[i] = 1
+        h = self.host[i]
+        np.copyto(h, params.reshape(h.shape), casting="unsafe")
+        hp, dp = self.ptrs[i]
+        cp.cuda.runtime.memcpyAsync(dp, hp, self.nbytes, 1, cp.cuda.get_current_stream().ptr)
+        return i, self.dev[i]
+
+    def sent(self, slot):
+        """Record slot ``slot``'s event behind the launches that read it (current stream)."""
+        i = slot[0]
+        self.events[i].record()
+        self.state[i] = 2
+
+    def drain(self):
+        """Wait for the slots in flight (before the buffers go back to CuPy's pool)."""
+        for ev, st in zip(self.events, self.state):
+            if st == 2:
+                ev.synchronize()
+
+
+def _device_params(params, n):
+    """The float32 (n, P) device parameters of a replay: host values in one staged upload,
+    converted while packed; device values in place when they are already float32 and
+    contiguous (as gpuaug._run.device_params)."""
+    if type(params) is np.ndarray:
+        return _cuda().staging().upload_float32(params.reshape(n, -1))
+    cupy = _cupy()
+    return cupy.ascontiguousarray(params, dtype=cupy.float32).reshape(n, -1)
+
+
+_MODS: list = []
+
+
+def _cuda():
+    """gpuaug.kernels._cuda (imported once: a from-import per replay costs a microsecond)."""
+    if not _MODS:
+        import cupy
+
+        from gpuaug.kernels import _cuda as cu
+
+        _MODS.extend((cu, cupy))
+    return _MODS[0]
+
+
+def _cupy():
+    return _MODS[1] if _MODS else (_cuda(), _MODS[1])[1]
 
 
 def _table(cache, ptr, geo, old):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import gpuaug._plan as _plan
 from gpuaug._batch import Batch, max_size, table_item
 from gpuaug._stream import check_stream, on_device
 from gpuaug._params import param_item
@@ -30,10 +31,40 @@ from gpuaug._registry import BACKENDS
 from gpuaug._util import check_choice, cupy_module, simulator
 
 
-#: When set (by gpuaug.dali's numba_function path), :func:`run` hands the hook what it would
-#: launch (``batch, kernels, params, shapes, fill, dtype, channels, layout``) instead of
-#: launching; the hook raises, so the op stops before allocating its output.
-PLAN_HOOK = contextvars.ContextVar("gpuaug_plan_hook", default=None)
+@dataclass(frozen=True)
+class Launch:
+    """What :func:`run` would launch for one op call: the op's checked arguments reduced to
+    its kernels, the (N, P) per-sample parameter matrix, the output's per-sample shapes, fill
+    values, dtype, channels and layout (None: the input's)."""
+
+    batch: object
+    kernels: object
+    params: object
+    shapes: object
+    fill: object
+    dtype: object
+    channels: object
+    layout: object
+
+
+#: Set by :func:`describe`: run() hands it the call's :class:`Launch` and returns at once.
+_DESCRIBE = contextvars.ContextVar("gpuaug_describe", default=None)
+
+
+def describe(func, x, **kw):
+    """Run op ``func`` on ``x`` up to its launch and return its :class:`Launch`: the op checks
+    its arguments and builds its parameter matrix exactly as it does standalone, and nothing
+    is allocated or launched (``func`` returns None). None when the op does not go through
+    :func:`run` (filters, noise: it then ran for real). Bad arguments raise as the op does.
+    How gpuaug.dali's numba_function planner and the native operator's checks of constant
+    arguments reuse the ops' own parameter code."""
+    got = []
+    tok = _DESCRIBE.set(got.append)
+    try:
+        func(x, **kw)
+    finally:
+        _DESCRIBE.reset(tok)
+    return got[0] if got else None
 
 
 def choose_backend(batch: Batch, backend, allowed=BACKENDS) -> str:
@@ -93,10 +124,18 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     when it returns a launcher (the inputs suit it), that runs instead of the generic kernel.
     """
     check_stream(stream)
-    hook = PLAN_HOOK.get()
-    if hook is not None:
-        hook(batch, kernels, params, shapes, fill, dtype, channels, layout)
+    describing = _DESCRIBE.get()
+    if describing is not None:
+        return describing(Launch(batch, kernels, params, shapes, fill, dtype, channels, layout))
     if batch.device:
+        if backend == "cuda" and out is None and stream is None and not batch.varshape:
+            hw = getattr(shapes, "hw", None)
+            if hw is not None:
+                got = _plan.launch(batch, kernels, params, extra, (hw, dtype, channels, layout, template, fast is None),
+                                   lambda: _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels,
+                                                           params, extra, template, fast))
+                if got is not None:
+                    return got
         with on_device(batch.device_id(), stream):
             result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
             if backend == "cuda":
@@ -107,6 +146,14 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
     params = params if isinstance(params, np.ndarray) else cupy_module().asnumpy(params)
     _run_numba(batch, dst, kernels, params, fill, "cuda" if backend == "numba" else "cpu")
+    return result
+
+
+def _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels, params, extra, template, fast):
+    """run()'s CUDA C path with a new output (what its launch plans record and check)."""
+    with on_device(batch.device_id(), None):
+        result, dst = batch.alloc(None, shapes, dtype=dtype, channels=channels, layout=layout)
+        _run_cuda(batch, dst, kernels, params, extra, template, fast)
     return result
 
 
@@ -134,13 +181,17 @@ def device_params(params, n, *batches):
     from pinned memory, or come from the constant cache (dense batches' tables, parameter
     matrices whose rows are all equal); device parameters are used in place when they are
     already contiguous float32. The one way host data reaches a CUDA C launch."""
-    from gpuaug.kernels._cuda import stage
+    from gpuaug.kernels._cuda import RECORDING, _log, stage
 
     items = [table_item(b) for b in batches]
     if isinstance(params, np.ndarray):
-        return stage(*items, param_item(params, n))
-    cp = cupy_module()
-    return stage(*items) + [cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)]
+        got = stage(*items, param_item(params, n))
+    else:
+        cp = cupy_module()
+        got = stage(*items) + [cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)]
+    if RECORDING[0]:  # what a launch plan of run() patches per call (gpuaug._plan)
+        _log("params", got[-1])
+    return got
 
 
 def contiguous_rows(src: Batch, dst: Batch):

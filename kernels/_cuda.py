@@ -109,12 +109,8 @@ class Kernel:
         setattr(self.raw, name, value)
 
     def __call__(self, grid, block, args, *, shared_mem=0, **kw):
-        global _ARRAY, _LAUNCH, _STREAM
         if _LAUNCH is None:
-            import cupy
-            from cupy_backends.cuda.api.driver import launchKernel
-
-            _ARRAY, _STREAM, _LAUNCH = cupy.ndarray, cupy.cuda.get_current_stream, launchKernel
+            _init()
         if RECORDING[0]:
             log = getattr(_rec, "log", None)
             if log is not None:
@@ -146,7 +142,39 @@ class Kernel:
         _LAUNCH(ptr, g[0], g[1], g[2], b[0], b[1], b[2], shared_mem, _STREAM().ptr, params, 0)
 
 
+    def prepared(self, grid, block, types, shared_mem=0):
+        """``go(args)``: this kernel launched on ``grid`` x ``block`` on the current stream with
+        ``args`` of ``types`` (scalars and None; device pointers as ints), packed by one
+        ``struct.pack_into``: what launch plans replay. None when a type is not packable."""
+        if not all(t is type(None) or t in _CODES for t in types):
+            return None
+        if _LAUNCH is None:
+            _init()
+        spec = _SPECS.get(types)
+        if spec is None:
+            spec = _SPECS.setdefault(types, _ArgSpec(types))
+        ptr = self.raw.kernel.ptr
+        g = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1, 1)
+        b = (block, 1, 1) if isinstance(block, int) else tuple(block) + (1, 1)
+        g0, g1, g2, b0, b1, b2 = g[0], g[1], g[2], b[0], b[1], b[2]
+        pack, buffers = spec.struct.pack_into, spec.buffers
+
+        def go(args):
+            slots, _, params = buffers()
+            pack(slots, 0, *args)
+            _LAUNCH(ptr, g0, g1, g2, b0, b1, b2, shared_mem, _STREAM().ptr, params, 0)
+        return go
+
+
 _LAUNCH = _STREAM = None
+
+
+def _init():
+    global _ARRAY, _LAUNCH, _STREAM
+    import cupy
+    from cupy_backends.cuda.api.driver import launchKernel
+
+    _ARRAY, _STREAM, _LAUNCH = cupy.ndarray, cupy.cuda.get_current_stream, launchKernel
 
 
 def kernel_name(base: str, *template_args) -> str:
@@ -213,6 +241,35 @@ class _Staging:
         mem = cupy.cuda.alloc_pinned_memory(size)
         return {"mem": mem, "host": np.frombuffer(mem, np.uint8, size), "size": size, "events": []}
 
+    def _reserve(self, total, stream):
+        """(chunk, offset) of ``total`` free pinned bytes (call with the lock held)."""
+        cur = self._cur
+        if cur is not None and self._off + total > cur["size"]:
+            self._busy.append(cur)
+            cur = self._cur = None
+        if cur is None:
+            cur, self._off = self._take(total), 0
+            self._cur = cur
+        return cur, self._off
+
+    def _sent(self, cur, base, total, stream):
+        """Book the copy just queued from ``cur`` at ``base`` (call with the lock held): one
+        event per stream that read the chunk, recorded behind its latest copy (events are per
+        stream; recorded now, so a stream destroyed later does not matter)."""
+        ev = self._events.pop() if self._events else _event()
+        ev.record(stream)
+        evs = cur["events"]
+        for i, (ptr, old) in enumerate(evs):
+            if ptr == stream.ptr:
+                evs[i] = (ptr, ev)
+                self._events.append(old)  # superseded by ev (later on the same stream)
+                break
+        else:
+            evs.append((stream.ptr, ev))
+        self._off = base + total
+        self.stats["uploads"] += 1
+        self.stats["bytes"] += total
+
     def upload(self, arrays):
         """Copy host arrays to the device on the current stream; return CuPy arrays."""
         import cupy
@@ -225,14 +282,7 @@ class _Staging:
         total = max(total, 256)
         stream = cupy.cuda.get_current_stream()
         with self._lock:
-            cur = self._cur
-            if cur is not None and self._off + total > cur["size"]:
-                self._busy.append(cur)
-                cur = self._cur = None
-            if cur is None:
-                cur, self._off = self._take(total), 0
-                self._cur = cur
-            base = self._off
+            cur, base = self._reserve(total, stream)
             host = cur["host"]
             for a, o in zip(arrays, offs):
                 host[base + o:base + o + a.nbytes] = a.reshape(-1).view(np.uint8)
@@ -245,25 +295,36 @@ class _Staging:
                 one = None
                 dev = cupy.empty(total, np.uint8)
                 dev.data.copy_from_host_async(cur["mem"].ptr + base, total, stream)
-            # One event per stream that read the chunk, recorded behind its latest copy (events
-            # are per stream; recorded now, so a stream destroyed later does not matter).
-            ev = self._events.pop() if self._events else cupy.cuda.Event(block=False, disable_timing=True)
-            ev.record(stream)
-            evs = cur["events"]
-            for i, (ptr, old) in enumerate(evs):
-                if ptr == stream.ptr:
-                    evs[i] = (ptr, ev)
-                    self._events.append(old)  # superseded by ev (later on the same stream)
-                    break
-            else:
-                evs.append((stream.ptr, ev))
-            self._off = base + total
-            self.stats["uploads"] += 1
-            self.stats["bytes"] += total
+            self._sent(cur, base, total, stream)
         if one is not None:
             return [one]
         # One ndarray constructor per result (slicing, view and reshape cost a few us each).
         return [cupy.ndarray(a.shape, a.dtype, memptr=dev.data + o) for a, o in zip(arrays, offs)]
+
+    def upload_float32(self, params):
+        """A 2-D host array of any real dtype -> its float32 device copy (current stream),
+        converted while it is packed into pinned memory: the launch plans' per-call parameter
+        upload (one NumPy copy, one cudaMemcpyAsync, one event)."""
+        import cupy
+
+        nbytes = params.size * 4
+        total = max((nbytes + 255) // 256 * 256, 256)
+        stream = cupy.cuda.get_current_stream()
+        with self._lock:
+            cur, base = self._reserve(total, stream)
+            np.copyto(cur["host"][base:base + nbytes].view(np.float32).reshape(params.shape), params,
+                      casting="unsafe")
+            dev = cupy.empty(params.shape, np.float32)
+            if nbytes:
+                dev.data.copy_from_host_async(cur["mem"].ptr + base, nbytes, stream)
+            self._sent(cur, base, total, stream)
+        return dev
+
+
+def _event():
+    import cupy
+
+    return cupy.cuda.Event(block=False, disable_timing=True)
 
 
 _staging = {}
@@ -288,9 +349,10 @@ def staging(dev=None) -> _Staging:
 
 def upload(*arrays):
     """Host arrays -> device arrays, one async copy from pinned memory (current stream)."""
+    got = staging().upload(arrays)
     if RECORDING[0]:
-        _dirty("upload")
-    return staging().upload(arrays)
+        _log("upload", got)
+    return got
 
 
 class _Constants:
@@ -406,8 +468,10 @@ _rec_lock = threading.Lock()
 
 class record:
     """``with record() as log``: this thread's launches (``("launch", kernel, grid, block,
-    shared_mem, args)``), keyed constants (``("const", key, array, host array)``) and anything that cannot be
-    replayed (``("dirty", why)``: fresh uploads, launches through CuPy) land in ``log``."""
+    shared_mem, args)``), keyed constants (``("const", key, array, host array)``), fresh
+    uploads (``("upload", arrays)``), the per-sample parameters a launch reads
+    (``("params", array)``, from ``gpuaug._run.device_params``) and anything that cannot be
+    replayed (``("dirty", why)``: launches through CuPy) land in ``log``."""
 
     def __enter__(self):
         self.log = _rec.log = []
@@ -423,9 +487,14 @@ class record:
 
 
 def _dirty(why):
+    _log("dirty", why)
+
+
+def _log(*entry):
+    """Add ``entry`` to this thread's recording log, if it records."""
     log = getattr(_rec, "log", None)
     if log is not None:
-        log.append(("dirty", why))
+        log.append(entry)
 
 
 def grid_2d(h: int, w: int, n: int, block=(32, 8)):

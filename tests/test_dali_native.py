@@ -613,9 +613,9 @@ def test_node_shapes_reach_the_operator_for_its_checks(plugin, monkeypatch):
 def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_sample, plugin, host, monkeypatch):
     """CPU emulation of the parameter path: the rows DALI builds (constants, DataNodes, DALI
     arithmetic) after the operator's dtype columns and programs (gpuaug_host.h) equal the (N, P)
-    matrix the standalone op hands its kernel (captured with gpuaug._run.PLAN_HOOK)."""
+    matrix the standalone op hands its kernel (from gpuaug._run.describe)."""
     import nvidia.dali.fn as dfn
-    from gpuaug._run import PLAN_HOOK
+    from gpuaug._run import describe
     from gpuaug.dali import _native
     from gpuaug.dali._ops import step_for
     from nvidia.dali import fn, pipeline_def
@@ -640,9 +640,6 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
         return params if not isinstance(params, list) else data
 
     monkeypatch.setattr(dfn.gpuaug, "kernel", kernel)
-
-    class Stop(Exception):
-        pass
 
     for op in sorted(_native.NATIVE_OPS):
         if op == "gaussian_blur" and per_sample:  # native with constant sigma only
@@ -684,22 +681,13 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
         for col, vals in zip(seen.get("dtype_cols", []), np.reshape(seen.get("dtype_values", []), (-1, 3))):
             rows[:, col] = vals[0]  # uint8 images
         want = {}
-
-        def hook(batch, kernels, prm, *a):
-            want["m"] = np.asarray(prm, np.float64)
-            raise Stop
-
         if seen.get("signature") == "equalize":  # no parameters: the operator computes its tables
             assert rows.shape[1] == 0
             continue
-        tok = PLAN_HOOK.set(hook)
-        try:
-            spec.func(images, **ref_kw, backend="cpu")
-        except Stop:
-            pass
-        finally:
-            PLAN_HOOK.reset(tok)
-        if "m" not in want:  # run_custom ops have no plan hook: their rows, as their modules build them
+        launch = describe(spec.func, images, **ref_kw, backend="cpu")
+        if launch is not None:
+            want["m"] = np.asarray(launch.params, np.float64)
+        else:  # run_custom ops have no plan hook: their rows, as their modules build them
             from gpuaug.ops._launch import seed_columns
 
             def col(name):

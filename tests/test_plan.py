@@ -110,16 +110,67 @@ def test_making_a_plan_never_waits_for_the_device():
 
 
 @pytest.mark.gpu
-def test_per_sample_arrays_out_and_stream_take_the_op_itself():
+def test_out_stream_and_numpy_inputs_take_the_op_itself():
     import cupy as cp
     x = cp.zeros((4, 8, 8, 3), cp.uint8)
     before = dict(_plan.stats)
     for _ in range(3):
-        gpuaug.flip(x, horizontal=np.array([True, False, True, False]))
         gpuaug.flip(x, out=cp.empty_like(x))
         gpuaug.flip(x, stream=cp.cuda.Stream())
         gpuaug.flip(cp.asnumpy(x))
     assert _plan.stats == before
+
+
+@pytest.mark.gpu
+def test_per_sample_arrays_get_no_op_plan_but_a_run_plan():
+    """Per-sample values change every call: the op's checks and parameter matrix run each time,
+    then run()'s plan replays the launches with that call's parameters."""
+    import cupy as cp
+    rng = np.random.default_rng(3)
+    x = cp.asarray(rng.integers(0, 256, (4, 8, 16, 3), dtype=np.uint8))
+    before = dict(_plan.stats)
+    for i in range(6):
+        flags = rng.random(4) < 0.5
+        got = gpuaug.flip(x, horizontal=flags)
+        want = cp.asarray(cp.asnumpy(x)[:, :, ::-1])
+        cp.testing.assert_array_equal(got[flags], want[flags])
+        cp.testing.assert_array_equal(got[~flags], x[~flags])
+        cp.cuda.Device().synchronize()  # the check settles before the next call
+    assert _plan.stats["replays"] == before["replays"] and _plan.stats["made"] == before["made"]
+    assert _plan.stats["run_made"] == before["run_made"] + 1
+    assert _plan.stats["run_replays"] >= before["run_replays"] + 3
+
+
+def per_sample_kwargs(name, rng, n, h, w):
+    """The registry example's arguments, drawn anew (per-sample arrays with new values)."""
+    return example(name, rng, n, h, w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", OPS)
+def test_run_plans_equal_the_op_with_new_per_sample_values_each_call(name, monkeypatch):
+    """Every op with per-sample values drawn anew per call: run()'s plan (made on the second
+    call, replayed after) gives what the op gives with plans off, bit for bit."""
+    import cupy as cp
+    rng = np.random.default_rng(11)
+    n, h, w = 6, 20, 28
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    fn = getattr(gpuaug, name)
+    calls = [per_sample_kwargs(name, np.random.default_rng(100 + i), n, h, w) for i in range(5)]
+    monkeypatch.setenv("GPUAUG_PLAN", "0")
+    try:
+        want = [cp.asnumpy(fn(x, **kw)) for kw in calls]
+    except (TypeError, ValueError) as e:
+        pytest.skip(f"{name}: its example does not run on this batch: {e}")
+    monkeypatch.setenv("GPUAUG_PLAN", "1")
+    _plan.clear_plans()
+    before = _plan.stats["run_replays"]
+    for kw, ref in zip(calls, want):
+        got = fn(x, **kw)
+        np.testing.assert_array_equal(cp.asnumpy(got), ref)
+        cp.cuda.Device().synchronize()
+    replayed = _plan.stats["run_replays"] - before
+    print(f"{name}: {replayed} run-plan replays of 5 calls")
 
 
 # -- CPU: the log analysis and the replay, with stand-ins ---------------------------------------
@@ -153,16 +204,17 @@ def fake(monkeypatch):
             launched.append((grid, block, args, shared_mem))
     made = []
 
-    class Cache:
+    class Cache:  # hands out a stand-in device table at 0xA00000 + 0x1000 * (tables made so far)
         def get(self, key, make):
-            made.append(key)
-            return ("table-on-device", key, make() if callable(make) else make)
+            made.append((key, make() if callable(make) else make))
+            return FakeArray(0xA00000 + 0x1000 * len(made), (2, 6), np.int64)
     cp = types.ModuleType("cupy")
     cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
     cp.empty = lambda shape, dtype: FakeArray(0x900000, shape, dtype)
     monkeypatch.setitem(sys.modules, "cupy", cp)
     from gpuaug.kernels import _cuda
     monkeypatch.setattr(_cuda, "constants", lambda dev=None: Cache())
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp])  # what the plans import, for this test only
     return Kern(), launched, made
 
 
@@ -182,9 +234,10 @@ def test_plan_patches_input_output_and_their_tables(fake):
     x2 = FakeArray(0x500000)
     out = plan.run(x2)
     (g, b, args, s), = launched
-    assert args[1] == out.data.ptr and args[4] == 0x500000 and args[2] is par and args[3] == 3
-    tag, key, table = args[0]
-    assert key == ("table", 0x500000) + geo and made == [key]
+    assert args[1] == out.data.ptr and args[4] == 0x500000 and args[2] == par.data.ptr and args[3] == 3
+    assert args[0] == 0xA01000  # the moved table, from the constant cache
+    (key, table), = made
+    assert key == ("table", 0x500000) + geo
     np.testing.assert_array_equal(table[:, 0], [0x500000, 0x500000 + 48])  # addresses moved
     np.testing.assert_array_equal(table[:, 1:], xt.host[:, 1:])
 
@@ -268,3 +321,102 @@ def test_scratch_memory_gets_a_new_allocation_per_replay_views_share_it(fake):
     (_, _, a1, _), (_, _, a2, _) = launched
     assert a1[0] == 0x500000 and a2[1] == out.data.ptr
     assert a2[0] - a1[1] == 64  # one new allocation, the views at their offsets
+
+
+def test_run_plan_patches_the_parameter_matrix_even_when_it_came_from_the_constant_cache(fake):
+    """A recorded call whose parameters were uniform (a constant) still gets them as a slot:
+    the next call's parameters differ."""
+    kern, launched, _ = fake
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    par = FakeArray(0x300000, (2, 3), np.float32)
+    log = [("const", ("params", (2, 3), "f", b"row"), par, None), ("params", par),
+           ("launch", kern, (1,), (256,), 0, (x, y, par, np.int32(3)))]
+    assert _plan.Plan.from_log(log, x, y) is not None  # an op plan keeps the constant
+    plan = _plan.Plan.from_log(log, x, y, params=True)
+    (_, _, _, _, template, patches), = plan.launches
+    assert template[2] is None and (2, 4, 0) in patches
+    new = FakeArray(0x380000, (2, 3), np.float32)
+    out = plan.run(FakeArray(0x500000), par=new)
+    (_, _, args, _), = launched
+    assert args[:3] == (0x500000, out.data.ptr, 0x380000) and args[3] == 3
+
+
+@pytest.mark.parametrize("why", ["other upload", "no params", "two params"])
+def test_run_plan_refuses_uploads_other_than_the_parameters(fake, why):
+    kern, _, _ = fake
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    par, other = FakeArray(0x300000, (2, 3), np.float32), FakeArray(0x310000, (2, 3), np.float32)
+    log = [("upload", [par]), ("params", par), ("launch", kern, (1,), (256,), 0, (x, y, par))]
+    assert _plan.Plan.from_log(log, x, y, params=True) is not None
+    assert _plan.Plan.from_log(log, x, y) is None  # an op plan refuses any fresh upload
+    if why == "other upload":
+        log.insert(0, ("upload", [other]))
+        log.append(("launch", kern, (1,), (256,), 0, (x, y, other)))
+    elif why == "no params":
+        log = [e for e in log if e[0] != "params"]
+    else:
+        log.insert(0, ("params", other))
+    assert _plan.Plan.from_log(log, x, y, params=True) is None
+
+
+def test_run_plans_are_made_on_the_second_sighting_and_checked_before_use(fake, monkeypatch):
+    """run_planned: first call runs normally, the second records and starts the check, replays
+    start once the check has settled; a plan for other kernels is not used."""
+    kern, launched, _ = fake
+    from gpuaug.kernels import _cuda
+
+    _plan.clear_plans()
+    x = FakeArray(0x100000)
+    batch = types.SimpleNamespace(arrays=[x], n=2)
+    calls = []
+
+    def normal():
+        calls.append("normal")
+        y = FakeArray(0x200000 + 0x1000 * len(calls))
+        par = FakeArray(0x300000, (2, 3), np.float32)
+        if _cuda.RECORDING[0]:
+            _cuda._log("upload", [par])
+            _cuda._log("params", par)
+            _cuda._log("launch", kern, (1,), (256,), 0, (x, y, par))
+        return y
+
+    checks = []
+
+    def start_check(self, func, x_, args, kw, y, par=None):
+        checks.append(par)
+        return _plan._Pending(self, types.SimpleNamespace(all=lambda: True), types.SimpleNamespace(done=True))
+    monkeypatch.setattr(_plan.Plan, "start_check", start_check)
+    sent = []
+
+    class Ring:  # the parameter ring: slot 0 free on the first replay, in flight on the next
+        def __init__(self, shape):
+            self.shape, self.busy = shape, False
+
+        def take(self, params):
+            if self.busy:
+                return None
+            self.busy = True
+            return 0, FakeArray(0x390000, self.shape, np.float32)
+
+        def sent(self, slot):
+            sent.append(slot[0])
+
+        def drain(self):
+            sent.append("drained")
+    monkeypatch.setattr(_plan, "_Ring", Ring)
+    monkeypatch.setattr(_plan, "_device_params", lambda params, n: FakeArray(0x3A0000, (2, 3), np.float32))
+    key, kernels = ("k",), object()
+    params = np.zeros((2, 3))
+    assert _plan.run_planned(key, kernels, batch, params, normal) is None  # seen once: caller runs it
+    y = _plan.run_planned(key, kernels, batch, params, normal)  # recorded, check started
+    assert y is not None and calls == ["normal"] and checks[0].data.ptr == 0x300000
+    before = _plan.stats["run_replays"]
+    out = _plan.run_planned(key, kernels, batch, params, normal)
+    assert out is not None and calls == ["normal"] and _plan.stats["run_replays"] == before + 1
+    (_, _, args, _), = launched
+    assert args == (0x100000, out.data.ptr, 0x390000) and sent == [0]  # from the ring's slot
+    out = _plan.run_planned(key, kernels, batch, params, normal)  # the slot is in flight: staged instead
+    assert launched[1][2] == (0x100000, out.data.ptr, 0x3A0000) and sent == [0]
+    assert _plan.run_planned(key, object(), batch, params, normal) is None  # other kernels: not this plan
+    _plan.clear_plans()
+    assert sent == [0, "drained"]  # dropping a plan waits for its parameter copies in flight

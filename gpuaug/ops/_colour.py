@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import gpuaug._plan as _plan
 from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
 from gpuaug._layout import packed_layout
 from gpuaug._params import column_stack
@@ -77,7 +78,13 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
                 params = cp.concatenate([cp.asarray(params, dtype=cp.float64), means[:, None]], axis=1)
             return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                        channels=channels)
-        return _run_cuda(b, kernels, params, out, channels, None if skip_mean else mean)
+        m = None if skip_mean else mean
+        if out is None and stream is None and not b.varshape:  # run()'s launch plans (gpuaug._plan)
+            got = _plan.launch(b, kernels, params, (), ("colour", channels, m),
+                               lambda: _run_cuda(b, kernels, params, None, channels, m))
+            if got is not None:
+                return got
+        return _run_cuda(b, kernels, params, out, channels, m)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import gpuaug._plan as _plan
 from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import per_sample
 from gpuaug._run import _launch, device_params
@@ -56,6 +57,12 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     """
     check_stream(stream)
     if batch.device:
+        if backend == "cuda" and out is None and stream is None and not batch.varshape:
+            # run()'s launch plans (gpuaug._plan); ``plan`` (one object per kernel choice) keys them
+            got = _plan.launch(batch, plan, params, (), ("custom", cu_file), lambda: _alloc_run_cuda(
+                batch, params, cu_file, plan))
+            if got is not None:
+                return got
         with on_device(batch.device_id(), stream):
             result, dst = batch.alloc(out, batch.shapes)
             if backend == "cuda":
@@ -66,6 +73,13 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     result, dst = batch.alloc(out, batch.shapes)
     params = params if isinstance(params, np.ndarray) else cupy_module().asnumpy(params)
     _run_numba(batch, dst, params, numba_module, numba_extra, "cuda" if backend == "numba" else "cpu")
+    return result
+
+
+def _alloc_run_cuda(batch, params, cu_file, plan):
+    with on_device(batch.device_id(), None):
+        result, dst = batch.alloc(None, batch.shapes)
+        _run_cuda(batch, dst, params, cu_file, plan(dst))
     return result
 
 
@@ -189,6 +203,7 @@ def separable_rows(k, taps) -> np.ndarray:
 MAX_UNROLLED_K = 15
 
 
+@functools.lru_cache(maxsize=None)
 def separable_plan(base: str, kmax: int):
     """Plan for kernels/separable.cuh: 32x32 tiles; the unrolled kernel for K = kmax <= 15,
     else the generic one, with all channels per pass when they fit in 48 KiB."""

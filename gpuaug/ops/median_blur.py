@@ -1,6 +1,8 @@
 """median_blur: k x k median filter (k = 3 or 5), per sample."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpuaug._batch import as_batch
@@ -13,6 +15,7 @@ KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_bl
                   variants=tuple(kernel_name("gpuaug_median_blur_3", d, c) for d in DTYPES for c in (1, 3, 4)))
 
 
+@functools.lru_cache(maxsize=None)  # one object per kernel choice: it keys run()'s launch plans
 def _plan(only3):
     def plan(dst):
         grid, block = tile_grid(dst, 128, 8, (32, 8, 1))  # a thread makes 4 adjacent outputs

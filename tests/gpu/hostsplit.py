@@ -14,6 +14,7 @@ import numpy as np
 
 import gpuaug
 import gpuaug._batch as B
+import gpuaug._plan as P
 import gpuaug._run as R
 import gpuaug.kernels._cuda as K
 from gpuaug.ops import flip as F
@@ -63,7 +64,9 @@ def main():
                         (F, "choose_backend"), (B.Batch, "alloc"), (R, "_run_cuda"), (R, "device_params"),
                         (R, "param_item"), (K, "stage"), (K, "upload"), (K._Staging, "upload"),
                         (F, "_fast"), (K.Kernel, "__call__"), (B, "_empty"), (R, "on_device"),
-                        (R, "table_item")):
+                        (R, "table_item"), (P, "launch"), (P, "run_key"), (P, "run_planned"),
+                        (P, "_device_params"), (P.Plan, "run"), (K._Staging, "upload_float32"),
+                        (cp, "empty"), (R, "check_stream"), (K._Staging, "_sent"), (K._Staging, "_reserve")):
         wrap(owner, name)
     # run() looks _run_cuda/device_params up as module globals, F looks run up in its own module
     TOTALS.clear()
