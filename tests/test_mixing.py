@@ -203,6 +203,9 @@ def test_kernel_plan_picks_the_16_byte_kernel(monkeypatch):
         assert m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", False, 0)[0] == f"gpuaug_mix<unsigned char, {cut}, 0>"
         assert m._plan(0, "float32", 4, 5, 7, 3, "NCHW", True, 0)[0] == f"gpuaug_mix<float, {cut}, 0>"
     assert gpuaug.CutMix(1.0)._plan(0, "uint8", 2, 8, 10, 3, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 1, 0>"
+    # CutMix needs rows of whole units: 4 x 4 channels (16 bytes) in NHWC, 4 bytes in NCHW
+    assert gpuaug.CutMix(1.0)._plan(0, "uint8", 2, 8, 4, 4, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 1, 1>"
+    assert gpuaug.CutMix(1.0)._plan(0, "uint8", 2, 8, 4, 4, "NCHW", True, 0)[0] == "gpuaug_mix<unsigned char, 1, 0>"
     assert gpuaug.MixUp(1.0)._plan(0, "uint8", 2, 8, 10, 3, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 0, 1>"
 
 
@@ -659,3 +662,129 @@ def test_mix_boxes_gpu_matches_cpu():
         np.testing.assert_allclose(cupy.asnumpy(gb.data), cb.data, atol=1e-4)
         np.testing.assert_array_equal(cupy.asnumpy(gb.labels), cb.labels)
         np.testing.assert_allclose(cupy.asnumpy(gw), cw, atol=1e-6)
+
+
+# -- the GPU call path on host stand-ins ---------------------------------------------------------
+
+class _DevArray(np.ndarray):
+    """A host array standing in for a CuPy array (device 0, ``data.ptr``, the CUDA array
+    interface), so that MixUp/CutMix take their GPU path; the kernels run under emulation."""
+
+    @property
+    def data(self):
+        import types
+
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    @property
+    def device(self):
+        import types
+
+        return types.SimpleNamespace(id=0)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ctypes.data, False), "version": 3}
+
+
+def _dev(a):
+    return np.asarray(a).view(_DevArray)
+
+
+@pytest.fixture()
+def gpu_path(monkeypatch):
+    """A stand-in CuPy (host arrays), staged uploads as host copies and the mixing kernels
+    under emulation; yields the launch and upload logs."""
+    import sys
+    import types
+
+    _emu(monkeypatch)
+    import gpuaug.kernels._cuda as kc
+
+    cp = types.ModuleType("cupy")
+    cp.float32, cp.int32, cp.int64 = np.float32, np.int32, np.int64
+    cp.ndarray = _DevArray
+    cp.asarray = lambda a, dtype=None: a if isinstance(a, _DevArray) and dtype is None else _dev(np.asarray(a, dtype))
+    cp.ascontiguousarray = lambda a, dtype=None: _dev(np.array(a, dtype=dtype, order="C"))
+    cp.empty_like = lambda a: _dev(np.full_like(np.asarray(a), 0xAB if a.dtype == np.uint8 else np.nan))
+    cp.empty = lambda shape, dtype: _dev(np.full(shape, np.nan, dtype))
+    cp.arange = lambda *a: _dev(np.arange(*a))
+
+    class _Device:
+        def __init__(self, i):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cp.cuda = types.SimpleNamespace(Device=_Device, runtime=types.SimpleNamespace(getDevice=lambda: 0),
+                                    get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    log = {"launches": [], "uploads": 0}
+    emu_get = kc.get_function
+
+    def get_function(filename, name):
+        fn = emu_get(filename, name)
+
+        def launch(grid, block, args):
+            log["launches"].append(name)
+            fn(grid, block, tuple(0 if a is None else a for a in args))
+        return launch
+
+    def upload(*arrays):
+        log["uploads"] += 1
+        return [_dev(np.ascontiguousarray(a)) for a in arrays]
+
+    monkeypatch.setattr(kc, "get_function", get_function)
+    monkeypatch.setattr(kc, "upload", upload)
+    yield log
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_gpu_path_on_host_standins(gpu_path, layout):
+    """MixUp/CutMix's whole GPU path (label checks and conversions, records, one upload, the
+    launch plan, one launch) on host stand-ins = the NumPy twin, for every label form: int64 /
+    int32 / uint8 ids, float32 / float64 / strided soft labels, host labels with device
+    images, device labels with host images; strided and empty batches."""
+    rng = np.random.default_rng(40)
+    for h, w, dtype in ((8, 16, "uint8"), (5, 7, "uint8"), (4, 8, "float32"), (4, 8, "float16")):
+        x = _batch(rng, 6, h, w, dtype=dtype, layout=layout)
+        ids = rng.integers(0, 5, 6)
+        soft = rng.random((6, 9))
+        forms = [("int64 ids", ids), ("int32 ids", ids.astype(np.int32)), ("uint8 ids", ids.astype(np.uint8)),
+                 ("float32 soft", soft.astype(np.float32)), ("float64 soft", soft),
+                 ("strided soft", soft.astype(np.float32)[:, ::2])]
+        for cls in (gpuaug.MixUp, gpuaug.CutMix):
+            if cls is gpuaug.MixUp and dtype == "float16":
+                continue
+            m = cls(0.6, num_classes=5, seed=41)
+            for what, labels in forms:
+                gpu_path["launches"].clear()
+                gpu_path["uploads"] = 0
+                y, s = m(_dev(x), _dev(labels), layout=layout)
+                assert isinstance(y, _DevArray) and isinstance(s, _DevArray) and s.dtype == np.float32, what
+                assert len(gpu_path["launches"]) == 1 and gpu_path["uploads"] == 1, (what, gpu_path)
+                ry, rs = m(x, labels, params=m.last_params, layout=layout)
+                np.testing.assert_array_equal(np.asarray(y), ry, err_msg=f"{cls.__name__} {dtype} {what}")
+                np.testing.assert_array_equal(np.asarray(s), rs, err_msg=f"{cls.__name__} {dtype} {what}")
+            # host labels with device images; device labels with host images
+            y, s = m(_dev(x), ids, layout=layout)
+            assert type(s) is np.ndarray
+            ry, rs = m(x, ids, params=m.last_params, layout=layout)
+            np.testing.assert_array_equal(np.asarray(y), ry)
+            np.testing.assert_array_equal(s, rs)
+            y, s = m(x, _dev(ids), layout=layout)
+            assert type(y) is np.ndarray and isinstance(s, _DevArray)
+            ry, rs = m(x, ids, params=m.last_params, layout=layout)
+            np.testing.assert_array_equal(y, ry)
+            np.testing.assert_allclose(np.asarray(s), rs, atol=1e-6)
+            # a strided batch (made contiguous first) and an empty one
+            big = _batch(rng, 6, h, w + 1, dtype=dtype, layout="NHWC")[:, :, :w]
+            y, s = m(_dev(big), _dev(ids))
+            ry, rs = m(big, ids, params=m.last_params)
+            np.testing.assert_array_equal(np.asarray(y), ry)
+            y, s = m(_dev(x[:0]), _dev(ids[:0]), layout=layout)
+            assert y.shape == x[:0].shape and s.shape == (0, 5)

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuaug import random as R
+from gpuaug._stream import on_stream
+from gpuaug._util import cupy_module
+from gpuaug.kernels import _cuda as _kc  # imports no CuPy; compiles nothing until a launch
 
 __all__ = ["MixUp", "CutMix", "MixParams", "Mosaic", "MosaicParams"]
 
@@ -70,7 +73,7 @@ def _check_alpha(alpha):
 def _as_array(a):
     """(array, module): NumPy as it is, CUDA arrays (PyTorch, Numba, ...) as zero-copy CuPy
     views, anything else through numpy.asarray."""
-    if isinstance(a, np.ndarray):
+    if type(a) is np.ndarray:
         return a, np
     if hasattr(a, "__cuda_array_interface__"):
         import cupy
@@ -105,10 +108,18 @@ def _soft_labels(lab, xp, kind, num_classes):
     return lab.astype(xp.float32)
 
 
+#: dtype -> name (``dtype.name`` is computed in Python, a few microseconds a call).
+_NAMES = {np.dtype(t): t for t in ("uint8", "float16", "float32", "int32", "int64")}
+
+
+def _name(dt):
+    return _NAMES.get(dt) or np.dtype(dt).name
+
+
 def _shape(x, layout):
     if layout not in ("NHWC", "NCHW"):
         raise ValueError(f"layout: got {layout!r}; expected 'NHWC' or 'NCHW'")
-    if getattr(x, "ndim", 0) != 4 or np.dtype(x.dtype).name not in ("uint8", "float16", "float32"):
+    if getattr(x, "ndim", 0) != 4 or _name(x.dtype) not in ("uint8", "float16", "float32"):
         raise ValueError(f"x: got {getattr(x, 'dtype', type(x).__name__)} array of shape {getattr(x, 'shape', None)}; "
                          f"expected a 4-D {layout} batch of uint8, float16 or float32")
     n = x.shape[0]
@@ -247,11 +258,8 @@ class _Mix:
                 lam2 = lam[:, None]
                 soft = lam2 * soft + (np.float32(1) - lam2) * soft[partner]
             else:
-                from gpuaug._stream import on_stream
-                from gpuaug.kernels._cuda import upload
-
                 with on_stream(stream):
-                    lam_d, pidx = upload(lam[:, None], partner.astype(np.int32))
+                    lam_d, pidx = _kc.upload(lam[:, None], partner.astype(np.int32))
                     soft = lam_d * soft + (1 - lam_d) * soft[pidx]
         out_boxes = None
         if boxes is not None:
@@ -335,13 +343,9 @@ class _Mix:
         """Images (and, with CUDA ``labels`` = (array, 'ids' | 'soft'), soft labels) in one
         launch of ``gpuaug_mix`` after one staged upload of ``rec`` (the records of
         kernels/mixing.cu). Returns (images, soft labels or None)."""
-        from gpuaug._stream import on_stream
-        from gpuaug._util import cupy_module
-        from gpuaug.kernels._cuda import upload
-
         cp = cupy_module()
         n = x.shape[0]
-        name = x.dtype.name
+        name = _name(x.dtype)
         if self.kind == "mixup" and name == "float16":
             raise ValueError("x: float16 MixUp runs on NumPy input only for now; got a CUDA float16 batch "
                              "(use uint8 or float32)")
@@ -359,20 +363,21 @@ class _Mix:
                 lab, what = labels
                 if lab.device.id != dev:
                     raise ValueError(f"labels: on device {lab.device.id}; the images are on device {dev}")
+                lname = _name(lab.dtype)
                 if what == "ids":
-                    if lab.dtype.name not in ("int32", "int64") or not lab.flags.c_contiguous:
-                        lab = cp.ascontiguousarray(lab, dtype=cp.int64 if lab.dtype.name != "int32" else cp.int32)
+                    if lname not in ("int32", "int64") or not lab.flags.c_contiguous:
+                        lab = cp.ascontiguousarray(lab, dtype=cp.int32 if lname == "int32" else cp.int64)
                     k = self.num_classes
-                elif lab.dtype.name != "float32" or not lab.flags.c_contiguous:
-                    lab = cp.ascontiguousarray(lab, dtype=cp.float32)
-                if what == "soft":
+                else:
+                    if lname != "float32" or not lab.flags.c_contiguous:
+                        lab = cp.ascontiguousarray(lab, dtype=cp.float32)
                     k = lab.shape[1]
-                lkind = _LABEL_KIND[lab.dtype.name]
+                lkind = _LABEL_KIND[_name(lab.dtype)]
                 soft = cp.empty((n, k), cp.float32)
             if n == 0:
                 return out, soft
             fn, grid, geo = self._plan(dev, name, n, h, w, c, layout, x.data.ptr % 16 == 0, lkind)
-            (p,) = upload(rec)
+            (p,) = _kc.upload(rec)
             fn(grid, (256,), (x, out, p) + geo + (lab, soft, np.int32(k), np.int32(lkind)))
             return out, soft
 
@@ -382,8 +387,6 @@ class _Mix:
         got = self._plans.get(key)
         if got is not None:
             return got
-        from gpuaug.kernels._cuda import get_function
-
         item = np.dtype(name).itemsize
         ve = 16 // item
         row = w * (c if layout == "NHWC" else 1)  # elements per image row
@@ -395,7 +398,7 @@ class _Mix:
         units = e // ve if vec else e
         bps = max(1, -(-units // _CHUNK))
         lb = min(n, _LABEL_BLOCKS) if lkind else 0
-        fn = get_function("mixing.cu", f"gpuaug_mix<{_CTYPE[name]}, {int(self.kind == 'cutmix')}, {int(vec)}>")
+        fn = _kc.get_function("mixing.cu", f"gpuaug_mix<{_CTYPE[name]}, {int(self.kind == 'cutmix')}, {int(vec)}>")
         geo = (np.int32(n), np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), np.int32(bps),
                np.int32(lb))
         got = (fn, (lb + n * bps,), geo)
