@@ -788,3 +788,18 @@ def test_gpu_path_on_host_standins(gpu_path, layout):
             np.testing.assert_array_equal(np.asarray(y), ry)
             y, s = m(_dev(x[:0]), _dev(ids[:0]), layout=layout)
             assert y.shape == x[:0].shape and s.shape == (0, 5)
+
+
+def test_pickle_after_a_gpu_path_call(gpu_path):
+    """A mixer that has launched (its launch plans hold kernels) still pickles, and the copy
+    continues the same draws."""
+    import pickle
+
+    rng = np.random.default_rng(42)
+    x = _batch(rng, 4, 8, 16)
+    m = gpuaug.MixUp(0.5, num_classes=3, seed=43)
+    m(_dev(x), _dev(np.array([0, 1, 2, 0])))
+    assert m._plans
+    m2 = pickle.loads(pickle.dumps(m))
+    assert m2._plans == {}
+    np.testing.assert_array_equal(m.draw(4, (8, 16)).lam, m2.draw(4, (8, 16)).lam)

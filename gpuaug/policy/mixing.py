@@ -205,6 +205,15 @@ class _Mix:
         self.last_params = None
         self._plans = {}
 
+    def __getstate__(self):  # picklable (DataLoader workers): the launch plans hold kernels
+        state = dict(self.__dict__)
+        state["_plans"] = {}
+        return state
+
+    def __setstate__(self, state):
+        state.setdefault("_plans", {})
+        self.__dict__.update(state)
+
     def draw(self, n, size, seed=None):
         """Draw :class:`MixParams` for ``n`` images of ``size = (H, W)``."""
         rng = self._rng if seed is None else R.generator(seed)
@@ -398,6 +407,9 @@ class _Mix:
         units = e // ve if vec else e
         bps = max(1, -(-units // _CHUNK))
         lb = min(n, _LABEL_BLOCKS) if lkind else 0
+        if lb + n * bps >= 2 ** 31:
+            raise ValueError(f"x: got {n} samples of {h} x {w} x {c}; expected fewer than {(2 ** 31 - lb) // bps} "
+                             "samples of that size per call (split the batch)")
         fn = _kc.get_function("mixing.cu", f"gpuaug_mix<{_CTYPE[name]}, {int(self.kind == 'cutmix')}, {int(vec)}>")
         geo = (np.int32(n), np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), np.int32(bps),
                np.int32(lb))
