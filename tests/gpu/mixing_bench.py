@@ -111,11 +111,15 @@ def main():
 
     rows = res["rows"]
 
-    def row(name, f, profile=False):
+    def row(name, f, profile=False, copy=None):
         r, text = dev_host_loop(f, spin, iters=a.iters)
         r["name"] = name
         rows.append(r)
-        say(f"  {name:<58} dev {r['dev_ms']:.4f} ms   host {r['host_us']:7.1f} us   loop {r['loop_ms']:.4f} ms")
+        vs = ""
+        if copy is not None:
+            r["ratio_to_copy"] = r["dev_ms"] / copy["dev_ms"]
+            vs = f"   = {r['ratio_to_copy']:.2f}x copy"
+        say(f"  {name:<62} dev {r['dev_ms']:.4f} ms   host {r['host_us']:7.1f} us   loop {r['loop_ms']:.4f} ms{vs}")
         if profile:
             prof.write(f"---- cProfile, {a.iters} calls of {name}\n{text}\n")
         return r
@@ -126,25 +130,34 @@ def main():
         copy = row(f"copy {tag} (cupy.copyto, same size)", lambda: cp.copyto(dst, x))
         say(f"    copy: {2 * x.nbytes / copy['dev_ms'] / 1e6:.0f} GB/s (read + write)")
         for name, m in mixers().items():
-            r = row(f"{name} {tag}, whole call (draws, upload, labels)", lambda m=m: m(x, labels), profile=True)
-            ratio = r["dev_ms"] / copy["dev_ms"]
-            say(f"    {name} {tag}: {ratio:.2f}x a copy's device time; host {r['host_us']:.1f} us")
+            r = row(f"{name} {tag}, whole call (draws, upload, labels)", lambda m=m: m(x, labels), profile=True,
+                    copy=copy)
+            ratio = r["ratio_to_copy"]
             if tag == "uint8":
                 res["targets"][f"{name} <= 1.5x a same-size copy"] = {"ratio": ratio, "met": ratio <= 1.5}
                 res["targets"][f"{name} host <= 25 us"] = {"us": r["host_us"], "met": r["host_us"] <= 25}
             for cyclic in (True, False):
                 for lab in (True, False):
                     f = kernel_only(m, x, labels, cyclic, lab)
-                    kr = row(f"  kernel only {name} {tag}, {'cyclic' if cyclic else '0..N-1'} order, "
-                             f"{'with' if lab else 'no'} labels", f)
-                    kr["ratio_to_copy"] = kr["dev_ms"] / copy["dev_ms"]
-        m = mixers()["MixUp(0.8)"]
-        c = mixers()["CutMix(1.0)"]
-        for name, obj in (("MixUp", m), ("CutMix", c)):
-            t0 = time.perf_counter()
-            for _ in range(1000):
-                obj.draw(n, (s, s))
-            say(f"    host: {name}.draw({n}) {(time.perf_counter() - t0) * 1e3:.1f} us a call")
+                    row(f"  kernel only {name} {tag}, {'cyclic' if cyclic else '0..N-1'} order, "
+                        f"{'with' if lab else 'no'} labels", f, copy=copy)
+    for name, m in mixers().items():
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            m.draw(n, (s, s))
+        say(f"host: {name}.draw({n}, ({s}, {s})) {(time.perf_counter() - t0) * 1e3:.1f} us a call (of the host us)")
+
+    # the same three as `gpuaug bench --policies` times them (GpuClock: an event per call)
+    from gpuaug.bench.clocks import GpuClock
+
+    clock = GpuClock()
+    dst = cp.empty_like(x8)
+    bench = {"copy": clock.time(lambda: cp.copyto(dst, x8), 100, 5).ms}
+    for name, m in mixers().items():
+        bench[name] = clock.time(lambda m=m: m(x8, labels), 100, 5).ms
+    res["gpuclock_ms"] = bench
+    say("GpuClock (as gpuaug bench --policies), uint8: " + ", ".join(f"{k} {v:.4f} ms" for k, v in bench.items())
+        + "; " + ", ".join(f"{k} {bench[k] / bench['copy']:.2f}x" for k in bench if k != "copy"))
 
     say("targets (uint8, whole calls):")
     for k, v in res["targets"].items():
