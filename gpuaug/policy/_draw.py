@@ -104,7 +104,7 @@ class DrawPlan:
     P: int                  # row floats per sample (all stages)
     keys: tuple             # per transform: ((key, offset, width, kind), ...)
     stages: tuple           # StagePlan per fused stage
-    dev: dict               # device id -> (prog, consts) device arrays
+    dev: dict               # device id -> (prog, consts) device arrays; ("launch", id(prog), n) -> draw_launcher's tuple
 
 
 def _span(lo, hi):
@@ -368,15 +368,30 @@ def draw_grid(n):
     return min(256, max(1, -(-n // threads))), threads
 
 
-def launch_draw(plan: DrawPlan, n, key, counter, values, rows, counter_dev=None):
+def draw_launcher(plan: DrawPlan, n):
+    """What the draw launch of ``n`` samples needs besides the call's key, counter and buffers:
+    (kernel, grid, block, program, #records, constants, n, V, P), kept in ``plan.dev`` per
+    device (its uploaded program) and batch size."""
+    prog, cst = device_program(plan)
+    ck = ("launch", id(prog), n)
+    got = plan.dev.get(ck)
+    if got is None:
+        from gpuaug.kernels._cuda import get_function
+
+        if len(plan.dev) >= 64:  # many batch sizes: drop the launch entries, keep the programs
+            for k in [k for k in plan.dev if isinstance(k, tuple)]:
+                del plan.dev[k]
+        blocks, threads = draw_grid(n)
+        got = plan.dev[ck] = (get_function("fused_draw.cu", "gpuaug_policy_draw"), (blocks, 1, 1), (threads, 1, 1),
+                              prog, np.int32(len(plan.prog)), cst, np.int32(n), np.int32(plan.V), np.int32(plan.P))
+    return got
+
+
+def launch_draw(plan: DrawPlan, n, key, counter, values, rows, counter_dev=None, launcher=None):
     """The draw launch on CuPy's current stream: ``values`` (n, V) float64 and ``rows`` (n, P)
     float32 on the device (arrays, or addresses as ints); the call counter ``counter``, or
-    ``counter_dev`` (a device uint64 pair: the counter, advanced by the launch, and 0)."""
-    from gpuaug.kernels._cuda import get_function
-
-    prog, cst = device_program(plan)
-    fn = get_function("fused_draw.cu", "gpuaug_policy_draw")
-    blocks, threads = draw_grid(n)
-    fn((blocks, 1, 1), (threads, 1, 1), (prog, np.int32(len(plan.prog)), cst, np.int32(n), np.uint32(key[0]),
-                                         np.uint32(key[1]), np.uint64(counter), counter_dev, values,
-                                         np.int32(plan.V), rows, np.int32(plan.P)))
+    ``counter_dev`` (a device uint64 pair: the counter, advanced by the launch, and 0).
+    ``launcher``: :func:`draw_launcher`'s tuple when the caller has it."""
+    fn, grid, block, prog, nrec, cst, nn, vv, pp = launcher or draw_launcher(plan, n)
+    fn(grid, block, (prog, nrec, cst, nn, np.uint32(key[0]), np.uint32(key[1]), np.uint64(counter), counter_dev,
+                     values, vv, rows, pp))

@@ -440,6 +440,26 @@ def _memo_launch_plan(spec, built, src, dst):
     return lp
 
 
+def _memo_host_launch_plan(spec, built, src, dst):
+    """launch_plan for a host-drawn call (a new Built every call), kept on ``spec`` per device,
+    batch layouts and everything of ``built`` that launch_plan reads (its kernel names: the
+    colour program, geometry kind, border, output dtype, contrast step); varshape batches
+    (no layout key) are planned afresh. ~30 us per call on the H100's host."""
+    ks, kd = layout_key(src), layout_key(dst)
+    if ks is None or kd is None:
+        return launch_plan(spec, built, src, dst)
+    cp = cupy_module()
+    key = (cp.cuda.runtime.getDevice(), ks, kd, src.dtype, tuple(built.codes), built.geo, built.border,
+           built.out_dtype, built.jidx)
+    memo = spec.__dict__.setdefault("_launch", {})
+    lp = memo.get(key)
+    if lp is None:
+        if len(memo) >= 64:
+            memo.clear()
+        lp = memo[key] = launch_plan(spec, built, src, dst)
+    return lp
+
+
 def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None):
     """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream).
 
@@ -451,7 +471,7 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None,
     from gpuaug.kernels._cuda import stage, upload
 
     if par is None:
-        lp = launch_plan(spec, built, src, dst)
+        lp = _memo_host_launch_plan(spec, built, src, dst)
         host = [np.ascontiguousarray(built.rows, np.float32)]
         if lp.need_tables:
             host += [descriptor_table(src)] if lp.dense else [descriptor_table(src), descriptor_table(dst)]

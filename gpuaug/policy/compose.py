@@ -405,21 +405,20 @@ class Compose:
             return False
 
     def _use_device(self, b, backend, targets):
+        """The call's DrawPlan when it draws on the device, else None."""
         if self.draws == "host":
-            return False
+            return None
         if self.draws == "auto":
             if not (b.device and backend == "cuda") or b.varshape or targets is not None:
-                return False
+                return None
             try:
-                self._device_plan(b, "draws")
+                return self._device_plan(b, "draws")
             except ValueError:
-                return False
-            return True
+                return None
         if targets is not None:
             raise ValueError("draws: targets (boxes, keypoints, masks) follow host-drawn parameters; "
                              "use draws='host' for calls with targets")
-        self._device_plan(b, "draws")
-        return True
+        return self._device_plan(b, "draws")
 
     # -- planning -------------------------------------------------------------------------
     def _items(self, dtype):
@@ -491,19 +490,19 @@ class Compose:
 
             targets = PolicyTargets(b, _batch_sizes(b), boxes, keypoints, masks)
         if params is None:
-            device = self._use_device(b, be, targets)
+            device = self._use_device(b, be, targets)  # its DrawPlan, or None
         else:  # device-drawn params replay their rows on the GPU when they fit this batch
             device = params.drawn is not None and targets is None and self._drawn_fits(params, b, be)
         if device and b.device and be == "cuda":
             from gpuaug._stream import on_device
 
             with on_device(b.device_id(), stream) as st:
-                y, self._last = self._run_device(x, b, out, seed, params, st or cupy_module().cuda.get_current_stream())
+                y, self._last = self._run_device(x, b, out, seed, params, st or cupy_module().cuda.get_current_stream(),
+                                                 plan=device if params is None else None)
             return y
         if params is None:
             if device:  # NumPy input / the Numba backend: the NumPy twin of the device draws
-                plan = self._device_plan(b, "draws")
-                params = _twin_params(plan, *self._draw_key(seed), b.n, b)
+                params = _twin_params(device, *self._draw_key(seed), b.n, b)
             else:
                 params = self._sample(b.n, _batch_sizes(b), seed)
                 if targets is not None:  # box-aware crops (gpuaug.targets.RandomIoUCrop ...)
@@ -523,16 +522,19 @@ class Compose:
         self.last_params = params
         return y
 
-    def _run_device(self, x, b, out, seed, params, st, ws=None, counter_dev=None):
+    def _run_device(self, x, b, out, seed, params, st, ws=None, counter_dev=None, plan=None):
         """A device-drawn call on CuPy's current stream: (result, what last_params will read).
 
         ``params``: device-drawn PolicyParams to replay (their rows, as they are). ``ws``: a
         dict of preallocated buffers (a capture: filled at the first run, reused after);
-        ``counter_dev``: the device counter a captured graph advances."""
+        ``counter_dev``: the device counter a captured graph advances. ``plan``: the batch's
+        DrawPlan when the caller has it."""
         from gpuaug.policy import _draw as D
 
+        plan = plan or self._device_plan(b, "draws")
+        if ws is None and params is None:
+            return self._run_device_eager(x, b, out, seed, plan, st)
         cp = cupy_module()
-        plan = self._device_plan(b, "draws")
         n = b.n
         if params is not None:  # device-drawn (checked by _drawn_fits)
             buf, base = None, params.drawn[2]
@@ -567,6 +569,42 @@ class Compose:
             cur, cur_b = result, None
         if buf is None:
             return cur, params
+        return cur, _Drawn(plan, buf, base, b, st)
+
+    def _run_device_eager(self, x, b, out, seed, plan, st):
+        """:meth:`_run_device` for an eager call that draws: the outputs first (their launch
+        plans say how many contrast partial sums each stage needs), then ONE device buffer for
+        the drawn values, the rows and the partial sums (one allocation a call instead of one
+        plus one per contrast stage), then the draw and the stages' launches, in that order."""
+        from gpuaug.policy import _draw as D
+
+        cp = cupy_module()
+        n = b.n
+        drawer = D.draw_launcher(plan, n)
+        todo, extra = [], 0
+        cur, cur_b = x, b
+        for k, sp in enumerate(plan.stages):
+            last = k == len(plan.stages) - 1
+            if cur_b is None:
+                cur_b = as_batch(cur, plan.stages[k - 1].built.out_layout)
+            built = _with_n(sp, n)
+            result, dst = F.allocate(cur_b, out if last else None, built)
+            shp = F.partials_shape(sp.spec, built, cur_b, dst)
+            todo.append((sp, built, cur_b, dst, None if shp is None else extra))
+            if shp is not None:
+                extra += shp[0] * shp[1]
+            cur, cur_b = result, None
+        # the (n, V) float64 values, the (n, P) float32 rows, then the float64 partial sums
+        rows_words = (n * plan.P + 1) // 2
+        buf = cp.empty(n * plan.V + rows_words + extra, cp.float64)
+        key, counter = self._draw_key(seed)
+        vptr = buf.data.ptr
+        base = vptr + 8 * n * plan.V
+        sums = base + 8 * rows_words
+        D.launch_draw(plan, n, key, counter, vptr, base, launcher=drawer)
+        for sp, built, src_b, dst, off in todo:
+            F.launch_cuda(sp.spec, built, src_b, dst, par=base + 4 * sp.col, stride=plan.P,
+                          partials=None if off is None else sums + 8 * off)
         return cur, _Drawn(plan, buf, base, b, st)
 
     def capture(self, shape=None, dtype="uint8", layout="NHWC", *, input=None, device=None):
