@@ -109,6 +109,14 @@ def test_bad_input():
             m(x[0], np.array([0]))
         with pytest.raises(ValueError, match=r"params.partner: got shape \(3,\)"):
             m(x, np.array([0, 1, 2, 0]), params=MixParams(np.arange(3), np.ones(3)))
+        with pytest.raises(ValueError, match=r"params.lam: got shape \(3,\); expected \(4,\)"):
+            m(x, np.array([0, 1, 2, 0]), params=MixParams(np.arange(4), np.ones(3)))
+        with pytest.raises(ValueError, match=r"params.order: got shape \(4,\); expected None or a permutation"):
+            m(x, np.array([0, 1, 2, 0]), params=MixParams(np.arange(4), np.ones(4), np.zeros((4, 4), int),
+                                                          np.array([0, 1, 1, 2])))
+    with pytest.raises(ValueError, match=r"params.boxes: got \(4, 4\) array; expected \(4, 4\) ints .* y1 <= 8"):
+        gpuaug.CutMix(1.0, num_classes=3)(x, np.array([0, 1, 2, 0]), params=MixParams(
+            np.arange(4), np.ones(4), np.array([[0, 0, 9, 8]] * 4)))
 
 
 # -- CUDA C under host emulation -------------------------------------------------------------
