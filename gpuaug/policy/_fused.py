@@ -460,13 +460,16 @@ def _memo_host_launch_plan(spec, built, src, dst):
     return lp
 
 
-def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None):
+def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None,
+                lp=None):
     """Launch the stage's CUDA C kernels on CuPy's current stream (the caller set device and stream).
 
     The parameter rows are ``built.rows`` (uploaded), or, from a device draw, ``par``: a device
     array or the address of the stage's first row (an int) in rows of ``stride`` floats (the
     launch plan is then memoised on ``built``). ``partials``: a preallocated (n, nparts) float64
-    buffer for the contrast reduction (a captured graph keeps its own); None allocates one."""
+    buffer for the contrast reduction (a captured graph keeps its own; or its address, an int);
+    None allocates one. ``lp``: the device-rows call's :func:`stage_launch_plan` when the caller
+    has it."""
     from gpuaug._batch import table_item
     from gpuaug.kernels._cuda import stage, upload
 
@@ -479,7 +482,7 @@ def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None,
         par, tabs = dev[0], dev[1:]
         P = np.int32(par.shape[1])
     else:
-        lp = _memo_launch_plan(spec, built, src, dst)
+        lp = lp or _memo_launch_plan(spec, built, src, dst)
         # device rows: only the (cached, keyed) descriptor tables travel
         tabs = stage(*(table_item(b) for b in ([src] if lp.dense else [src, dst]))) \
             if lp.need_tables else ()
@@ -506,6 +509,12 @@ def partials_shape(spec: StageSpec, built: Built, src: Batch, dst: Batch):
     """(n, nparts) of the contrast reduction's buffer for this stage and batches, or None."""
     lp = _memo_launch_plan(spec, built, src, dst)
     return None if lp.sum_fn is None else (src.n, lp.nparts)
+
+
+def stage_launch_plan(spec: StageSpec, built: Built, src: Batch, dst: Batch):
+    """A device-rows stage's memoised :class:`LaunchPlan` (``lp.sum_fn`` None: no contrast
+    sums; else they take ``src.n * lp.nparts`` float64), to hand to :func:`launch_cuda`."""
+    return _memo_launch_plan(spec, built, src, dst)
 
 
 _METAS: dict = {}

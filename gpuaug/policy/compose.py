@@ -589,10 +589,10 @@ class Compose:
                 cur_b = as_batch(cur, plan.stages[k - 1].built.out_layout)
             built = _with_n(sp, n)
             result, dst = F.allocate(cur_b, out if last else None, built)
-            shp = F.partials_shape(sp.spec, built, cur_b, dst)
-            todo.append((sp, built, cur_b, dst, None if shp is None else extra))
-            if shp is not None:
-                extra += shp[0] * shp[1]
+            lp = F.stage_launch_plan(sp.spec, built, cur_b, dst)
+            todo.append((sp, built, cur_b, dst, lp, None if lp.sum_fn is None else extra))
+            if lp.sum_fn is not None:
+                extra += n * lp.nparts
             cur, cur_b = result, None
         # the (n, V) float64 values, the (n, P) float32 rows, then the float64 partial sums
         rows_words = (n * plan.P + 1) // 2
@@ -602,9 +602,9 @@ class Compose:
         base = vptr + 8 * n * plan.V
         sums = base + 8 * rows_words
         D.launch_draw(plan, n, key, counter, vptr, base, launcher=drawer)
-        for sp, built, src_b, dst, off in todo:
+        for sp, built, src_b, dst, lp, off in todo:
             F.launch_cuda(sp.spec, built, src_b, dst, par=base + 4 * sp.col, stride=plan.P,
-                          partials=None if off is None else sums + 8 * off)
+                          partials=None if off is None else sums + 8 * off, lp=lp)
         return cur, _Drawn(plan, buf, base, b, st)
 
     def capture(self, shape=None, dtype="uint8", layout="NHWC", *, input=None, device=None):
@@ -759,7 +759,7 @@ class _Drawn:
 
     def __init__(self, plan, buf, rows, b, stream):
         self.plan, self.buf, self.rows, self.n = plan, buf, rows, b.n
-        self.hw = tuple(int(v) for v in b.nhwc.shape[1:3])
+        self.hw = tuple(b.nhwc.shape[1:3])  # (NumPy and CuPy shapes hold Python ints)
         self.stream = stream
 
     @property
