@@ -247,7 +247,7 @@ def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
         for s, d, p, sl in items:
             if src.dtype == np.float16:
                 s, d = s.view(xp.uint16), d.view(xp.uint16)
-            _launch(kern, target, src, d.shape, (s, d, p, fills[sl]))
+            launch_twin(kern, target, src, d.shape, (s, d, p, fills[sl]))
         return
     if dst.dtype == np.uint8:
         lo, hi, rnd = 0.0, 255.0, True
@@ -257,12 +257,15 @@ def _run_numba(src: Batch, dst: Batch, kernels: Kernels, params, fill, target):
         if s.dtype == np.float16:
             s = s.astype(np.float32)
         tmp = d if d.dtype != np.float16 else xp.empty(d.shape, np.float32)
-        _launch(kern, target, src, tmp.shape, (s, tmp, p, lo, hi, rnd))
+        launch_twin(kern, target, src, tmp.shape, (s, tmp, p, lo, hi, rnd))
         if tmp is not d:
             d[...] = tmp.astype(np.float16)
 
 
-def _launch(kern, target, src, shape, args):
+def launch_twin(kern, target, src, shape, args):
+    """Launch a Numba twin ``kern`` on ``target``: the njit function on the CPU, or the CUDA
+    kernel with one thread per pixel of ``shape`` (N, H, W, ...) on the current stream (the
+    CUDA simulator for NumPy arrays)."""
     if target == "cpu":
         kern(*args)
         return
@@ -282,3 +285,6 @@ def _launch(kern, target, src, shape, args):
     cp = cupy_module()
     nb_args = [cuda.as_cuda_array(a, sync=False) if isinstance(a, cp.ndarray) else a for a in args]
     kern[grid, block, cuda.external_stream(stream_ptr(None))](*nb_args)
+
+
+_launch = launch_twin  # the old private name, until policy/_fused.py imports launch_twin

@@ -156,7 +156,7 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
 
 def _numba_means(b: Batch, params, gray, target):
     """Per-sample mean of the Numba ``gray`` function ((module, name)) over each image."""
-    from gpuaug._run import _launch
+    from gpuaug._run import launch_twin
     from gpuaug.kernels.numba._colour import mean_kernel
 
     mod = importlib.import_module(f"gpuaug.kernels.numba.{gray[0]}")
@@ -177,7 +177,7 @@ def _numba_means(b: Batch, params, gray, target):
     for s, sl in items:
         if s.dtype == np.float16:
             s = s.astype(np.float32)
-        _launch(kern, target, b, s.shape, (s, sums[sl], par[sl]))
+        launch_twin(kern, target, b, s.shape, (s, sums[sl], par[sl]))
     hs, ws = b.sizes()
     counts = xp.asarray((hs * ws).astype(np.float64))
     return sums / counts

@@ -10,7 +10,7 @@ streams, descriptor tables, float16 handled as float32 on the Numba twins), but:
 - Numba: the op's module under ``kernels/numba`` gives ``kernel(target)``, a compiled
   kernel called as ``kernel(src, dst, params, *numba_extra)`` on 4-D NHWC arrays (one
   call per sample for a varshape batch); CUDA kernels are launched with one thread per
-  output pixel (x, y, sample), as :func:`gpuaug._run._launch` does, and may map threads
+  output pixel (x, y, sample), as :func:`gpuaug._run.launch_twin` does, and may map threads
   to work as they like.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import gpuaug._plan as _plan
 from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import per_sample
-from gpuaug._run import _launch, device_params
+from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
 from gpuaug._util import cupy_module
 
@@ -115,7 +115,7 @@ def _run_numba(src: Batch, dst: Batch, params, module, extra, target):
         if s.dtype == np.float16:  # float16 maths runs in float32; one rounding at the end
             s = s.astype(np.float32)
         tmp = d if d.dtype != np.float16 else xp.empty(d.shape, np.float32)
-        _launch(kern, target, src, tmp.shape, (s, tmp, p) + tuple(extra))
+        launch_twin(kern, target, src, tmp.shape, (s, tmp, p) + tuple(extra))
         if tmp is not d:
             d[...] = tmp.astype(np.float16)
 

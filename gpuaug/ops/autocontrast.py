@@ -64,7 +64,7 @@ def _rows_cuda(b, stream):
 
 def _rows_numba(b, target, stream):
     """Step 1 with the Numba twins (CPU, or CUDA / the simulator)."""
-    from gpuaug._run import _launch
+    from gpuaug._run import launch_twin
     from gpuaug.kernels.numba.autocontrast import minmax_kernel, rows_from_minmax
 
     def work():
@@ -80,7 +80,7 @@ def _rows_numba(b, target, stream):
             if s.dtype == np.float16:
                 s = s.astype(np.float32)
             if s.shape[0] and s.shape[1] and s.shape[2]:
-                _launch(k, target, b, s.shape, (s, l_, h_))
+                launch_twin(k, target, b, s.shape, (s, l_, h_))
         bound = dtype_max(b.dtype)
         return rows_from_minmax(xp, lo, hi, bound, ft)
 

@@ -86,7 +86,7 @@ _HIST_CHUNK = 4096
 
 def _tables_numba(b, target, stream):
     """Passes 1 and 2 with the Numba twins (CPU, or CUDA / the simulator)."""
-    from gpuaug._run import _launch
+    from gpuaug._run import launch_twin
     from gpuaug.kernels.numba.equalize import hist_kernel, lut_kernel
 
     def work():
@@ -105,8 +105,8 @@ def _tables_numba(b, target, stream):
             for s, h in items:
                 if s.dtype == np.float16:
                     s = s.astype(np.float32)
-                _launch(hk, target, b, s.shape, (s, h, is_float))
-            _launch(lk, target, b, (j - i, c, 1), (hist, tables[i:j], is_float))
+                launch_twin(hk, target, b, s.shape, (s, h, is_float))
+            launch_twin(lk, target, b, (j - i, c, 1), (hist, tables[i:j], is_float))
         return tables
 
     if not b.device:
