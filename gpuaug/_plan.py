@@ -429,7 +429,7 @@ def run_planned(key, kernels, batch, params, normal):
 
 
 class _Ring:
-    """Pinned and device buffers for one run() plan's host parameters, ``SLOTS`` of each. A
+    """Pinned and device buffers for one run() plan's host parameters, up to ``SLOTS`` of each. A
     replay packs its parameters into the next slot as float32 (one NumPy copy), copies them
     with one cudaMemcpyAsync and records the slot's event behind its launches; the slot is
     free again once that event has completed. When the next slot is still in flight (the
@@ -437,8 +437,9 @@ class _Ring:
     upload instead: nothing waits. Saves the per-call device allocation and the staging
     area's bookkeeping."""
 
-    SLOTS = 16
-    __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock")
+    SLOTS = 32            # at most; fewer for large matrices (BYTES pinned per ring)
+    BYTES = 256 << 10
+    __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots")
 
     def __init__(self, shape):
         import threading
@@ -446,14 +447,16 @@ class _Ring:
         cp = _cupy()
         self.nbytes = int(np.prod(shape)) * 4
         stride = (self.nbytes + 255) // 256 * 256
-        self.mem = cp.cuda.alloc_pinned_memory(stride * self.SLOTS)
-        buf = np.frombuffer(self.mem, np.uint8, stride * self.SLOTS)
+        k = self.slots = max(2, min(self.SLOTS, self.BYTES // stride))
+        self.mem = cp.cuda.alloc_pinned_memory(stride * k)
+        buf = np.frombuffer(self.mem, np.uint8, stride * k)
         self.host = [buf[i * stride:i * stride + self.nbytes].view(np.float32).reshape(shape)
-                     for i in range(self.SLOTS)]
-        self.dev = [cp.empty(shape, np.float32) for _ in range(self.SLOTS)]
+                     for i in range(k)]
+        dev = cp.empty((k, stride // 4), np.float32)  # one allocation, a row per slot
+        self.dev = [dev[i, :self.nbytes // 4].reshape(shape) for i in range(k)]
         self.ptrs = [(h.ctypes.data, d.data.ptr) for h, d in zip(self.host, self.dev)]
-        self.events = [_cuda()._event() for _ in range(self.SLOTS)]
-        self.state = [0] * self.SLOTS  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
+        self.events = [_cuda()._event() for _ in range(k)]
+        self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
         self.i = 0
         self.lock = threading.Lock()
 
@@ -466,7 +469,7 @@ class _Ring:
             st = self.state[i]
             if st == 1 or st == 2 and not self.events[i].done:
                 return None
-            self.i = (i + 1) % self.SLOTS
+            self.i = (i + 1) % self.slots
             self.state[i] = 1
         h = self.host[i]
         np.copyto(h, params.reshape(h.shape), casting="unsafe")

@@ -141,6 +141,32 @@ def test_per_sample_arrays_get_no_op_plan_but_a_run_plan():
     assert _plan.stats["run_replays"] >= before["run_replays"] + 3
 
 
+@pytest.mark.gpu
+def test_run_plan_parameter_slots_are_not_reused_while_in_flight():
+    """Behind a 0.3 s spin kernel, more calls than the plan's ring has slots, each with other
+    flags: the first calls take ring slots, the rest the staged upload (never a wait); every
+    output must match its own flags once the device catches up."""
+    import cupy as cp
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }''', "spin")
+    rng = np.random.default_rng(5)
+    n = 8
+    x = cp.asarray(rng.integers(0, 256, (n, 4, 16, 1), dtype=np.uint8))
+    xh = cp.asnumpy(x)
+    for _ in range(3):  # seen, made, checked
+        gpuaug.flip(x, horizontal=rng.random(n) < 0.5)
+        cp.cuda.Device().synchronize()
+    calls = 3 * _plan._Ring.SLOTS
+    flags = [rng.random(n) < 0.5 for _ in range(calls)]
+    spin((1,), (1,), (np.uint64(600_000_000),))
+    before = _plan.stats["run_replays"]
+    outs = [gpuaug.flip(x, horizontal=f) for f in flags]
+    assert _plan.stats["run_replays"] == before + calls
+    for f, y in zip(flags, outs):
+        want = np.where(f[:, None, None, None], xh[:, :, ::-1], xh)
+        np.testing.assert_array_equal(cp.asnumpy(y), want)
+
+
 def per_sample_kwargs(name, rng, n, h, w):
     """The registry example's arguments, drawn anew (per-sample arrays with new values)."""
     return example(name, rng, n, h, w)
