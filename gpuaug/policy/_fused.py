@@ -90,7 +90,7 @@ def _integer_maps(a):
     permutation of the axes plus a whole-pixel shift: flips, quarter turns, integer crops), so
     nearest sampling reproduces it exactly."""
     v = a[:, :6]
-    ok = (v == np.round(v)).all(axis=1)  # integer entries ...
+    ok = (v == np.rint(v)).all(axis=1)  # integer entries (rint: np.round's values, without its wrapper) ...
     if not ok.any():
         return ok
     al = np.abs(a[:, [0, 1, 3, 4]])
@@ -211,8 +211,8 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
             m = mi if m is None else np.matmul(mi, m)
         inv = _checked_inverse(m)
         rows[:, P_MAP:P_MAP + 9] = inv
-        if tpl.bilinear:  # (else the column stays 0: nearest)
-            rows[:, P_INTERP] = np.where(~_integer_maps(inv), 1.0, 0.0)
+        if tpl.bilinear:  # (else the column stays 0: nearest); bools store as 1.0 / 0.0
+            rows[:, P_INTERP] = ~_integer_maps(inv)
     o = P_COLOUR
     for bl, wd in zip(blocks, widths):
         rows[:, o:o + wd] = np.asarray(bl, np.float64).reshape(n, wd)
@@ -223,7 +223,8 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
 
 def _checked_inverse(m):
     inv, det = _inverse(m)
-    if not (np.isfinite(inv).all() and (det != 0).all()):
+    # (a zero determinant makes its row of inv all inf or NaN: isfinite alone says it)
+    if not np.isfinite(inv).all():
         raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
                          "check the transforms' ranges")
     return inv

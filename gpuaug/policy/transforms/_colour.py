@@ -55,16 +55,26 @@ class ColorJitter(_Colour):
         # one block: n uniforms for p, then for each range that is given, in this order
         ranges = (("brightness", self.brightness, 1.0), ("contrast", self.contrast_range, 1.0),
                   ("saturation", self.saturation, 1.0), ("hue", self.hue, 0.0))
-        u = rng.random((1 + sum(r is not None for _, r, _ in ranges), n))
+        key = (self.brightness, self.contrast_range, self.saturation, self.hue)
+        memo = self.__dict__.get("_ranges")
+        if memo is None or memo[0] != key:  # (k, 1) columns of the given ranges, kept per ranges
+            given = [(r, nt) for _, r, nt in ranges if r is not None]
+            memo = self._ranges = (key, len(given), np.array([[r[0]] for r, _ in given]),
+                                   np.array([[r[1] - r[0]] for r, _ in given]), np.array([[nt] for _, nt in given]))
+        _, k, lo, span, neutral = memo
+        u = rng.random((1 + k, n))
         on = u[0] < self.p
-        out, k = {"apply": on}, 1
+        if k:  # every range at once: lo + span * u, element by element as one range at a time
+            vals = lo + span * u[1:]
+            if self.p != 1.0:
+                vals = np.where(on, vals, neutral)
+        out, k = {"apply": on}, 0
         for key, r, neutral in ranges:
             if r is None:
                 out[key] = np.full(n, neutral)
                 continue
-            v = r[0] + (r[1] - r[0]) * u[k]
+            out[key] = vals[k]
             k += 1
-            out[key] = v if self.p == 1.0 else np.where(on, v, neutral)
         return out
 
     def steps(self, params, channels):
