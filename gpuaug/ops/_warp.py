@@ -21,6 +21,7 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
+from gpuaug._stream import check_stream, on_device
 from gpuaug._util import check_choice, check_flag, cupy_module
 from gpuaug.geometry import _cos_sin
 
@@ -61,15 +62,12 @@ def same_side(xp, *arrays):
 def device_scope(b, stream):
     """For device batches: the input's GPU and the op's stream, so that parameter maths on
     device arrays (inversion, fill conversion) is queued on the stream the kernel runs on
-    (no cross-stream race, no synchronisation)."""
+    (no cross-stream race, no synchronisation); nothing to enter when both are current
+    already (:func:`gpuaug._stream.on_device`)."""
+    check_stream(stream)
     if not b.device:
         return contextlib.nullcontext()
-    from gpuaug._stream import on_stream
-
-    stack = contextlib.ExitStack()
-    stack.enter_context(cupy_module().cuda.Device(b.device_id()))
-    stack.enter_context(on_stream(stream))
-    return stack
+    return on_device(b.device_id(), stream)
 
 
 def check_modes(interpolation, border):
@@ -202,7 +200,8 @@ def rotation_inverse(b, angle, center, scale):
         cx, cy = (w - 1) / 2, (h - 1) / 2
     a, s = same_side(xp, a, s)
     c, sn = _cos_sin(a, xp)
-    k = 1.0 / s
+    # one scale for the batch (a broadcast scalar): its reciprocal once, the same products
+    k = 1.0 / s[0] if s.ndim == 1 and n and s.strides[0] == 0 else 1.0 / s
     a00, a01 = c * k, -sn * k  # a10 = -a01, a11 = a00
     inv = xp.empty((n, 6))
     inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = a00, a01, -a01, a00
