@@ -104,7 +104,7 @@ class DrawPlan:
     P: int                  # row floats per sample (all stages)
     keys: tuple             # per transform: ((key, offset, width, kind), ...)
     stages: tuple           # StagePlan per fused stage
-    dev: dict               # device id -> (prog, consts) device arrays; ("launch", id(prog), n) -> draw_launcher's tuple
+    dev: dict               # device id -> (prog, consts) device arrays; ("launch", id(prog), n) -> launch args
 
 
 def _span(lo, hi):
