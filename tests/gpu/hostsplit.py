@@ -3,7 +3,7 @@ call path are wrapped with perf_counter_ns timers (inclusive time per call; ~0.2
 per wrapped call), and the loop's total is printed beside them. Also runs with gc disabled,
 to see the collector's share.
 
-    python3 tests/gpu/hostsplit.py [--n 256] [--calls 3000]
+    python3 tests/gpu/hostsplit.py [--op flip|rotate|brightness] [--n 256] [--calls 3000]
 """
 import argparse
 import gc
@@ -17,6 +17,8 @@ import gpuaug._batch as B
 import gpuaug._plan as P
 import gpuaug._run as R
 import gpuaug.kernels._cuda as K
+from gpuaug.ops import _colour as C
+from gpuaug.ops import _warp as W
 from gpuaug.ops import flip as F
 
 TOTALS: dict = {}
@@ -39,15 +41,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--op", default="flip", choices=("flip", "rotate", "brightness"))
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     x = cp.asarray(rng.integers(0, 256, (a.n, 224, 224, 3), dtype=np.uint8))
     flags = rng.random(a.n) < 0.5
-    op = gpuaug.registry["flip"].func
+    angles = rng.uniform(-30, 30, a.n)
+    factors = rng.uniform(0.8, 1.2, a.n)
+    op = gpuaug.registry[a.op].func
+    kw = {"flip": {"horizontal": flags}, "rotate": {"angle": angles}, "brightness": {"factor": factors}}[a.op]
 
     def loop(k):
         for _ in range(k):
-            op(x, horizontal=flags)
+            op(x, **kw)
 
     loop(50)
     cp.cuda.Device().synchronize()
@@ -58,7 +64,8 @@ def main():
         loop(a.calls)
         t = (time.perf_counter() - t0) / a.calls * 1e6
         cp.cuda.Device().synchronize()
-        print(f"flip(x, flags) loop, gc {'on' if gc_on else 'off'}: {t:.1f} us per call (unwrapped)", flush=True)
+        print(f"{a.op}(x, per-sample host values) loop, gc {'on' if gc_on else 'off'}: {t:.1f} us per call (unwrapped)",
+              flush=True)
         gc.enable()
     for owner, name in ((F, "as_batch"), (F, "per_sample"), (F, "column_stack"), (F, "run"),
                         (F, "choose_backend"), (B.Batch, "alloc"), (R, "_run_cuda"), (R, "device_params"),
@@ -66,7 +73,11 @@ def main():
                         (F, "_fast"), (K.Kernel, "__call__"), (B, "_empty"), (R, "on_device"),
                         (R, "table_item"), (P, "launch"), (P, "run_key"), (P, "run_planned"),
                         (P, "_device_params"), (P.Plan, "run"), (K._Staging, "upload_float32"),
-                        (cp, "empty"), (R, "check_stream"), (K._Staging, "_sent"), (K._Staging, "_reserve")):
+                        (cp, "empty"), (R, "check_stream"), (K._Staging, "_sent"), (K._Staging, "_reserve"),
+                        (W, "warp"), (W, "rotation_inverse"), (W, "params_matrix"), (W, "fill_columns"),
+                        (W, "device_scope"), (W, "_cos_sin"), (W, "per_sample"), (W, "as_batch"), (W, "run"),
+                        (W, "check_modes"), (W, "output_shapes"), (W, "dense_fast"), (C, "column_stack"),
+                        (C, "_run_cuda"), (P._Ring, "take"), (P._Ring, "sent")):
         wrap(owner, name)
     # run() looks _run_cuda/device_params up as module globals, F looks run up in its own module
     TOTALS.clear()
@@ -76,7 +87,7 @@ def main():
     loop(a.calls)
     t = (time.perf_counter() - t0) / a.calls * 1e6
     cp.cuda.Device().synchronize()
-    print(f"flip(x, flags) loop, wrapped: {t:.1f} us per call")
+    print(f"{a.op}(x, per-sample host values) loop, wrapped: {t:.1f} us per call")
     for k, v in sorted(TOTALS.items(), key=lambda kv: -kv[1]):
         print(f"  {k:40s} {v / a.calls / 1e3:8.2f} us per call (inclusive)")
 

@@ -34,6 +34,7 @@ for stage in "$@"; do
     sched)    timeout 200 $PT tests/test_scheduler_gpu.py tests/test_scheduler_faults_gpu.py tests/test_scheduler_staging.py > "$OUT/sched.log" 2>&1 ;;
     inmem)    BATCHES=${BATCHES:-48} EPOCHS=${EPOCHS:-3} timeout 200 python3 tests/gpu/inmem_prof.py > "$OUT/inmem.log" 2>&1; tail -22 "$OUT/inmem.log" ;;
     split)    timeout 90 python3 tests/gpu/plansplit.py > "$OUT/plansplit.log" 2>&1; cat "$OUT/plansplit.log";
+              for op in rotate brightness; do timeout 60 python3 tests/gpu/hostsplit.py --op $op --calls 1500 > "$OUT/hostsplit-$op.log" 2>&1; head -3 "$OUT/hostsplit-$op.log"; done;
               timeout 60 python3 tests/gpu/hostsplit.py > "$OUT/hostsplit.log" 2>&1; head -3 "$OUT/hostsplit.log" ;;
     hostprof) timeout 150 python3 tests/gpu/hostprof.py > "$OUT/hostprof.log" 2>&1; grep "^==" "$OUT/hostprof.log" ;;
     ops)      timeout 330 $PT -m "gpu and not slow" tests/test_bad_input.py tests/test_determinism.py tests/test_colour.py \
