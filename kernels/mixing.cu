@@ -19,10 +19,13 @@
 //   ids act as one-hot rows, an id outside [0, K) as a zero row).
 //
 // Grid: 1-D. Blocks [0, label_blocks) mix the labels (rows strided over those blocks, threads
-// over K); block label_blocks + t * bps + c does chunk c of the output in slot t. A chunk is
-// MX_UNROLL * 256 units; a unit is 16 bytes (VEC: uint4 loads and stores; needs E * sizeof(T)
-// % 16 == 0, 16-byte aligned samples and, for CutMix, rows of a multiple of 16 bytes) or one
-// element. Each thread issues all its loads before any store (MX_UNROLL units in flight).
+// over K); block label_blocks + g * bps + c does chunk c of the outputs in slots
+// [g * seg, (g + 1) * seg), one after the other. A chunk is MX_UNROLL * 256 units; a unit is 16
+// bytes (VEC: uint4 loads and stores; needs E * sizeof(T) % 16 == 0, 16-byte aligned samples
+// and, for CutMix, rows of a multiple of 16 bytes) or one element. Each thread issues all its
+// loads of an output before any store (MX_UNROLL units in flight). MixUp with seg > 1 keeps the
+// partner's units in registers for the next slot when that slot's output is the partner (the
+// cyclic order makes it so): seg + 1 reads for seg outputs, whatever L2 keeps.
 // uint8 MixUp avoids the conversion unit: a byte b becomes float exactly as
 // __int_as_float(0x4B000000 | b) - 2^23, and floor(t) of t in [0, 255] is the low byte of
 // __fadd_rd(t, 2^23)'s bits.
@@ -146,8 +149,8 @@ __device__ __forceinline__ void mx_labels(const int* __restrict__ rec, int n, in
 template <typename T, int CUT, int VEC>
 __global__ void __launch_bounds__(256)
 gpuaug_mix(const T* __restrict__ src, T* __restrict__ dst, const int* __restrict__ rec, int n, int H, int W, int C,
-           int nchw, int bps, int label_blocks, const void* __restrict__ labels, float* __restrict__ soft, int K,
-           int label_kind) {
+           int nchw, int bps, int seg, int label_blocks, const void* __restrict__ labels, float* __restrict__ soft,
+           int K, int label_kind) {
   if ((int)blockIdx.x < label_blocks) {
     mx_labels(rec, n, label_blocks, labels, soft, K, label_kind);
     return;
@@ -156,68 +159,73 @@ gpuaug_mix(const T* __restrict__ src, T* __restrict__ dst, const int* __restrict
   typedef typename Unit::type U;
   const int VE = Unit::ELEMS;
   const int b = (int)blockIdx.x - label_blocks;
-  const int slot = b / bps, chunk = b - slot * bps;
-  if (slot >= n) return;
-  const int s = rec[(mx_i64)slot * MX_REC + 6];
-  const int* r = rec + (mx_i64)s * MX_REC;
-  const int partner = r[0];
+  const int g = b / bps, chunk = b - g * bps;
+  const int t0 = g * seg, t1 = min(t0 + seg, n);
   const int E = H * W * C, NU = E / VE;  // elements and units per sample
-  const U* a = reinterpret_cast<const U*>(src + (mx_i64)s * E);
-  const U* pb = reinterpret_cast<const U*>(src + (mx_i64)partner * E);
-  U* o = reinterpret_cast<U*>(dst + (mx_i64)s * E);
   const int base = chunk * (MX_UNROLL * MX_THREADS) + (int)threadIdx.x;
   U va[MX_UNROLL], vb[MX_UNROLL];
-  if constexpr (!CUT) {
-    const float lam = __int_as_float(r[1]), mu = 1.f - lam;
+  int prev = -1;  // the partner of the block's previous output: its units are in vb
+  for (int t = t0; t < t1; ++t) {
+    const int s = rec[(mx_i64)t * MX_REC + 6];
+    const int* r = rec + (mx_i64)s * MX_REC;
+    const int partner = r[0];
+    const U* a = reinterpret_cast<const U*>(src + (mx_i64)s * E);
+    const U* pb = reinterpret_cast<const U*>(src + (mx_i64)partner * E);
+    U* o = reinterpret_cast<U*>(dst + (mx_i64)s * E);
+    if constexpr (!CUT) {
+      const float lam = __int_as_float(r[1]), mu = 1.f - lam;
+      const bool reuse = s == prev;  // this output's own pixels are the previous one's partner's
 #pragma unroll
-    for (int k = 0; k < MX_UNROLL; ++k) {
-      const int u = base + k * MX_THREADS;
-      if (u < NU) {
-        va[k] = a[u];
-        vb[k] = pb[u];
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < MX_UNROLL; ++k) {
-      const int u = base + k * MX_THREADS;
-      if (u < NU) o[u] = Unit::mix(va[k], vb[k], lam, mu);
-    }
-  } else {
-    // CutMix: a row is RL elements (W * C in NHWC, W in NCHW); the box covers elements
-    // [x0 * P, x1 * P) of rows y0..y1-1 (of every channel plane in NCHW). A unit never spans two
-    // rows (VEC needs RL % VE == 0), so elements [lo, hi) of it come from the partner.
-    const int y0 = r[2], x0 = r[3], y1 = r[4], x1 = r[5];
-    const int P = nchw ? 1 : C, RL = W * P, bx0 = x0 * P, bx1 = x1 * P;
-    int lo[MX_UNROLL], hi[MX_UNROLL];
-#pragma unroll
-    for (int k = 0; k < MX_UNROLL; ++k) {
-      const int u = base + k * MX_THREADS;
-      lo[k] = hi[k] = 0;
-      if (u < NU) {
-        const int e0 = u * VE, row = e0 / RL, col = e0 - row * RL;
-        const int y = nchw ? row % H : row;
-        if (y >= y0 && y < y1) {
-          lo[k] = min(max(bx0 - col, 0), VE);
-          hi[k] = min(max(bx1 - col, 0), VE);
+      for (int k = 0; k < MX_UNROLL; ++k) {
+        const int u = base + k * MX_THREADS;
+        if (u < NU) {
+          va[k] = reuse ? vb[k] : a[u];
+          vb[k] = partner == s ? va[k] : pb[u];
         }
-        if (hi[k] <= lo[k]) lo[k] = hi[k] = 0;
-        if (lo[k] != 0 || hi[k] != VE) va[k] = a[u];  // some of it is the sample's own
-        if (hi[k] > lo[k]) vb[k] = pb[u];             // some of it is the partner's
       }
-    }
 #pragma unroll
-    for (int k = 0; k < MX_UNROLL; ++k) {
-      const int u = base + k * MX_THREADS;
-      if (u >= NU) continue;
-      if (hi[k] <= lo[k]) {
-        o[u] = va[k];
-      } else if (lo[k] == 0 && hi[k] == VE) {
-        o[u] = vb[k];
-      } else {
-        if constexpr (VEC) {
-          const int l = lo[k] * (int)sizeof(T), h = hi[k] * (int)sizeof(T);  // bytes
-          o[u] = make_uint4(mx_sel(va[k].x, vb[k].x, mx_mask(l, h, 0)), mx_sel(va[k].y, vb[k].y, mx_mask(l, h, 1)),
-                            mx_sel(va[k].z, vb[k].z, mx_mask(l, h, 2)), mx_sel(va[k].w, vb[k].w, mx_mask(l, h, 3)));
+      for (int k = 0; k < MX_UNROLL; ++k) {
+        const int u = base + k * MX_THREADS;
+        if (u < NU) o[u] = Unit::mix(va[k], vb[k], lam, mu);
+      }
+      prev = partner;
+    } else {
+      // CutMix: a row is RL elements (W * C in NHWC, W in NCHW); the box covers elements
+      // [x0 * P, x1 * P) of rows y0..y1-1 (of every channel plane in NCHW). A unit never spans two
+      // rows (VEC needs RL % VE == 0), so elements [lo, hi) of it come from the partner.
+      const int y0 = r[2], x0 = r[3], y1 = r[4], x1 = r[5];
+      const int P = nchw ? 1 : C, RL = W * P, bx0 = x0 * P, bx1 = x1 * P;
+      int lo[MX_UNROLL], hi[MX_UNROLL];
+#pragma unroll
+      for (int k = 0; k < MX_UNROLL; ++k) {
+        const int u = base + k * MX_THREADS;
+        lo[k] = hi[k] = 0;
+        if (u < NU) {
+          const int e0 = u * VE, row = e0 / RL, col = e0 - row * RL;
+          const int y = nchw ? row % H : row;
+          if (y >= y0 && y < y1) {
+            lo[k] = min(max(bx0 - col, 0), VE);
+            hi[k] = min(max(bx1 - col, 0), VE);
+          }
+          if (hi[k] <= lo[k]) lo[k] = hi[k] = 0;
+          if (lo[k] != 0 || hi[k] != VE) va[k] = a[u];  // some of it is the sample's own
+          if (hi[k] > lo[k]) vb[k] = pb[u];             // some of it is the partner's
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < MX_UNROLL; ++k) {
+        const int u = base + k * MX_THREADS;
+        if (u >= NU) continue;
+        if (hi[k] <= lo[k]) {
+          o[u] = va[k];
+        } else if (lo[k] == 0 && hi[k] == VE) {
+          o[u] = vb[k];
+        } else {
+          if constexpr (VEC) {
+            const int l = lo[k] * (int)sizeof(T), h = hi[k] * (int)sizeof(T);  // bytes
+            o[u] = make_uint4(mx_sel(va[k].x, vb[k].x, mx_mask(l, h, 0)), mx_sel(va[k].y, vb[k].y, mx_mask(l, h, 1)),
+                              mx_sel(va[k].z, vb[k].z, mx_mask(l, h, 2)), mx_sel(va[k].w, vb[k].w, mx_mask(l, h, 3)));
+          }
         }
       }
     }

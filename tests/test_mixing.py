@@ -178,7 +178,8 @@ def test_kernels_host_emulation(monkeypatch, layout):
                 continue
             m = cls(0.7, num_classes=6, seed=11)
             ids = rng.integers(0, 6, n)
-            for labels in (ids.astype(np.int32), ids, rng.random((n, 4)).astype(np.float32), None):
+            for j, labels in enumerate((ids.astype(np.int32), ids, rng.random((n, 4)).astype(np.float32), None)):
+                m.seg = (1, 2, 4, 3)[j]  # outputs per block (MixUp reuses the partner's units along the walk)
                 got, soft, p, grid = _emu_call(m, x, labels, layout, offset=offset)
                 ref, rsoft = m(x, labels if labels is not None else ids, params=p, layout=layout)
                 np.testing.assert_array_equal(got, ref, err_msg=f"{cls.__name__} {dtype} {h}x{w} +{offset}")
@@ -207,7 +208,9 @@ def test_kernel_plan_picks_the_16_byte_kernel(monkeypatch):
         name, grid, geo = m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", True, 2)
         units = 224 * 224 * 3 // 16
         assert name == f"gpuaug_mix<unsigned char, {cut}, 1>"
-        assert int(geo[5]) == -(-units // 1024) and int(geo[6]) == 64 and grid == (64 + 256 * int(geo[5]),)
+        seg = 4 if cls is gpuaug.MixUp else 1
+        assert int(geo[5]) == -(-units // 1024) and int(geo[6]) == seg and int(geo[7]) == 64
+        assert grid == (64 + 256 // seg * int(geo[5]),)
         assert m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", False, 0)[0] == f"gpuaug_mix<unsigned char, {cut}, 0>"
         assert m._plan(0, "float32", 4, 5, 7, 3, "NCHW", True, 0)[0] == f"gpuaug_mix<float, {cut}, 0>"
     assert gpuaug.CutMix(1.0)._plan(0, "uint8", 2, 8, 10, 3, "NHWC", True, 0)[0] == "gpuaug_mix<unsigned char, 1, 0>"
@@ -235,6 +238,25 @@ def test_cutmix_boxes_inside_one_vector(monkeypatch):
             ref, rsoft = m(x, labels, params=p)
             np.testing.assert_array_equal(got, ref)
             np.testing.assert_array_equal(soft, rsoft)
+
+
+@pytest.mark.parametrize("seg", [1, 2, 3, 4, 8])
+def test_mixup_walk_reuse(monkeypatch, seg):
+    """Blocks of seg outputs along the launch order: the partner's units kept for the next
+    output only where that output is the partner (self-partners, broken walks, a launch order
+    that is not the walk's), every dtype kernel."""
+    _emu(monkeypatch)
+    rng = np.random.default_rng(13)
+    partner = np.array([0, 2, 1, 3, 5, 6, 4])  # fixed points, a 2-cycle, a 3-cycle
+    for order in (np.arange(7), np.array([4, 5, 6, 1, 2, 0, 3]), np.array([6, 5, 4, 3, 2, 1, 0])):
+        p = MixParams(partner, rng.random(7), order=order)
+        for h, w, dtype in ((8, 16, "uint8"), (5, 7, "uint8"), (4, 8, "float32")):
+            x = _batch(rng, 7, h, w, dtype=dtype)
+            m = gpuaug.MixUp(1.0, num_classes=3)
+            m.seg = seg
+            got, _, _, _ = _emu_call(m, x, None, "NHWC", params=p)
+            ref, _ = m(x, np.zeros(7, int), params=p)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{dtype} order {order}")
 
 
 def test_mixup_u8_lambdas_outside_0_1(monkeypatch):

@@ -6,8 +6,10 @@ random cyclic order of the batch: ``order`` is a random permutation and the part
 ``order[t]`` is ``order[t + 1]`` (the last one's is ``order[0]``), so every sample is mixed
 with another one (a uniformly random N-cycle; torchvision's ``roll(1)`` is a fixed one).
 On the GPU one launch (``gpuaug_mix`` in kernels/mixing.cu) mixes the images and the soft
-labels, the outputs taken in that cyclic order so that a partner's pixels are still in L2
-when its own turn comes (MixUp then moves about a copy's DRAM bytes).
+labels, the outputs taken in that cyclic order: a MixUp block does a chunk of ``seg`` (4)
+consecutive outputs, keeping each partner's pixels in registers for the next output (whose
+own they are), and the partner read at a block's end is read again soon after, from L2; MixUp
+then moves about a copy's DRAM bytes instead of 1.5 times them.
 
 - MixUp:  ``lam ~ Beta(alpha, alpha)``; ``x'[i] = lam[i] x[i] + (1 - lam[i]) x[p[i]]``
   (float32; uint8 rounds half up and saturates); ``y'[i] = lam[i] y[i] + (1 - lam[i]) y[p[i]]``.
@@ -194,6 +196,8 @@ _CHUNK = 4 * 256  # units per image block: MX_UNROLL * MX_THREADS in kernels/mix
 
 class _Mix:
     kind = ""
+    #: outputs per image block, taken along the launch order (kernels/mixing.cu, "Grid")
+    seg = 1
 
     def __init__(self, alpha=1.0, num_classes=None, *, seed=None):
         self.alpha = _check_alpha(alpha)
@@ -392,7 +396,8 @@ class _Mix:
 
     def _plan(self, dev, name, n, h, w, c, layout, aligned, lkind):
         """(kernel, grid, scalar arguments) of one batch geometry, memoised on the instance."""
-        key = (dev, name, n, h, w, c, layout, aligned, bool(lkind))
+        seg = max(1, int(self.seg))
+        key = (dev, name, n, h, w, c, layout, aligned, bool(lkind), seg)
         got = self._plans.get(key)
         if got is not None:
             return got
@@ -407,13 +412,14 @@ class _Mix:
         units = e // ve if vec else e
         bps = max(1, -(-units // _CHUNK))
         lb = min(n, _LABEL_BLOCKS) if lkind else 0
-        if lb + n * bps >= 2 ** 31:
+        blocks = lb + -(-n // seg) * bps
+        if blocks >= 2 ** 31:
             raise ValueError(f"x: got {n} samples of {h} x {w} x {c}; expected fewer than {(2 ** 31 - lb) // bps} "
                              "samples of that size per call (split the batch)")
         fn = _kc.get_function("mixing.cu", f"gpuaug_mix<{_CTYPE[name]}, {int(self.kind == 'cutmix')}, {int(vec)}>")
         geo = (np.int32(n), np.int32(h), np.int32(w), np.int32(c), np.int32(layout == "NCHW"), np.int32(bps),
-               np.int32(lb))
-        got = (fn, (lb + n * bps,), geo)
+               np.int32(seg), np.int32(lb))
+        got = (fn, (blocks,), geo)
         if len(self._plans) > 64:
             self._plans.clear()
         self._plans[key] = got
@@ -444,6 +450,7 @@ class MixUp(_Mix):
     """
 
     kind = "mixup"
+    seg = 4
 
     def _draw(self, rng, n, h, w):
         order, partner = _cycle(rng, n)

@@ -11,7 +11,8 @@ the device (1000 classes), so each call makes soft labels too. Per row (tests/gp
 
 Rows "kernel only" launch gpuaug_mix directly with records already on the device (no draws, no
 upload): the image kernel's own time, with the cyclic launch order (partners read from L2) and
-with 0..N-1 (no reuse), with and without the label blocks. The cProfile top of the MixUp and
+with 0..N-1 (no reuse), seg outputs a block (MixUp keeps the partner's pixels in registers for
+the next output along the walk; the default is MixUp.seg), with and without the label blocks. The cProfile top of the MixUp and
 CutMix loops goes to the .txt file.
 
     python3 tests/gpu/mixing_bench.py [--n 256] [--size 224] [--iters 200]
@@ -63,8 +64,11 @@ def check(x, labels, layout, say):
     return ok
 
 
-def kernel_only(m, x, labels, cyclic, with_labels):
-    """A callable launching gpuaug_mix alone (records on the device already)."""
+def kernel_only(m, x, labels, cyclic, with_labels, seg):
+    """A callable launching gpuaug_mix alone (records on the device already), ``seg`` outputs
+    a block."""
+    m = type(m)(m.alpha, m.num_classes, seed=2)
+    m.seg = seg
     n, h, w, c = x.shape
     p = m.draw(n, (h, w))
     rec = mx._records(p.partner, p.lam.astype(np.float32), p.boxes, p.order if cyclic else None)
@@ -75,7 +79,11 @@ def kernel_only(m, x, labels, cyclic, with_labels):
     fn, grid, geo = m._plan(x.device.id, x.dtype.name, n, h, w, c, "NHWC", x.data.ptr % 16 == 0, lkind)
     tail = (labels, soft, np.int32(K), np.int32(2)) if with_labels else (None, None, np.int32(0), np.int32(0))
     args = (x, out, rec_d) + geo + tail
-    return lambda: fn(grid, (256,), args)
+    fn(grid, (256,), args)  # once, checked against the twin with the same draws
+    p.order = p.order if cyclic else None
+    ry, rs = m(cp.asnumpy(x), cp.asnumpy(labels), params=p)
+    same = bool((cp.asnumpy(out) == ry).all()) and (not with_labels or bool((cp.asnumpy(soft) == rs).all()))
+    return (lambda: fn(grid, (256,), args)), same
 
 
 def main():
@@ -119,7 +127,7 @@ def main():
         if copy is not None:
             r["ratio_to_copy"] = r["dev_ms"] / copy["dev_ms"]
             vs = f"   = {r['ratio_to_copy']:.2f}x copy"
-        say(f"  {name:<62} dev {r['dev_ms']:.4f} ms   host {r['host_us']:7.1f} us   loop {r['loop_ms']:.4f} ms{vs}")
+        say(f"  {name:<70} dev {r['dev_ms']:.4f} ms   host {r['host_us']:7.1f} us   loop {r['loop_ms']:.4f} ms{vs}")
         if profile:
             prof.write(f"---- cProfile, {a.iters} calls of {name}\n{text}\n")
         return r
@@ -136,11 +144,16 @@ def main():
             if tag == "uint8":
                 res["targets"][f"{name} <= 1.5x a same-size copy"] = {"ratio": ratio, "met": ratio <= 1.5}
                 res["targets"][f"{name} host <= 25 us"] = {"us": r["host_us"], "met": r["host_us"] <= 25}
-            for cyclic in (True, False):
-                for lab in (True, False):
-                    f = kernel_only(m, x, labels, cyclic, lab)
-                    row(f"  kernel only {name} {tag}, {'cyclic' if cyclic else '0..N-1'} order, "
-                        f"{'with' if lab else 'no'} labels", f, copy=copy)
+            if m.kind == "mixup":
+                variants = [(True, 1, True), (True, 2, True), (True, 4, True), (True, 8, True), (False, 1, True),
+                            (False, 4, True), (True, m.seg, False)]
+            else:
+                variants = [(True, 1, True), (False, 1, True), (True, 1, False)]
+            for cyclic, seg, lab in variants:
+                f, same = kernel_only(m, x, labels, cyclic, lab, seg)
+                ok &= same
+                row(f"  kernel only {name} {tag}, {'cyclic' if cyclic else '0..N-1'} order, seg {seg}, "
+                    f"{'with' if lab else 'no'} labels{'' if same else ' DIFFERS FROM THE TWIN'}", f, copy=copy)
     for name, m in mixers().items():
         t0 = time.perf_counter()
         for _ in range(1000):
@@ -159,6 +172,8 @@ def main():
     say("GpuClock (as gpuaug bench --policies), uint8: " + ", ".join(f"{k} {v:.4f} ms" for k, v in bench.items())
         + "; " + ", ".join(f"{k} {bench[k] / bench['copy']:.2f}x" for k in bench if k != "copy"))
 
+    res["checks_ok"] = bool(ok)
+    say(f"checks (whole calls and kernel-only variants = twin): {'ok' if ok else 'FAILED'}")
     say("targets (uint8, whole calls):")
     for k, v in res["targets"].items():
         val = f"{v['ratio']:.2f}x" if "ratio" in v else f"{v['us']:.1f} us"
