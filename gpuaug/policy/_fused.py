@@ -540,7 +540,7 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
     The CPU kernel gets C-contiguous float32 copies of the source and output (exact for every
     dtype: uint8 and float16 values are float32 values, and the kernel rounds and saturates
     uint8 results itself), so one compiled signature serves every dtype and layout."""
-    from gpuaug._run import _launch
+    from gpuaug._run import launch_twin
     from gpuaug.kernels.numba.fused import kernel, sum_kernel
 
     xp = src.xp
@@ -572,7 +572,7 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
         skern = sum_kernel(target)
         for k, (s, _, sl) in enumerate(items):
             s32 = converted[k] = source(s)
-            _launch(skern, target, src, s32.shape, (s32, means[sl], params[sl], meta_d, built.jidx))
+            launch_twin(skern, target, src, s32.shape, (s32, means[sl], params[sl], meta_d, built.jidx))
         if src.varshape:
             counts = xp.asarray(np.array([h * w for h, w in src.shapes], np.float64))
         else:  # one size: divide by the number (the same quotients as by an array of it)
@@ -585,7 +585,7 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
             s32 = source(s)
         direct = d.dtype == np.float32 and (not cpu or d.flags.c_contiguous)
         tmp = d if direct else xp.empty(d.shape, np.float32)
-        _launch(kern, target, src, tmp.shape, (s32, tmp, params[sl], meta_d, means[sl], lo, hi, rnd))
+        launch_twin(kern, target, src, tmp.shape, (s32, tmp, params[sl], meta_d, means[sl], lo, hi, rnd))
         if tmp is not d:
             d[...] = tmp.astype(d.dtype)
 
