@@ -1,7 +1,7 @@
 """The check of issue 17: a new op touches only its own files and one registry line, and the
 central tests cover it.
 
-A throwaway op, ``identity_scale`` (``out = clamp(scale * x, 0, max)``, on brightness's
+A throwaway op, ``scratch_scale`` (``out = clamp(scale * x, 0, max)``, on brightness's
 kernels), is written to a temporary directory with its tests/refs module, registered the way
 every op is (a line in ``gpuaug._registry.OP_MODULES``; a dotted name reaches a module outside
 ``gpuaug.ops``), and the property, bad-input, determinism and DALI CPU tests are run on it in a
@@ -32,7 +32,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 
 OP_MODULE = '''
-"""identity_scale: multiply by a constant and clamp (a throwaway op for the registry check)."""
+"""scratch_scale: multiply by a constant and clamp (a throwaway op for the registry check)."""
 from __future__ import annotations
 
 from gpuaug._batch import as_batch
@@ -46,13 +46,13 @@ KERNELS = colour_kernels("brightness", CHANNELS)  # clamp(f * x, 0, max): bright
 SCALE = Param("scale", 1.0, low=0, doc="multiplier >= 0")
 
 
-def identity_scale(x, scale=1.0, *, out=None, layout="NHWC", stream=None, backend=None):
+def scratch_scale(x, scale=1.0, *, out=None, layout="NHWC", stream=None, backend=None):
     """``out = clamp(scale * x, 0, max)`` per sample (``max``: 255 for uint8, 1 for floats).
 
     Example::
 
         >>> import numpy as np, gpuaug
-        >>> gpuaug.identity_scale(np.full((1, 1, 1, 3), 100, np.uint8), 2.0)[0, 0, 0]
+        >>> gpuaug.scratch_scale(np.full((1, 1, 1, 3), 100, np.uint8), 2.0)[0, 0, 0]
         array([200, 200, 200], dtype=uint8)
     """
     b = as_batch(x, layout, channels=CHANNELS)
@@ -66,13 +66,13 @@ def _example(rng, n, h, w):
 
 
 SPECS = (
-    OpSpec("identity_scale", identity_scale, params=(SCALE,), channels=CHANNELS, geometric=False,
-           example=_example, kernels=KERNELS, demo={"scale": 1.5}, doc=identity_scale.__doc__),
+    OpSpec("scratch_scale", scratch_scale, params=(SCALE,), channels=CHANNELS, geometric=False,
+           example=_example, kernels=KERNELS, demo={"scale": 1.5}, doc=scratch_scale.__doc__),
 )
 '''
 
 REFS_MODULE = '''
-"""identity_scale: its property case."""
+"""scratch_scale: its property case."""
 import ref_colour as RC
 from refs._common import Case, floats, per_sample_or_scalar
 
@@ -91,7 +91,7 @@ import os
 import gpuaug._registry as R
 import refs
 
-R.OP_MODULES = R.OP_MODULES + ("scratch_ops.identity_scale",)
+R.OP_MODULES = R.OP_MODULES + ("scratch_ops.scratch_scale",)
 refs.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "scratch_refs"))
 '''
 
@@ -99,9 +99,9 @@ refs.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "s
 def _write(root):
     (root / "scratch_ops").mkdir()
     (root / "scratch_ops" / "__init__.py").write_text("")
-    (root / "scratch_ops" / "identity_scale.py").write_text(textwrap.dedent(OP_MODULE))
+    (root / "scratch_ops" / "scratch_scale.py").write_text(textwrap.dedent(OP_MODULE))
     (root / "scratch_refs").mkdir()
-    (root / "scratch_refs" / "identity_scale.py").write_text(textwrap.dedent(REFS_MODULE))
+    (root / "scratch_refs" / "scratch_scale.py").write_text(textwrap.dedent(REFS_MODULE))
     (root / "scratch_plugin.py").write_text(textwrap.dedent(PLUGIN))
 
 
@@ -112,17 +112,17 @@ def test_docs_ranges_table_picks_up_a_new_op(tmp_path):
     from gpuaug._registry import ranges_table
 
     _write(tmp_path)
-    spec_ = importlib.util.spec_from_file_location("scratch_identity_scale", tmp_path / "scratch_ops" / "identity_scale.py")
+    spec_ = importlib.util.spec_from_file_location("scratch_scratch_scale", tmp_path / "scratch_ops" / "scratch_scale.py")
     mod = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(mod)
-    table = ranges_table({**dict(gpuaug.registry), "identity_scale": mod.SPECS[0]})
-    assert "| identity_scale | `scale`: >= 0 |" in table
-    assert "identity_scale" not in gpuaug.registry
+    table = ranges_table({**dict(gpuaug.registry), "scratch_scale": mod.SPECS[0]})
+    assert "| scratch_scale | `scale`: >= 0 |" in table
+    assert "scratch_scale" not in gpuaug.registry
 
 
 @pytest.mark.dali
 def test_a_new_op_is_covered_by_the_generated_tables(tmp_path):
-    """Property, bad-input, determinism and DALI CPU tests run on identity_scale and pass, with
+    """Property, bad-input, determinism and DALI CPU tests run on scratch_scale and pass, with
     no edit to those test files."""
     _write(tmp_path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(TESTS), os.environ.get("PYTHONPATH", "")]),
@@ -130,22 +130,22 @@ def test_a_new_op_is_covered_by_the_generated_tables(tmp_path):
     xml = tmp_path / "report.xml"
     files = ["test_properties.py", "test_bad_input.py", "test_determinism.py", "test_dali.py"]
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "scratch_plugin",
-                        "-k", "identity_scale", f"--junitxml={xml}", *files],
+                        "-k", "scratch_scale", f"--junitxml={xml}", *files],
                        cwd=TESTS, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     cases = [(c.get("classname").split(".")[-1], c.get("name"), [e.tag for e in c])
              for c in ET.parse(xml).getroot().iter("testcase")]
     ran = {(f, n) for f, n, tags in cases if "skipped" not in tags}
     want = {
-        "test_properties": ["test_op_matches_reference[identity_scale]",
-                            "test_op_matches_reference_varshape[identity_scale]",
-                            "test_op_strided_input_and_output_views[identity_scale]"],
-        "test_bad_input": [r"test_out_of_range_parameters\[identity_scale-scale-\d+-cpu\]",
-                           r"test_wrong_dtype\[identity_scale-int16-cpu\]",
-                           r"test_non_finite_parameters\[identity_scale-scale-nan-cpu\]",
-                           r"test_out_wrong_shape_dtype_layout\[identity_scale-cpu\]"],
-        "test_determinism": ["test_sample_output_does_not_depend_on_its_batch[identity_scale]"],
-        "test_dali": ["test_every_op_python_function[identity_scale]"],
+        "test_properties": ["test_op_matches_reference[scratch_scale]",
+                            "test_op_matches_reference_varshape[scratch_scale]",
+                            "test_op_strided_input_and_output_views[scratch_scale]"],
+        "test_bad_input": [r"test_out_of_range_parameters\[scratch_scale-scale-\d+-cpu\]",
+                           r"test_wrong_dtype\[scratch_scale-int16-cpu\]",
+                           r"test_non_finite_parameters\[scratch_scale-scale-nan-cpu\]",
+                           r"test_out_wrong_shape_dtype_layout\[scratch_scale-cpu\]"],
+        "test_determinism": ["test_sample_output_does_not_depend_on_its_batch[scratch_scale]"],
+        "test_dali": ["test_every_op_python_function[scratch_scale]"],
     }
     for f, names in want.items():
         for n in names:
