@@ -286,5 +286,3 @@ def launch_twin(kern, target, src, shape, args):
     nb_args = [cuda.as_cuda_array(a, sync=False) if isinstance(a, cp.ndarray) else a for a in args]
     kern[grid, block, cuda.external_stream(stream_ptr(None))](*nb_args)
 
-
-_launch = launch_twin  # the old private name, until policy/_fused.py imports launch_twin
