@@ -482,13 +482,13 @@ class Compose:
         if params is not None:
             if seed is not None:
                 raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
-            _check_params(params, b, _batch_sizes(b), len(self.transforms))
+            _check_params(params, b, batch_sizes(b), len(self.transforms))
         targets = None
         if boxes is not None or keypoints is not None or masks is not None:
             # gpuaug.targets: checked here, before any pixel is written
             from gpuaug.targets._policy import PolicyTargets
 
-            targets = PolicyTargets(b, _batch_sizes(b), boxes, keypoints, masks)
+            targets = PolicyTargets(b, batch_sizes(b), boxes, keypoints, masks)
         if params is None:
             device = self._use_device(b, be, targets)  # its DrawPlan, or None
         else:  # device-drawn params replay their rows on the GPU when they fit this batch
@@ -504,7 +504,7 @@ class Compose:
             if device:  # NumPy input / the Numba backend: the NumPy twin of the device draws
                 params = _twin_params(device, *self._draw_key(seed), b.n, b)
             else:
-                params = self._sample(b.n, _batch_sizes(b), seed)
+                params = self._sample(b.n, batch_sizes(b), seed)
                 if targets is not None:  # box-aware crops (gpuaug.targets.RandomIoUCrop ...)
                     params = targets.resolve(self, params, b.dtype.name, stream)
         if b.device:
@@ -702,7 +702,9 @@ class Compose:
         return result, built.out_layout, built.out_dtype
 
 
-def _batch_sizes(b):
+def batch_sizes(b):
+    """The (n, 2) int64 per-sample (h, w) of a parsed batch, as the policy's draws read them
+    (read-only and memoised for a uniform batch)."""
     if b.varshape:
         return np.asarray(b.shapes, np.int64).reshape(b.n, 2)
     s = b.nhwc.shape
@@ -714,7 +716,7 @@ def _sizes_of(x, layout):
         if np.any(x <= 0):
             raise ValueError("x: got sizes with a zero or negative entry; expected (n, 2) positive (h, w)")
         return x.astype(np.int64)
-    return _batch_sizes(as_batch(x, layout))
+    return batch_sizes(as_batch(x, layout))
 
 
 def _check_params(params, b, sizes, count):
@@ -746,7 +748,7 @@ def _twin_params(plan, key, counter, n, b):
     """PolicyParams of a device-drawn call, computed on the host by the NumPy twin."""
     from gpuaug.policy import _draw as D
 
-    sizes = _batch_sizes(b) if b.n == n else np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (n, 2))
+    sizes = batch_sizes(b) if b.n == n else np.broadcast_to(np.asarray(b.nhwc.shape[1:3], np.int64), (n, 2))
     values = D.twin_values(plan, key, counter, n)
     return PolicyParams(n, np.array(sizes, np.int64), D.to_params(plan, values, sizes))
 

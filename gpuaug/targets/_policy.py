@@ -211,9 +211,9 @@ def sample_policy(policy, x, *, boxes, seed=None, layout="NHWC", stream=None):
         (1, 4)
     """
     from gpuaug._batch import as_batch
-    from gpuaug.policy.compose import _batch_sizes
+    from gpuaug.policy.compose import batch_sizes
 
     b = as_batch(x, layout)
-    sizes = _batch_sizes(b)
+    sizes = batch_sizes(b)
     params = policy._sample(b.n, sizes, seed)
     return PolicyTargets(b, sizes, boxes).resolve(policy, params, b.dtype.name, stream)
