@@ -166,11 +166,18 @@ def _same_image(y, want):
 
 
 def _det_batch(n=5, h=40, w=56, m=6):
-    x = RNG.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
-    d = _boxes(n, m, h, w).astype(np.float32)
-    counts = RNG.integers(0, m + 1, n).astype(np.int32)
-    counts[1] = m
-    labels = RNG.integers(1, 80, (n, m)).astype(np.int32)
+    """A detection batch from its own generator: the same images and boxes whichever tests ran
+    before (the module's RNG made the in-Compose comparisons depend on the test order)."""
+    global RNG
+    saved, RNG = RNG, np.random.default_rng(1000 + n)
+    try:
+        x = RNG.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
+        d = _boxes(n, m, h, w).astype(np.float32)
+        counts = RNG.integers(0, m + 1, n).astype(np.int32)
+        counts[1] = m
+        labels = RNG.integers(1, 80, (n, m)).astype(np.int32)
+    finally:
+        RNG = saved
     return x, Boxes(d, counts=counts, labels=labels, min_visibility=0.0)
 
 
