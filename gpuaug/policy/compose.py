@@ -640,7 +640,7 @@ class Compose:
             if input is None:
                 xbuf = cp.zeros(tuple(int(v) for v in shape), dtype)
             b = as_batch(xbuf, layout, name="input" if input is not None else "shape")
-            plan = self._device_plan(b, "capture")
+            self._device_plan(b, "capture")  # refuses a policy or batch that cannot draw on the device
             with self._lock:
                 self._captures += 1
                 start = self._captures * _CAPTURE_SPACE + self._counter
