@@ -4,6 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT PYTHONUNBUFFERED=1 GPUAUG_CACHE=${GPUAUG_CACHE:-/tmp/gpuaug-cache}
+export GPUAUG_CACHE_DIR=${GPUAUG_CACHE_DIR:-/tmp/gcache}  # the native DALI plugin and its compiled kernels
 PT="python3 -m pytest -q -p no:cacheprovider -rfE -W ignore::DeprecationWarning"
 for stage in "$@"; do
   t0=$SECONDS
@@ -40,6 +41,16 @@ for stage in "$@"; do
     ops)      timeout 330 $PT -m "gpu and not slow" tests/test_bad_input.py tests/test_determinism.py tests/test_colour.py \
                 tests/test_properties.py tests/test_gather_params.py tests/test_host_path.py tests/test_rotate.py tests/test_out_overlap.py \
                 > "$OUT/ops.log" 2>&1 ;;
+    # DALI stages (the DALI kit installed): the native plugin's build, its tests in two
+    # processes at once (uint8 and the rest / the float bit-exact cases), its bench
+    dali-build) timeout 300 python3 tests/gpu/dali_native_build.py > "$OUT/dali_native_build.log" 2>&1 ;;
+    dali-tests) timeout 450 $PT tests/test_dali_native.py -k "not (bit_exact_against_standalone and not nchw) or uint8" \
+                  > "$OUT/dali_native_tests1.log" 2>&1 &
+                timeout 450 $PT tests/test_dali_native.py -k "bit_exact_against_standalone and not nchw and not uint8" \
+                  > "$OUT/dali_native_tests2.log" 2>&1; wait
+                tail -n 1 "$OUT/dali_native_tests1.log"; grep -E "^(FAILED|ERROR)" "$OUT/dali_native_tests1.log" | head -n 8 ;;
+    dali-bench) timeout 260 python3 tests/gpu/dali_native_bench.py --budget ${BUDGET:-150} --out "$OUT/dali_native_bench.json" \
+                  > "$OUT/dali_native_bench.log" 2>&1; tail -n 45 "$OUT/dali_native_bench.log" ;;
   esac
   rc=$?
   log=$(ls -t "$OUT"/*.log | head -1)
