@@ -208,7 +208,7 @@ def test_kernel_plan_picks_the_16_byte_kernel(monkeypatch):
         name, grid, geo = m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", True, 2)
         units = 224 * 224 * 3 // 16
         assert name == f"gpuaug_mix<unsigned char, {cut}, 1>"
-        seg = 4 if cls is gpuaug.MixUp else 1
+        seg = cls.seg
         assert int(geo[5]) == -(-units // 1024) and int(geo[6]) == seg and int(geo[7]) == 64
         assert grid == (64 + 256 // seg * int(geo[5]),)
         assert m._plan(0, "uint8", 256, 224, 224, 3, "NHWC", False, 0)[0] == f"gpuaug_mix<unsigned char, {cut}, 0>"
