@@ -68,7 +68,7 @@ def _build(n, rows):
     return m
 
 
-def _cos_sin(angle_deg, xp=np):
+def cos_sin(angle_deg, xp=np):
     """cos and sin of angles in degrees, exact at multiples of 90 (so rotating by 90
     degrees moves pixels exactly onto pixels). ``xp``: numpy, or cupy for device angles.
     The one copy: the ops, Compose's transforms and the targets use it, and
@@ -132,7 +132,7 @@ def rotation(angle, center=(0.0, 0.0)):
     a = _arg(angle, "angle")
     ctr = _arg(center, "center", (2,))
     n = _batch([("angle", a, 0), ("center", ctr, 1)])
-    c, s = _cos_sin(a)
+    c, s = cos_sin(a)
     cx, cy = ctr[..., 0], ctr[..., 1]
     return _build(n, [[c, s, (1 - c) * cx - s * cy], [-s, c, s * cx + (1 - c) * cy]])
 
@@ -328,11 +328,11 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
     cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
     angle = np.asarray(angle, np.float64)
-    cr, sr = _cos_sin(angle)
+    cr, sr = cos_sin(angle)
     if np.asarray(shear_x).any() or np.asarray(shear_y).any():  # methods: np.any's wrapper costs ~1 us
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
-        crs, srs = _cos_sin(angle - shear_y)
+        crs, srs = cos_sin(angle - shear_y)
         a = crs / cos_sy
         c = srs / cos_sy
         b = -(a * tan_sx + sr)

@@ -44,7 +44,7 @@ struct Rng {
 
 __device__ __forceinline__ double lerp(double lo, double span, double u) { return __dadd_rn(lo, __dmul_rn(span, u)); }
 
-// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry._cos_sin).
+// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry.cos_sin).
 __device__ __forceinline__ void cos_sin(double deg, double& c, double& s) {
   const double q = deg / 90.0, qr = rint(q);
   if (q == qr) {

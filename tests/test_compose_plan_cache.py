@@ -130,9 +130,9 @@ def test_build_template_equals_full_build():
 
 
 def _sizes(b):
-    from gpuaug.policy.compose import _batch_sizes
+    from gpuaug.policy.compose import batch_sizes
 
-    return _batch_sizes(b)
+    return batch_sizes(b)
 
 
 def test_memo_follows_replaced_transforms_and_survives_pickling():

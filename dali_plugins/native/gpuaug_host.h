@@ -12,7 +12,7 @@
 
 namespace gpuaug_host {
 
-// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry._cos_sin).
+// cos and sin of degrees, exact at multiples of 90 (gpuaug.geometry.cos_sin).
 inline void cos_sin_deg(double deg, double *c, double *s) {
   const double r = deg * (M_PI / 180.0);  // numpy.deg2rad
   *c = std::cos(r);

@@ -23,7 +23,7 @@ from gpuaug._params import column_stack, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
 from gpuaug._util import check_choice, check_flag, cupy_module
-from gpuaug.geometry import _cos_sin
+from gpuaug.geometry import cos_sin
 
 INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
 #: border name -> common.cuh's Border number ("reflect" is OpenCV's BORDER_REFLECT_101).
@@ -199,7 +199,7 @@ def rotation_inverse(b, angle, center, scale):
         h, w = b.nhwc.shape[1:3]
         cx, cy = (w - 1) / 2, (h - 1) / 2
     a, s = same_side(xp, a, s)
-    c, sn = _cos_sin(a, xp)
+    c, sn = cos_sin(a, xp)
     # one scale for the batch (a broadcast scalar): its reciprocal once, the same products
     k = 1.0 / s[0] if s.ndim == 1 and n and s.strides[0] == 0 else 1.0 / s
     a00, a01 = c * k, -sn * k  # a10 = -a01, a11 = a00
@@ -215,7 +215,7 @@ double r = a * (M_PI / 180);
 double c = cos(r), sn = sin(r);
 double q90 = a / 90.0;
 double q = rint(q90);
-if (q90 == q) {  // multiples of 90 degrees: exact, as geometry._cos_sin
+if (q90 == q) {  // multiples of 90 degrees: exact, as geometry.cos_sin
     double m = fmod(q, 4.0);
     if (m < 0) m += 4.0;
     int k = (int)m;

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuaug._params import host_size, per_sample
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
-from gpuaug.geometry import _cos_sin, box_matrices
+from gpuaug.geometry import cos_sin, box_matrices
 from gpuaug.targets._apply import map_targets
 from gpuaug.targets._types import Boxes, Keypoints, Masks, as_boxes, as_keypoints, as_masks
 
@@ -496,7 +496,7 @@ def rotate(images, angle, center=None, scale=1.0, interpolation="bilinear", bord
     else:
         ctr = per_sample(center, n, "center", shape=(2,))
         cx, cy = ctr[:, 0], ctr[:, 1]
-    c, sn = _cos_sin(a)
+    c, sn = cos_sin(a)
     al, be = s * c, s * sn
     m = np.zeros((n, 3, 3))
     m[:, 0, 0], m[:, 0, 1], m[:, 0, 2] = al, be, (1 - al) * cx - be * cy

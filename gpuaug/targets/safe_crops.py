@@ -36,7 +36,7 @@ from gpuaug import random as R
 from gpuaug._util import cupy_module
 from gpuaug.geometry import box_matrices
 from gpuaug.policy import _args as A
-from gpuaug.policy.transforms import _Geometric
+from gpuaug.policy.transforms import Geometric
 from gpuaug.targets._types import Boxes, _xp, as_boxes
 
 __all__ = ["iou_crop_windows", "bbox_safe_windows", "xyxy_pixels", "RandomIoUCrop", "RandomSizedBBoxSafeCrop"]
@@ -338,7 +338,7 @@ def bbox_safe_windows(boxes, sizes, u, *, erosion_rate=0.0):
 
 
 # ------------------------------------------------------------------------------ transforms
-class _BoxAware(_Geometric):
+class _BoxAware(Geometric):
     """A crop whose window depends on the boxes: ``sample`` draws what does not, ``resolve``
     (called by the policy with the boxes as they are at this transform) sets ``"window"``."""
 

@@ -75,7 +75,7 @@ def main():
                         (P, "_device_params"), (P.Plan, "run"), (K._Staging, "upload_float32"),
                         (cp, "empty"), (R, "check_stream"), (K._Staging, "_sent"), (K._Staging, "_reserve"),
                         (W, "warp"), (W, "rotation_inverse"), (W, "params_matrix"), (W, "fill_columns"),
-                        (W, "device_scope"), (W, "_cos_sin"), (W, "per_sample"), (W, "as_batch"), (W, "run"),
+                        (W, "device_scope"), (W, "cos_sin"), (W, "per_sample"), (W, "as_batch"), (W, "run"),
                         (W, "check_modes"), (W, "output_shapes"), (W, "dense_fast"), (C, "column_stack"),
                         (C, "_run_cuda"), (P._Ring, "take"), (P._Ring, "sent")):
         wrap(owner, name)

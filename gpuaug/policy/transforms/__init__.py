@@ -41,7 +41,7 @@ Import them from here (``gpuaug.policy.transforms``), which re-exports every nam
 """
 from __future__ import annotations
 
-from gpuaug.geometry import _EYE9, _cos_sin, _eye, affine_matrices, box_matrices, homographies  # noqa: F401
+from gpuaug.geometry import _EYE9, cos_sin, _eye, affine_matrices, box_matrices, homographies  # noqa: F401
 from gpuaug.policy.transforms._base import (GRAY_WEIGHTS, OP_AFFINE, OP_GAMMA, OP_GRAY,  # noqa: F401
                                             OP_INVERT, OP_JITTER, OP_POSTERIZE, OP_SOLARIZE, STEP_PARAMS,
                                             Transform, maxv)
@@ -51,7 +51,7 @@ from gpuaug.policy.transforms._colour import (ColorJitter, RandomChannelPermutat
 from gpuaug.policy.transforms._geometry import (CenterCrop, RandomAffine, RandomCrop,  # noqa: F401
                                                 RandomHorizontalFlip, RandomPerspective, RandomResizedCrop,
                                                 RandomRotation, RandomVerticalFlip, Resize, _fill, _Flip,
-                                                _Geometric)
+                                                Geometric)
 from gpuaug.policy.transforms._op import (GaussianBlur, GaussianNoise, RandomEqualize,  # noqa: F401
                                           RandomErasing, _Op)
 from gpuaug.policy.transforms._write import Normalize, ToDtype, ToLayout, _Write  # noqa: F401
@@ -64,6 +64,6 @@ __all__ = ["Transform", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRot
 
 # The classes keep this module as their home: their pickles, reprs and doctests (doctest.testmod
 # of this module) are what they were before the split.
-for _c in (Transform, _Geometric, _Flip, _Colour, _Write, _Op) + tuple(globals()[_n] for _n in __all__):
+for _c in (Transform, Geometric, _Flip, _Colour, _Write, _Op) + tuple(globals()[_n] for _n in __all__):
     _c.__module__ = __name__
 del _c

@@ -10,7 +10,11 @@ from gpuaug.policy import _args as A
 from gpuaug.policy.transforms._base import Transform
 
 
-class _Geometric(Transform):
+class Geometric(Transform):
+    """A geometric step: per-sample source -> destination matrices (:meth:`matrices`) that the
+    fused pass folds into one map per sample, and that boxes, keypoints and masks follow. The
+    base of the policy's geometric transforms and of gpuaug.targets' box-aware crops."""
+
     kind = "geometry"
     perspective = False       # needs a projective division
     interpolation = None      # "bilinear" / "nearest"; None: exact maps (flips, integer crops)
@@ -24,7 +28,7 @@ class _Geometric(Transform):
         raise NotImplementedError
 
 
-class _Flip(_Geometric):
+class _Flip(Geometric):
     axis = 1
 
     def __init__(self, p=0.5):
@@ -76,7 +80,7 @@ def _fill(v):
     return A.per_channel("fill", v)
 
 
-class RandomAffine(_Geometric):
+class RandomAffine(Geometric):
     """torchvision's RandomAffine, per sample: rotation by ``angle ~ U(degrees)`` (clockwise,
     torchvision's F.affine convention), translation by ``round(U(-fx w, fx w))``,
     ``round(U(-fy h, fy h))`` pixels, scale ``~ U(scale)``, shear ``~ U(shear)`` degrees, about
@@ -142,7 +146,7 @@ class RandomAffine(_Geometric):
                                params["shear_x"], params["shear_y"], ctr)
 
 
-class RandomRotation(_Geometric):
+class RandomRotation(Geometric):
     """torchvision's RandomRotation, per sample: ``angle ~ U(degrees)`` degrees
     counter-clockwise about the image centre (or ``center``, torchvision's units); the output
     keeps the input's size (``expand=True`` is not supported).
@@ -175,7 +179,7 @@ class RandomRotation(_Geometric):
         return affine_matrices(sizes, -params["angle"], z, z, o, z, z, ctr)
 
 
-class RandomResizedCrop(_Geometric):
+class RandomResizedCrop(Geometric):
     """torchvision's RandomResizedCrop, per sample: a box of area ``~ U(scale)`` of the image's
     and aspect ratio ``~ exp(U(log ratio))`` (10 tries, then torchvision's central fallback),
     resized to ``size`` (bilinear, gpuaug.resized_crop's pixel centres, no antialiasing).
@@ -211,7 +215,7 @@ class RandomResizedCrop(_Geometric):
         return box_matrices(params["boxes"], self.size)
 
 
-class Resize(_Geometric):
+class Resize(Geometric):
     """Resize every image to ``size`` (h, w) (bilinear, gpuaug.resize's pixel centres).
 
     Example::
@@ -240,7 +244,7 @@ class Resize(_Geometric):
         return box_matrices(boxes, self.size)
 
 
-class CenterCrop(_Geometric):
+class CenterCrop(Geometric):
     """The central ``size`` window (torchvision's rounding: ``top = round((h - ch) / 2)``);
     outside the image (a crop larger than it) reads ``fill``, as torchvision pads with zeros.
 
@@ -272,7 +276,7 @@ class CenterCrop(_Geometric):
         return m
 
 
-class RandomCrop(_Geometric):
+class RandomCrop(Geometric):
     """torchvision's RandomCrop: a ``size`` window at a uniform position in the image padded by
     ``padding`` (an int, (left/right, top/bottom) or (left, top, right, bottom); constant
     ``fill``), and with ``pad_if_needed`` padded further on both sides so the window fits.
@@ -331,7 +335,7 @@ class RandomCrop(_Geometric):
         return m
 
 
-class RandomPerspective(_Geometric):
+class RandomPerspective(Geometric):
     """torchvision's RandomPerspective, per sample with probability ``p``: the image corners
     move inwards by up to ``distortion_scale`` of half the size (whole pixels) and the image
     follows (a homography from the corner pixels' centres to the moved points).
