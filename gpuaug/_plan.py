@@ -291,7 +291,7 @@ class Plan:
         if same_device is None and cupy.cuda.runtime.getDevice() != self.dev:
             return None
         if cu.RECORDING[0]:  # a replay's launches hold addresses, not arrays: no plan of them
-            cu._dirty("a plan replayed while recording")
+            cu.log("dirty", "a plan replayed while recording")
         y = cupy.empty(self.shape, self.dtype) if out is None else out
         if self.temps:
             scratch = [cupy.empty(size, np.uint8) for size in self.temps]

@@ -181,7 +181,7 @@ def device_params(params, n, *batches):
     from pinned memory, or come from the constant cache (dense batches' tables, parameter
     matrices whose rows are all equal); device parameters are used in place when they are
     already contiguous float32. The one way host data reaches a CUDA C launch."""
-    from gpuaug.kernels._cuda import RECORDING, _log, stage
+    from gpuaug.kernels._cuda import RECORDING, log, stage
 
     items = [table_item(b) for b in batches]
     if isinstance(params, np.ndarray):
@@ -190,7 +190,7 @@ def device_params(params, n, *batches):
         cp = cupy_module()
         got = stage(*items) + [cp.ascontiguousarray(params, dtype=cp.float32).reshape(n, -1)]
     if RECORDING[0]:  # what a launch plan of run() patches per call (gpuaug._plan)
-        _log("params", got[-1])
+        log("params", got[-1])
     return got
 
 

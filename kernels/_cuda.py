@@ -351,7 +351,7 @@ def upload(*arrays):
     """Host arrays -> device arrays, one async copy from pinned memory (current stream)."""
     got = staging().upload(arrays)
     if RECORDING[0]:
-        _log("upload", got)
+        log("upload", got)
     return got
 
 
@@ -487,14 +487,14 @@ class record:
 
 
 def _dirty(why):
-    _log("dirty", why)
+    log("dirty", why)
 
 
-def _log(*entry):
-    """Add ``entry`` to this thread's recording log, if it records."""
-    log = getattr(_rec, "log", None)
-    if log is not None:
-        log.append(entry)
+def log(*entry):
+    """Add ``entry`` to this thread's recording log, if it records (see :class:`record`)."""
+    got = getattr(_rec, "log", None)
+    if got is not None:
+        got.append(entry)
 
 
 def grid_2d(h: int, w: int, n: int, block=(32, 8)):

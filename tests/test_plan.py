@@ -401,9 +401,9 @@ def test_run_plans_are_made_on_the_second_sighting_and_checked_before_use(fake, 
         y = FakeArray(0x200000 + 0x1000 * len(calls))
         par = FakeArray(0x300000, (2, 3), np.float32)
         if _cuda.RECORDING[0]:
-            _cuda._log("upload", [par])
-            _cuda._log("params", par)
-            _cuda._log("launch", kern, (1,), (256,), 0, (x, y, par))
+            _cuda.log("upload", [par])
+            _cuda.log("params", par)
+            _cuda.log("launch", kern, (1,), (256,), 0, (x, y, par))
         return y
 
     checks = []
