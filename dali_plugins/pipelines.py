@@ -135,7 +135,7 @@ def _items(augment):
     raise TypeError(f"augment: got {type(augment).__name__}; expected 'default', None, a list, a Compose or a callable")
 
 
-def _int_boxes(boxes_fn, shape, *args):
+def int_boxes(boxes_fn, shape, *args):
     """Boxes as int32 ``(top, left, h, w)`` inside the image: floor of the size, then of the
     corner (image_slice has no out-of-bounds policy for decoders: an outside box is an error)."""
     from nvidia.dali import fn, types
@@ -213,9 +213,9 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
         else:
             shape = fn.peek_image_shape(jpegs)
             if training:
-                anchor, extent = _int_boxes(random_resized_crop_boxes, shape, scale, ratio)
+                anchor, extent = int_boxes(random_resized_crop_boxes, shape, scale, ratio)
             else:
-                anchor, extent = _int_boxes(center_boxes, shape, crop_pct)
+                anchor, extent = int_boxes(center_boxes, shape, crop_pct)
             images = fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
                                              normalized_shape=False, device=device, output_type=types.RGB)
         images = fn.resize(images, resize_y=float(size[0]), resize_x=float(size[1]),

@@ -309,12 +309,14 @@ def to_affine(matrix):
 
 # ------------------------------------------------------------------------------ policy maps
 # (n, 3, 3) source -> destination maps of gpuaug.Compose's geometry transforms
-_EYE9 = np.eye(3).reshape(9)
+EYE9 = np.eye(3).reshape(9)
 
 
-def _eye(n):
+def eye(n):
+    """(n, 3, 3) identity maps for the policy's transforms (one fill from EYE9: what
+    :func:`identity` gives, without building each matrix)."""
     m = np.empty((n, 9))
-    m[:] = _EYE9  # (np.tile: ~3 us more per call for the same values)
+    m[:] = EYE9  # (np.tile: ~3 us more per call for the same values)
     return m.reshape(n, 3, 3)
 
 

@@ -467,9 +467,9 @@ def path_dali_slice(st):
     as ``image_folder_pipeline(roi="gpuaug")`` decodes): what that decoder costs against
     ``image_random_crop``."""
     def decode(fn, types, jpegs, device):
-        from gpuaug.dali.pipelines import _int_boxes, random_resized_crop_boxes
+        from gpuaug.dali.pipelines import int_boxes, random_resized_crop_boxes
 
-        anchor, extent = _int_boxes(random_resized_crop_boxes, fn.peek_image_shape(jpegs), (0.08, 1.0),
+        anchor, extent = int_boxes(random_resized_crop_boxes, fn.peek_image_shape(jpegs), (0.08, 1.0),
                                     (3 / 4, 4 / 3))
         return fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
                                        normalized_shape=False, device=device, output_type=types.RGB)

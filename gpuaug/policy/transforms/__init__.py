@@ -41,7 +41,7 @@ Import them from here (``gpuaug.policy.transforms``), which re-exports every nam
 """
 from __future__ import annotations
 
-from gpuaug.geometry import _EYE9, cos_sin, _eye, affine_matrices, box_matrices, homographies  # noqa: F401
+from gpuaug.geometry import EYE9, cos_sin, eye, affine_matrices, box_matrices, homographies  # noqa: F401
 from gpuaug.policy.transforms._base import (GRAY_WEIGHTS, OP_AFFINE, OP_GAMMA, OP_GRAY,  # noqa: F401
                                             OP_INVERT, OP_JITTER, OP_POSTERIZE, OP_SOLARIZE, STEP_PARAMS,
                                             Transform, maxv)

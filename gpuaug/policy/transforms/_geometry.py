@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug import random as R
-from gpuaug.geometry import _eye, affine_matrices, box_matrices, homographies
+from gpuaug.geometry import eye, affine_matrices, box_matrices, homographies
 from gpuaug.policy import _args as A
 from gpuaug.policy.transforms._base import Transform
 
@@ -42,7 +42,7 @@ class _Flip(Geometric):
 
     def matrices(self, params, sizes):
         on = params["apply"]
-        m = _eye(len(on))
+        m = eye(len(on))
         k = self.axis  # 1: x (horizontal), 0: y
         row = 0 if k == 1 else 1
         m[:, row, row] = 1.0 - 2.0 * on
@@ -271,7 +271,7 @@ class CenterCrop(Geometric):
     def matrices(self, params, sizes):
         top = np.rint((sizes[:, 0] - self.size[0]) / 2.0)
         left = np.rint((sizes[:, 1] - self.size[1]) / 2.0)
-        m = _eye(len(sizes))
+        m = eye(len(sizes))
         m[:, 0, 2], m[:, 1, 2] = -left, -top
         return m
 
@@ -330,7 +330,7 @@ class RandomCrop(Geometric):
         return np.broadcast_to(np.asarray(self.size, np.int64), (len(sizes), 2))
 
     def matrices(self, params, sizes):
-        m = _eye(len(sizes))
+        m = eye(len(sizes))
         m[:, 0, 2], m[:, 1, 2] = -params["corner"][:, 1], -params["corner"][:, 0]
         return m
 
@@ -370,7 +370,7 @@ class RandomPerspective(Geometric):
         start = np.stack([np.stack([z, z], 1), np.stack([w - 1, z], 1), np.stack([w - 1, h - 1], 1),
                           np.stack([z, h - 1], 1)], axis=1)
         on = params["apply"]
-        m = _eye(n)
+        m = eye(n)
         if on.any():
             m[on] = homographies(start[on], params["corners"][on])
         return m
