@@ -432,12 +432,17 @@ def _memo_launch_plan(spec, built, src, dst):
     plan) per device and batch layouts."""
     cp = cupy_module()
     key = (cp.cuda.runtime.getDevice(), layout_key(src), layout_key(dst))
-    memo = built.__dict__.setdefault("_launch", {})
+    return _memo(built, key, lambda: launch_plan(spec, built, src, dst))
+
+
+def _memo(holder, key, make):
+    """``make()``, kept in ``holder``'s ``_launch`` dict under ``key`` (at most 64 entries)."""
+    memo = holder.__dict__.setdefault("_launch", {})
     lp = memo.get(key)
     if lp is None:
         if len(memo) >= 64:
             memo.clear()
-        lp = memo[key] = launch_plan(spec, built, src, dst)
+        lp = memo[key] = make()
     return lp
 
 
@@ -452,13 +457,7 @@ def _memo_host_launch_plan(spec, built, src, dst):
     cp = cupy_module()
     key = (cp.cuda.runtime.getDevice(), ks, kd, src.dtype, tuple(built.codes), built.geo, built.border,
            built.out_dtype, built.jidx)
-    memo = spec.__dict__.setdefault("_launch", {})
-    lp = memo.get(key)
-    if lp is None:
-        if len(memo) >= 64:
-            memo.clear()
-        lp = memo[key] = launch_plan(spec, built, src, dst)
-    return lp
+    return _memo(spec, key, lambda: launch_plan(spec, built, src, dst))
 
 
 def launch_cuda(spec: StageSpec, built: Built, src: Batch, dst: Batch, par=None, stride=None, partials=None,
