@@ -349,7 +349,7 @@ class Plan:
 # the tables, the scratch memory and the parameter matrix as slots. Made, checked and refused
 # as the op plans above (the check replays with the recorded call's own parameters).
 
-_RUN_PLANS: dict = {}   # key -> (kernels, Plan), _Pending or None
+_RUN_PLANS: dict = {}   # key -> (kernels, Plan, _Ring or None), _Pending or None (refused)
 _RUN_SEEN: dict = {}
 
 
