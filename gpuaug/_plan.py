@@ -372,23 +372,42 @@ def run_key(batch, kernels, params, hw, extra, rest):
             batch.single, hw, pk, ek) + rest
 
 
-def launch(batch, kernels, params, extra, rest, normal):
-    """The result of ``normal()`` (a launcher's CUDA C path with a new output, on the current
-    stream) for a dense CuPy batch, from run()'s plan of this geometry when there is one
-    (see above); None when the call cannot be planned: the caller then runs it itself.
+def launch(batch, kernels, params, extra, rest, normal, out=None):
+    """The result of ``normal()`` (a launcher's CUDA C path, into ``out`` or a new output, on
+    the current stream) for a dense CuPy batch, from run()'s plan of this geometry when there
+    is one (see above); None when the call cannot be planned: the caller then runs it itself.
     ``extra``: scalar kernel arguments; ``rest``: whatever else decides the launches
-    (hashable: output dtype, channels, layout, template...)."""
+    (hashable: output dtype, channels, layout, template...); ``out``: the caller's output, a
+    CuPy array (its alignment is part of the key: fast paths choose by it)."""
     if not enabled():
         return None
     if not _CP:
         import cupy
 
         _CP.append(cupy.ndarray)
+    if out is not None and type(out) is not _CP[0]:
+        return None
     key = run_key(batch, kernels, params, getattr(batch.shapes, "hw", None), extra, rest)
-    return None if key is None else run_planned(key, kernels, batch, params, normal)
+    if key is None:
+        return None
+    return run_planned(key + (-1 if out is None else out.data.ptr % 16,), kernels, batch, params, normal, out)
 
 
-def run_planned(key, kernels, batch, params, normal):
+def _fits(out, plan, x):
+    """``out`` can take a replay of ``plan``: its shape, dtype, device, C order, and no byte
+    shared with the input ``x`` (else the caller's own path checks it and says what is wrong)."""
+    if out.shape != plan.shape or out.dtype != plan.dtype or not out.flags.c_contiguous:
+        return False
+    if out.data.device_id != plan.dev:
+        return False
+    from gpuaug._batch import extent
+
+    lo, hi = extent(x, True)
+    o = out.data.ptr
+    return o + out.nbytes <= lo or hi <= o
+
+
+def run_planned(key, kernels, batch, params, normal, out=None):
     """The result of run()'s launches for ``key`` from its plan, or None: the caller runs
     ``normal()`` (which this may call itself, recording it, to make the plan)."""
     cu = _cuda()
@@ -399,10 +418,12 @@ def run_planned(key, kernels, batch, params, normal):
         got = got.settle(key, _RUN_PLANS, _RUN_SEEN)
     if type(got) is tuple:
         kern, plan, ring = got
-        if kern is kernels and _cupy().cuda.runtime.getDevice() == plan.dev:
+        x = batch.arrays[0]
+        if kern is kernels and _cupy().cuda.runtime.getDevice() == plan.dev and (
+                out is None or _fits(out, plan, x)):
             slot = ring.take(params) if type(params) is np.ndarray else None
             par = _device_params(params, batch.n) if slot is None else slot[1]
-            y = plan.run(batch.arrays[0], par=par, same_device=True)
+            y = plan.run(x, out=out, par=par, same_device=True)
             if slot is not None:
                 ring.sent(slot)
             stats["run_replays"] += 1

@@ -128,12 +128,12 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     if describing is not None:
         return describing(Launch(batch, kernels, params, shapes, fill, dtype, channels, layout))
     if batch.device:
-        if backend == "cuda" and out is None and stream is None and not batch.varshape:
+        if backend == "cuda" and stream is None and not batch.varshape:
             hw = getattr(shapes, "hw", None)
             if hw is not None:
                 got = _plan.launch(batch, kernels, params, extra, (hw, dtype, channels, layout, template, fast is None),
                                    lambda: _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels,
-                                                           params, extra, template, fast))
+                                                           params, extra, template, fast, out), out)
                 if got is not None:
                     return got
         with on_device(batch.device_id(), stream):
@@ -149,10 +149,10 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     return result
 
 
-def _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels, params, extra, template, fast):
-    """run()'s CUDA C path with a new output (what its launch plans record and check)."""
+def _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels, params, extra, template, fast, out=None):
+    """run()'s CUDA C path into ``out`` or a new output (what its launch plans record and check)."""
     with on_device(batch.device_id(), None):
-        result, dst = batch.alloc(None, shapes, dtype=dtype, channels=channels, layout=layout)
+        result, dst = batch.alloc(out, shapes, dtype=dtype, channels=channels, layout=layout)
         _run_cuda(batch, dst, kernels, params, extra, template, fast)
     return result
 

@@ -111,14 +111,20 @@ def test_making_a_plan_never_waits_for_the_device():
 
 @pytest.mark.gpu
 def test_out_stream_and_numpy_inputs_take_the_op_itself():
+    """No op plan for out=, stream= or NumPy calls (out= gets run()'s plan: see below)."""
     import cupy as cp
     x = cp.zeros((4, 8, 8, 3), cp.uint8)
-    before = dict(_plan.stats)
+    op_keys = ("replays", "made", "refused")
+    before = {k: _plan.stats[k] for k in op_keys}
+    run_before = _plan.stats["run_made"] + _plan.stats["run_replays"]
     for _ in range(3):
-        gpuaug.flip(x, out=cp.empty_like(x))
         gpuaug.flip(x, stream=cp.cuda.Stream())
         gpuaug.flip(cp.asnumpy(x))
-    assert _plan.stats == before
+    assert {k: _plan.stats[k] for k in op_keys} == before
+    assert _plan.stats["run_made"] + _plan.stats["run_replays"] == run_before  # stream= and NumPy: none
+    for _ in range(3):
+        gpuaug.flip(x, out=cp.empty_like(x))
+    assert {k: _plan.stats[k] for k in op_keys} == before
 
 
 @pytest.mark.gpu
@@ -165,6 +171,34 @@ def test_run_plan_parameter_slots_are_not_reused_while_in_flight():
     for f, y in zip(flags, outs):
         want = np.where(f[:, None, None, None], xh[:, :, ::-1], xh)
         np.testing.assert_array_equal(cp.asnumpy(y), want)
+
+
+@pytest.mark.gpu
+def test_run_plans_write_into_out_aligned_or_not_and_out_is_still_checked():
+    """out= with per-sample values: replays write into the caller's array (a plan per output
+    alignment, since fast paths choose by it); a wrong or overlapping out= still raises."""
+    import cupy as cp
+    rng = np.random.default_rng(9)
+    n, h, w = 6, 8, 32
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
+    xh = cp.asnumpy(x)
+    buf = cp.empty(x.size + 1, cp.uint8)
+    outs = {"aligned": cp.empty_like(x), "misaligned": buf[1:].reshape(x.shape)}
+    assert outs["misaligned"].data.ptr % 16 == (buf.data.ptr + 1) % 16 != 0
+    before = _plan.stats["run_replays"]
+    for _ in range(5):
+        for name, o in outs.items():
+            f = rng.random(n) < 0.5
+            got = gpuaug.flip(x, horizontal=f, out=o)
+            assert got is o, name
+            want = np.where(f[:, None, None, None], xh[:, :, ::-1], xh)
+            np.testing.assert_array_equal(cp.asnumpy(o), want, err_msg=name)
+            cp.cuda.Device().synchronize()
+    assert _plan.stats["run_replays"] >= before + 4  # both alignments replayed
+    with pytest.raises(ValueError, match="overlaps"):
+        gpuaug.flip(x, horizontal=rng.random(n) < 0.5, out=x)
+    with pytest.raises(ValueError, match="shape"):
+        gpuaug.flip(x, horizontal=rng.random(n) < 0.5, out=cp.empty((n, h, w + 1, 3), cp.uint8))
 
 
 def per_sample_kwargs(name, rng, n, h, w):

@@ -79,9 +79,9 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
             return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                        channels=channels)
         m = None if skip_mean else mean
-        if out is None and stream is None and not b.varshape:  # run()'s launch plans (gpuaug._plan)
+        if stream is None and not b.varshape:  # run()'s launch plans (gpuaug._plan)
             got = _plan.launch(b, kernels, params, (), ("colour", channels, m),
-                               lambda: _run_cuda(b, kernels, params, None, channels, m))
+                               lambda: _run_cuda(b, kernels, params, out, channels, m), out)
             if got is not None:
                 return got
         return _run_cuda(b, kernels, params, out, channels, m)

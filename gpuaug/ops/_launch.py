@@ -57,10 +57,10 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     """
     check_stream(stream)
     if batch.device:
-        if backend == "cuda" and out is None and stream is None and not batch.varshape:
+        if backend == "cuda" and stream is None and not batch.varshape:
             # run()'s launch plans (gpuaug._plan); ``plan`` (one object per kernel choice) keys them
             got = _plan.launch(batch, plan, params, (), ("custom", cu_file), lambda: _alloc_run_cuda(
-                batch, params, cu_file, plan))
+                batch, params, cu_file, plan, out), out)
             if got is not None:
                 return got
         with on_device(batch.device_id(), stream):
@@ -76,9 +76,9 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     return result
 
 
-def _alloc_run_cuda(batch, params, cu_file, plan):
+def _alloc_run_cuda(batch, params, cu_file, plan, out=None):
     with on_device(batch.device_id(), None):
-        result, dst = batch.alloc(None, batch.shapes)
+        result, dst = batch.alloc(out, batch.shapes)
         _run_cuda(batch, dst, params, cu_file, plan(dst))
     return result
 
