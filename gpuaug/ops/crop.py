@@ -65,9 +65,12 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    hs = host_ints(height, b.n, "height", low=1).tolist()
-    ws = host_ints(width, b.n, "width", low=1).tolist()
-    shapes = list(zip(hs, ws))
+    hs = host_ints(height, b.n, "height", low=1)
+    ws = host_ints(width, b.n, "width", low=1)
+    if b.n and (hs == hs[0]).all() and (ws == ws[0]).all():  # one size (Same: run()'s plans key on it)
+        shapes = b.uniform((int(hs[0]), int(ws[0])))
+    else:
+        shapes = list(zip(hs.tolist(), ws.tolist()))
     uniform_shapes(b, shapes, "height, width")
     t = per_sample(top, b.n, "top", integer=True, **SPECS[0].limits("top"), device=b.device)
     l_ = per_sample(left, b.n, "left", integer=True, **SPECS[0].limits("left"), device=b.device)
@@ -75,7 +78,7 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
         if not isinstance(off, np.ndarray):
             continue
         lim = b.sizes()[axis]
-        bad = np.nonzero(off > lim - np.array(size))[0]  # not off + size: it overflows int64
+        bad = np.nonzero(off > lim - size)[0]  # not off + size: it overflows int64
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"{name}, {dim}: sample {i} has {name}={int(off[i])} and {dim}="
