@@ -476,7 +476,7 @@ class _Ring:
         dev = cp.empty((k, stride // 4), np.float32)  # one allocation, a row per slot
         self.dev = [dev[i, :self.nbytes // 4].reshape(shape) for i in range(k)]
         self.ptrs = [(h.ctypes.data, d.data.ptr) for h, d in zip(self.host, self.dev)]
-        self.events = [_cuda()._event() for _ in range(k)]
+        self.events = [_cuda().new_event() for _ in range(k)]
         self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
         self.i = 0
         self.lock = threading.Lock()

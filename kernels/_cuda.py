@@ -256,7 +256,7 @@ class _Staging:
         """Book the copy just queued from ``cur`` at ``base`` (call with the lock held): one
         event per stream that read the chunk, recorded behind its latest copy (events are per
         stream; recorded now, so a stream destroyed later does not matter)."""
-        ev = self._events.pop() if self._events else _event()
+        ev = self._events.pop() if self._events else new_event()
         ev.record(stream)
         evs = cur["events"]
         for i, (ptr, old) in enumerate(evs):
@@ -321,7 +321,8 @@ class _Staging:
         return dev
 
 
-def _event():
+def new_event():
+    """A CUDA event for ordering only (no timing, no blocking sync)."""
     import cupy
 
     return cupy.cuda.Event(block=False, disable_timing=True)

@@ -480,3 +480,56 @@ def test_run_plans_are_made_on_the_second_sighting_and_checked_before_use(fake, 
     assert _plan.run_planned(key, object(), batch, params, normal) is None  # other kernels: not this plan
     _plan.clear_plans()
     assert sent == [0, "drained"]  # dropping a plan waits for its parameter copies in flight
+
+
+class _DevArray(np.ndarray):
+    """A NumPy array posing as a device array (``.data.ptr``), for the ring's CPU test."""
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+
+def test_parameter_ring_slots_rotate_and_wait_for_their_events(monkeypatch):
+    """_Ring on stand-ins (pinned memory = a bytearray, device = NumPy, memcpyAsync = memmove):
+    parameters land converted to float32 in the slot handed out; a slot taken but not sent, or
+    sent with its event still pending, is never handed out again (take() returns None: the
+    caller uses the staged upload); slots follow one another round the ring."""
+    import ctypes
+
+    from gpuaug.kernels import _cuda
+
+    class Event:
+        def __init__(self):
+            self.done, self.records = True, 0
+
+        def record(self, stream=None):
+            self.done, self.records = False, self.records + 1
+
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(
+        alloc_pinned_memory=lambda n: bytearray(n),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=0),
+        runtime=types.SimpleNamespace(memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)))
+    cp.empty = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp])
+    monkeypatch.setattr(_cuda, "new_event", Event)
+    monkeypatch.setattr(_plan._Ring, "SLOTS", 3)
+    ring = _plan._Ring((4, 3))
+    assert ring.slots == 3
+    rng = np.random.default_rng(0)
+    p0 = rng.random((4, 3))
+    s0 = ring.take(p0)
+    assert s0[0] == 0 and s0[1].dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(s0[1]), p0.astype(np.float32))
+    s1, s2 = ring.take(rng.random((4, 3))), ring.take(rng.random(12))  # any shape of 12 values
+    assert (s1[0], s2[0]) == (1, 2)
+    assert ring.take(p0) is None  # slot 0 taken, not sent yet
+    ring.sent(s0)
+    assert ring.events[0].records == 1 and ring.take(p0) is None  # sent, its event pending
+    ring.events[0].done = True
+    again = ring.take(p0 * 2)
+    assert again[0] == 0 and np.array_equal(np.asarray(again[1]), (p0 * 2).astype(np.float32))
+    assert ring.take(p0) is None  # slot 1: taken, never sent
+    big = _plan._Ring((256, 400))  # 400 KiB a slot: more than BYTES, still two slots
+    assert big.slots == 2
