@@ -285,4 +285,3 @@ def launch_twin(kern, target, src, shape, args):
     cp = cupy_module()
     nb_args = [cuda.as_cuda_array(a, sync=False) if isinstance(a, cp.ndarray) else a for a in args]
     kern[grid, block, cuda.external_stream(stream_ptr(None))](*nb_args)
-
