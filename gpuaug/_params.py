@@ -181,14 +181,22 @@ def _per_sample(value, n, name, shape, integer, finite, low, high, low_open, dev
         arr = arr.astype(np.int64)
     else:
         arr = arr.astype(np.float64)
-        if finite and not np.all(np.isfinite(arr)):
+        if finite and not np.isfinite(arr).all():
             raise ValueError(f"{name}: got {_bad(value, arr, ~np.isfinite(arr))}; expected finite numbers "
                              "(no NaN or inf)")
-    if low is not None and (np.any(arr <= low) if low_open else np.any(arr < low)):
-        raise ValueError(f"{name}: got {_bad(value, arr, arr <= low if low_open else arr < low)}; expected "
-                         f"values {'>' if low_open else '>='} {low}")
-    if high is not None and np.any(arr > high):
-        raise ValueError(f"{name}: got {_bad(value, arr, arr > high)}; expected values <= {high}")
+    if (low is not None or high is not None) and arr.size:
+        # Without NaN (integers, or floats checked finite above) one min and one max decide;
+        # else element-wise, where NaN compares false as before.
+        plain = integer or finite
+        if low is not None:
+            below = arr.min() if plain else None
+            below = (below <= low if low_open else below < low) if plain else \
+                ((arr <= low) if low_open else (arr < low)).any()
+        if low is not None and below:
+            raise ValueError(f"{name}: got {_bad(value, arr, arr <= low if low_open else arr < low)}; expected "
+                             f"values {'>' if low_open else '>='} {low}")
+        if high is not None and (arr.max() > high if plain else (arr > high).any()):
+            raise ValueError(f"{name}: got {_bad(value, arr, arr > high)}; expected values <= {high}")
     return arr
 
 

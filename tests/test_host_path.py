@@ -694,3 +694,25 @@ def test_staging_one_array_comes_back_in_its_own_shape(staging):
     assert shapes == [((3, 2), np.dtype(np.float32))]  # one device array, no byte buffer + view
     assert got.copies == [(st._cur["mem"].ptr, a.nbytes)]
     assert st._cur["host"][:a.nbytes].tobytes() == a.tobytes()
+
+
+def test_per_sample_range_checks_with_and_without_nan():
+    """per_sample's low/high checks (one min and one max when no NaN can be there, element-wise
+    otherwise) refuse exactly what the element-wise rule refuses."""
+    from gpuaug._params import per_sample
+
+    nan = float("nan")
+    with pytest.raises(ValueError, match=">= 0"):
+        per_sample(np.array([nan, -5.0]), 2, "v", finite=False, low=0)  # NaN does not hide -5
+    np.testing.assert_array_equal(per_sample(np.array([nan, 5.0]), 2, "v", finite=False, low=0), [nan, 5.0])
+    with pytest.raises(ValueError, match="finite"):
+        per_sample(np.array([nan, 5.0]), 2, "v", low=0)
+    with pytest.raises(ValueError, match="> 0"):
+        per_sample(np.array([1.0, -0.0]), 2, "v", low=0, low_open=True)  # -0.0 <= 0
+    with pytest.raises(ValueError, match="<= 1"):
+        per_sample(np.array([[0.5, 1.0], [0.0, 1.0 + 1e-12]]), 2, "v", shape=(2,), low=0, high=1)
+    with pytest.raises(ValueError, match=">= 1"):
+        per_sample(np.array([3, 0]), 2, "k", integer=True, low=1)
+    got = per_sample(np.array([0.0, 1.0]), 2, "v", low=0, high=1)
+    assert got.dtype == np.float64 and got.tolist() == [0.0, 1.0]
+    assert per_sample(np.zeros((0,)), 0, "v", low=1).shape == (0,)
