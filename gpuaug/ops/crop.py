@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import _fmt, column_stack, host_size, per_sample
+from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 from gpuaug._util import is_cuda_array
@@ -23,12 +23,18 @@ def host_ints(value, n, name, *, low=None):
     return per_sample(value, n, name, integer=True, low=low)
 
 
-def uniform_shapes(b, shapes, names):
-    """Refuse per-sample output sizes that differ in a uniform (4-D) batch."""
-    if not b.varshape and not hasattr(shapes, "hw") and len(set(shapes)) > 1:
+def output_shapes(b, hs, ws, names):
+    """Per-sample output sizes from (N,) heights and widths: one :class:`gpuaug._batch.Same`
+    when they are all equal (what run()'s launch plans key on; no per-sample list), else a
+    list of (h, w), refused for a uniform (4-D) batch."""
+    if b.n and (hs == hs[0]).all() and (ws == ws[0]).all():
+        return b.uniform((int(hs[0]), int(ws[0])))
+    shapes = list(zip(hs.tolist(), ws.tolist()))
+    if not b.varshape and len(set(shapes)) > 1:
         raise ValueError(f"{names}: give per-sample output sizes {sorted(set(shapes))[:4]} that "
                          "differ; a uniform batch has one output size (every sample's must be "
                          "equal); pass a list of images for outputs of different sizes")
+    return shapes
 
 
 def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -67,11 +73,7 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
     be = choose_backend(b, backend)
     hs = host_ints(height, b.n, "height", low=1)
     ws = host_ints(width, b.n, "width", low=1)
-    if b.n and (hs == hs[0]).all() and (ws == ws[0]).all():  # one size (Same: run()'s plans key on it)
-        shapes = b.uniform((int(hs[0]), int(ws[0])))
-    else:
-        shapes = list(zip(hs.tolist(), ws.tolist()))
-    uniform_shapes(b, shapes, "height, width")
+    shapes = output_shapes(b, hs, ws, "height, width")
     t = per_sample(top, b.n, "top", integer=True, **SPECS[0].limits("top"), device=b.device)
     l_ = per_sample(left, b.n, "left", integer=True, **SPECS[0].limits("left"), device=b.device)
     for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):

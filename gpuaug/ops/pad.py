@@ -9,7 +9,7 @@ from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, cupy_module, is_cuda_array
 from gpuaug.ops._launch import as_stored
-from gpuaug.ops.crop import rows_fast, uniform_shapes
+from gpuaug.ops.crop import output_shapes, rows_fast
 
 KERNELS = Kernels(cu=("pad.cu", "gpuaug_pad"), numba=("pad", "pad_map"))
 
@@ -70,12 +70,7 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     else:
         p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, **SPECS[0].limits("padding"))
     hs, ws = b.sizes()
-    oh, ow = hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3]
-    if (oh == oh[0]).all() and (ow == ow[0]).all():
-        shapes = b.uniform((int(oh[0]), int(ow[0])))
-    else:
-        shapes = list(zip(oh.tolist(), ow.tolist()))
-    uniform_shapes(b, shapes, "padding")
+    shapes = output_shapes(b, hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3], "padding")
     v = as_stored(per_sample(value, b.n, "value", device=b.device), b.dtype)  # exact on every backend
     mcol = np.full(b.n, float(MODES[mode]))
     params = column_stack([p[:, 0], p[:, 2], mcol, v], b.n)
