@@ -2,7 +2,9 @@
 :mod:`gpuaug.policy.transforms`)."""
 from __future__ import annotations
 
+from gpuaug import random as R
 from gpuaug._util import dtype_max as maxv  # noqa: F401  (the write and op transforms use it)
+from gpuaug.policy import _args as A
 
 # colour program step codes (kernels/fused.cuh)
 OP_JITTER, OP_GRAY, OP_AFFINE, OP_GAMMA, OP_SOLARIZE, OP_POSTERIZE, OP_INVERT = 1, 2, 3, 4, 5, 6, 7
@@ -33,3 +35,17 @@ class Transform:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._args().items())
         return f"{type(self).__name__}({args})"
+
+
+class _Coin:
+    """A step each sample takes with probability ``p``: ``params["apply"]``, one Bernoulli
+    draw per sample (mixed in before the kind's base class)."""
+
+    def __init__(self, p=0.5):
+        self.p = A.prob("p", p)
+
+    def _args(self):
+        return {"p": self.p}
+
+    def sample(self, rng, n, sizes):
+        return {"apply": R.bernoulli(rng, self.p, n)}

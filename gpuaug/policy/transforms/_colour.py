@@ -6,7 +6,7 @@ import numpy as np
 from gpuaug import random as R
 from gpuaug.policy import _args as A
 from gpuaug.policy.transforms._base import (OP_AFFINE, OP_GAMMA, OP_GRAY, OP_INVERT, OP_JITTER, OP_POSTERIZE,
-                                            OP_SOLARIZE, Transform)
+                                            OP_SOLARIZE, Transform, _Coin)
 
 
 class _Colour(Transform):
@@ -82,7 +82,7 @@ class ColorJitter(_Colour):
                                       params["hue"]], axis=1))]
 
 
-class RandomGrayscale(_Colour):
+class RandomGrayscale(_Coin, _Colour):
     """torchvision's RandomGrayscale: with probability ``p`` per sample, every colour channel
     becomes ``0.2989 r + 0.587 g + 0.114 b`` (gpuaug.grayscale's maths; alpha kept; one-channel
     images unchanged).
@@ -95,13 +95,7 @@ class RandomGrayscale(_Colour):
     """
 
     def __init__(self, p=0.1):
-        self.p = A.prob("p", p)
-
-    def _args(self):
-        return {"p": self.p}
-
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
+        super().__init__(p)
 
     def steps(self, params, channels):
         return [(OP_GRAY, params["apply"].astype(np.float64)[:, None])]
@@ -156,7 +150,7 @@ class RandomGamma(_Colour):
         return [(OP_GAMMA, np.stack([params["gamma"], np.ones(len(params["gamma"]))], axis=1))]
 
 
-class RandomSolarize(_Colour):
+class RandomSolarize(_Coin, _Colour):
     """torchvision's RandomSolarize: with probability ``p``, values ``>= threshold`` become
     ``M - x`` (threshold in the image's units: 0..255 for uint8, 0..1 for floats).
 
@@ -174,9 +168,6 @@ class RandomSolarize(_Colour):
     def _args(self):
         return {"threshold": self.threshold, "p": self.p}
 
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
-
     def steps(self, params, channels):
         from gpuaug.ops._launch import float32_at_least
 
@@ -186,7 +177,7 @@ class RandomSolarize(_Colour):
         return [(OP_SOLARIZE, np.where(params["apply"], t, np.inf)[:, None])]
 
 
-class RandomPosterize(_Colour):
+class RandomPosterize(_Coin, _Colour):
     """torchvision's RandomPosterize: with probability ``p``, keep ``bits`` bits (1..8) of
     every value (gpuaug.posterize's rule for uint8 and floats).
 
@@ -206,14 +197,11 @@ class RandomPosterize(_Colour):
     def _args(self):
         return {"bits": self.bits, "p": self.p}
 
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
-
     def steps(self, params, channels):
         return [(OP_POSTERIZE, np.where(params["apply"], float(self.bits), 0.0)[:, None])]
 
 
-class RandomInvert(_Colour):
+class RandomInvert(_Coin, _Colour):
     """torchvision's RandomInvert: with probability ``p``, ``x = M - x`` (every channel).
 
     Example::
@@ -222,15 +210,6 @@ class RandomInvert(_Colour):
         >>> gpuaug.RandomInvert(0.3)
         RandomInvert(p=0.3)
     """
-
-    def __init__(self, p=0.5):
-        self.p = A.prob("p", p)
-
-    def _args(self):
-        return {"p": self.p}
-
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
 
     def steps(self, params, channels):
         return [(OP_INVERT, params["apply"].astype(np.float64)[:, None])]

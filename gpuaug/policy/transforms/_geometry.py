@@ -7,7 +7,7 @@ import numpy as np
 from gpuaug import random as R
 from gpuaug.geometry import eye, affine_matrices, box_matrices, homographies
 from gpuaug.policy import _args as A
-from gpuaug.policy.transforms._base import Transform
+from gpuaug.policy.transforms._base import Transform, _Coin
 
 
 class Geometric(Transform):
@@ -28,17 +28,8 @@ class Geometric(Transform):
         raise NotImplementedError
 
 
-class _Flip(Geometric):
+class _Flip(_Coin, Geometric):
     axis = 1
-
-    def __init__(self, p=0.5):
-        self.p = A.prob("p", p)
-
-    def _args(self):
-        return {"p": self.p}
-
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
 
     def matrices(self, params, sizes):
         on = params["apply"]

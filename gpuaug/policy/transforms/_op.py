@@ -6,7 +6,7 @@ import numpy as np
 
 from gpuaug import random as R
 from gpuaug.policy import _args as A
-from gpuaug.policy.transforms._base import Transform, maxv
+from gpuaug.policy.transforms._base import Transform, _Coin, maxv
 
 
 class _Op(Transform):
@@ -147,7 +147,7 @@ class RandomErasing(_Op):
                             stream=stream)
 
 
-class RandomEqualize(_Op):
+class RandomEqualize(_Coin, _Op):
     """torchvision's RandomEqualize: with probability ``p`` per sample, histogram-equalise each
     channel (gpuaug.equalize, on the chosen samples only).
 
@@ -159,15 +159,6 @@ class RandomEqualize(_Op):
     """
 
     op = "equalize"
-
-    def __init__(self, p=0.5):
-        self.p = A.prob("p", p)
-
-    def _args(self):
-        return {"p": self.p}
-
-    def sample(self, rng, n, sizes):
-        return {"apply": R.bernoulli(rng, self.p, n)}
 
     def run(self, x, params, *, dtype, layout, backend, stream, out=None):
         import gpuaug
