@@ -2,6 +2,25 @@
 is on their sys.path)."""
 from __future__ import annotations
 
+import time
+
+#: Inclusive nanoseconds per wrapped function ("<owner>.<name>" -> total), filled by :func:`wrap`.
+TOTALS: dict = {}
+
+
+def wrap(owner, name):
+    """Replace ``owner.name`` by a timer adding its inclusive time to ``TOTALS`` (about 0.2 us
+    per call added): where a call's host time goes, without a profiler's distortion."""
+    f = getattr(owner, name)
+    label = f"{getattr(owner, '__name__', owner)}.{name}"
+
+    def timed(*a, **k):
+        t0 = time.perf_counter_ns()
+        try:
+            return f(*a, **k)
+        finally:
+            TOTALS[label] = TOTALS.get(label, 0) + time.perf_counter_ns() - t0
+    setattr(owner, name, timed)
 
 
 def torch_event_ms(fn, iters, warmup):

@@ -21,20 +21,7 @@ from gpuaug.ops import _colour as C
 from gpuaug.ops import _warp as W
 from gpuaug.ops import flip as F
 
-TOTALS: dict = {}
-
-
-def wrap(owner, name, label=None):
-    f = getattr(owner, name)
-    label = label or f"{getattr(owner, '__name__', owner)}.{name}"
-
-    def timed(*a, **k):
-        t0 = time.perf_counter_ns()
-        try:
-            return f(*a, **k)
-        finally:
-            TOTALS[label] = TOTALS.get(label, 0) + time.perf_counter_ns() - t0
-    setattr(owner, name, timed)
+from _timing import TOTALS, wrap  # tests/gpu/_timing.py (this folder is on sys.path)
 
 
 def main():

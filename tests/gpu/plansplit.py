@@ -10,20 +10,7 @@ import gpuaug
 import gpuaug._plan as PL
 import gpuaug.kernels._cuda as K
 
-TOTALS: dict = {}
-
-
-def wrap(owner, name):
-    f = getattr(owner, name)
-    label = f"{getattr(owner, '__name__', owner)}.{name}"
-
-    def timed(*a, **k):
-        t0 = time.perf_counter_ns()
-        try:
-            return f(*a, **k)
-        finally:
-            TOTALS[label] = TOTALS.get(label, 0) + time.perf_counter_ns() - t0
-    setattr(owner, name, timed)
+from _timing import TOTALS, wrap  # tests/gpu/_timing.py (this folder is on sys.path)
 
 
 def per_call(f, k):
