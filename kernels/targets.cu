@@ -265,10 +265,8 @@ __global__ void gpuaug_iou_crop_select(const double* __restrict__ boxes, const l
 // planes) by its sample's destination -> source map, bit for bit what gpuaug_warp_affine /
 // gpuaug_warp_perspective compute with INTERP = nearest (warp_common.cuh's Map::at and
 // interp.cuh's sample_nearest: float32 maps, fmaf, __frcp_rn, floor(f + 0.5) of the clamped
-// coordinate), so a mask equals the images' nearest resampling. A thread writes 4 consecutive
-// pixels of one output row (one 32-bit store for uint8 planes), so a warp stores 128 bytes of
-// a row at once: the image warps' 8 x 4 tiles write uint8 planes a byte per lane (a quarter
-// of each 32-byte sector), which made the mask warp cost a third of the image's time.
+// coordinate), so a mask equals the images' nearest resampling. A thread writes a run of
+// GPUAUG_MASK_PX consecutive pixels of one output row (a 16-byte store for uint8 planes).
 //   msrc / mdst: planes of h x w / H x W elements, back to back; plane p is sample p / per_sample
 //   maps:        9 float32 per sample (a00 a01 a02 a10 a11 a12 a20 a21 a22)
 //   constant:    1: outside the source reads `fill`; 0: the nearest edge pixel (replicate)
@@ -278,59 +276,83 @@ __global__ void gpuaug_iou_crop_select(const double* __restrict__ boxes, const l
 
 #define GPUAUG_MASK_LIMIT 16777216.f  // interp.cuh's GPUAUG_COORD_LIMIT
 
+// Pixels per thread (gpuaug/targets/_apply.py's MASK_PX sizes the grid; tests/gpu/mask_tiles.py
+// times other values): the index arithmetic is paid once per run.
+#ifndef GPUAUG_MASK_PX
+#define GPUAUG_MASK_PX 16
+#endif
+
+// The mask items of a launch: runs of GPUAUG_MASK_PX pixels (the last of a row may be shorter).
+__device__ __forceinline__ long long gpuaug_mask_items(int planes, int MH, int MW) {
+  return (long long)planes * MH * ((MW + GPUAUG_MASK_PX - 1) / GPUAUG_MASK_PX);
+}
+
 template <typename TM, bool PERSP>
-__device__ __forceinline__ void gpuaug_mask_quad(long long t, GPUAUG_MASK_ARGS(TM)) {
-  const int W4 = (MW + 3) >> 2;
-  const long long per_plane = (long long)MH * W4;
+__device__ __forceinline__ TM gpuaug_mask_px(const TM* src, const float* a, float xf, float yf, int mh, int mw,
+                                             int fill, int constant) {
+  float fx = fmaf(xf, a[0], fmaf(yf, a[1], a[2]));
+  float fy = fmaf(xf, a[3], fmaf(yf, a[4], a[5]));
+  if (PERSP) {
+    const float ww = fmaf(xf, a[6], fmaf(yf, a[7], a[8]));
+    if (ww == 0.f) {
+      fx = fy = -GPUAUG_MASK_LIMIT;
+    } else {
+      const float r = __frcp_rn(ww);
+      fx *= r;
+      fy *= r;
+    }
+  }
+  int ix = __float2int_rd(fminf(fmaxf(fx, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
+  int iy = __float2int_rd(fminf(fmaxf(fy, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
+  if (constant) return (ix >= 0 && ix < mw && iy >= 0 && iy < mh) ? src[(long long)iy * mw + ix] : (TM)fill;
+  ix = min(max(ix, 0), mw - 1);
+  iy = min(max(iy, 0), mh - 1);
+  return src[(long long)iy * mw + ix];
+}
+
+// Item t (< gpuaug_mask_items): plane p, row y, pixels x0 .. x0 + GPUAUG_MASK_PX - 1.
+template <typename TM, bool PERSP>
+__device__ __forceinline__ void gpuaug_mask_run(long long t, GPUAUG_MASK_ARGS(TM)) {
+  const int WR = (MW + GPUAUG_MASK_PX - 1) / GPUAUG_MASK_PX;
+  const long long per_plane = (long long)MH * WR;
   const int p = (int)(t / per_plane);
   const int rem = (int)(t - (long long)p * per_plane);
-  const int y = rem / W4, x0 = (rem - y * W4) * 4;
-  const float* a = maps + 9 * (p / per_sample);
+  const int y = rem / WR, x0 = (rem - y * WR) * GPUAUG_MASK_PX;
+  float a[9];
+#pragma unroll
+  for (int k = 0; k < 9; ++k) a[k] = maps[9 * (p / per_sample) + k];
   const TM* src = msrc + (long long)p * mh * mw;
   TM* row = mdst + (long long)p * MH * MW + (long long)y * MW;
   const float yf = (float)y;
-  TM v[4];
+  if (x0 + GPUAUG_MASK_PX <= MW) {
+    TM v[GPUAUG_MASK_PX];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float xf = (float)(x0 + k);
-    float fx = fmaf(xf, a[0], fmaf(yf, a[1], a[2]));
-    float fy = fmaf(xf, a[3], fmaf(yf, a[4], a[5]));
-    if (PERSP) {
-      const float ww = fmaf(xf, a[6], fmaf(yf, a[7], a[8]));
-      if (ww == 0.f) {
-        fx = fy = -GPUAUG_MASK_LIMIT;
-      } else {
-        const float r = __frcp_rn(ww);
-        fx *= r;
-        fy *= r;
+    for (int k = 0; k < GPUAUG_MASK_PX; ++k)
+      v[k] = gpuaug_mask_px<TM, PERSP>(src, a, (float)(x0 + k), yf, mh, mw, fill, constant);
+    if (sizeof(TM) == 1 && GPUAUG_MASK_PX % 16 == 0 && ((reinterpret_cast<size_t>(row + x0) & 15) == 0)) {
+#pragma unroll
+      for (int k = 0; k < GPUAUG_MASK_PX; k += 16) {  // 16 bytes a store
+        unsigned w[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          w[q] = (unsigned)(unsigned char)v[k + 4 * q] | ((unsigned)(unsigned char)v[k + 4 * q + 1] << 8) |
+                 ((unsigned)(unsigned char)v[k + 4 * q + 2] << 16) | ((unsigned)(unsigned char)v[k + 4 * q + 3] << 24);
+        *reinterpret_cast<uint4*>(row + x0 + k) = make_uint4(w[0], w[1], w[2], w[3]);
       }
-    }
-    int ix = __float2int_rd(fminf(fmaxf(fx, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
-    int iy = __float2int_rd(fminf(fmaxf(fy, -GPUAUG_MASK_LIMIT), GPUAUG_MASK_LIMIT) + 0.5f);
-    if (constant) {
-      v[k] = (ix >= 0 && ix < mw && iy >= 0 && iy < mh) ? src[(long long)iy * mw + ix] : (TM)fill;
     } else {
-      ix = min(max(ix, 0), mw - 1);
-      iy = min(max(iy, 0), mh - 1);
-      v[k] = src[(long long)iy * mw + ix];
-    }
-  }
-  if (sizeof(TM) == 1 && x0 + 4 <= MW && ((reinterpret_cast<size_t>(row + x0) & 3) == 0)) {
-    *reinterpret_cast<unsigned*>(row + x0) = (unsigned)(unsigned char)v[0] | ((unsigned)(unsigned char)v[1] << 8) |
-                                             ((unsigned)(unsigned char)v[2] << 16) |
-                                             ((unsigned)(unsigned char)v[3] << 24);
-  } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (x0 + k < MW) row[x0 + k] = v[k];
+      for (int k = 0; k < GPUAUG_MASK_PX; ++k) row[x0 + k] = v[k];
+    }
+  } else {
+    for (int x = x0; x < MW; ++x) row[x] = gpuaug_mask_px<TM, PERSP>(src, a, (float)x, yf, mh, mw, fill, constant);
   }
 }
 
 template <typename TM, bool PERSP>
 __global__ void gpuaug_target_masks(GPUAUG_MASK_ARGS(TM)) {
   const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (t >= (long long)planes * MH * ((MW + 3) >> 2)) return;
-  gpuaug_mask_quad<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
+  if (t >= gpuaug_mask_items(planes, MH, MW)) return;
+  gpuaug_mask_run<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
 }
 
 // A policy stage's boxes, keypoints and masks in ONE launch: blocks [0, box_blocks) map the
@@ -353,6 +375,6 @@ __global__ void gpuaug_target_all(GPUAUG_BOX_ARGS(TB), GPUAUG_POINT_ARGS(TP), GP
     return;
   }
   const long long t = (b - (long long)box_blocks - point_blocks) * blockDim.x + threadIdx.x;
-  if (t < (long long)planes * MH * ((MW + 3) >> 2))
-    gpuaug_mask_quad<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
+  if (t < gpuaug_mask_items(planes, MH, MW))
+    gpuaug_mask_run<TM, PERSP>(t, msrc, mdst, maps, planes, per_sample, mh, mw, MH, MW, fill, constant);
 }

@@ -11,7 +11,7 @@ import pytest
 
 import cuda_emu
 from gpuaug.targets import Boxes, Keypoints
-from gpuaug.targets._apply import _map_boxes_host, _points_numpy, target_matrices
+from gpuaug.targets._apply import _map_boxes_host, _points_numpy, mask_blocks, target_matrices
 
 pytestmark = pytest.mark.skipif(cuda_emu.available() is not None, reason=f"{cuda_emu.available()}")
 
@@ -279,13 +279,13 @@ def _stage_maps(n, rng, h, w, persp):
 def test_mask_kernel_equals_the_nearest_warp(emu, dtype, persp, constant):
     """gpuaug_target_masks == gpuaug.warp_affine / warp_perspective (nearest, inverse map, the CPU
     twin) on the mask planes: the maps, the rounding, both borders, int32 labels, odd widths
-    (the last quad of a row) and outputs of another size."""
+    (the last, shorter run of a row) and outputs of another size."""
     from gpuaug.policy import _fused as F
     from gpuaug.targets import Masks
     from gpuaug.targets._policy import _stage_masks
 
     rng = np.random.default_rng(12)
-    n, k, h, w, oh, ow = 3, 2, 13, 18, 11, 23
+    n, k, h, w, oh, ow = 3, 2, 13, 18, 37, 71  # 5 runs of 16 pixels a row, the last 7; 7 blocks
     lab = rng.integers(0, 250 if dtype == np.uint8 else 2 ** 30, (n, k, h, w)).astype(dtype)
     masks = Masks(lab, onehot=True, fill=7)
     m = _stage_maps(n, rng, h, w, persp)
@@ -294,8 +294,7 @@ def test_mask_kernel_equals_the_nearest_warp(emu, dtype, persp, constant):
     out = np.full((n, k, oh, ow), 99, dtype)
     ctype = "int" if dtype == np.int32 else "unsigned char"
     fn = emu.get_function("targets.cu", f"gpuaug_target_masks<{ctype}, {'true' if persp else 'false'}>")
-    items = n * k * oh * ((ow + 3) // 4)
-    fn(((items + 255) // 256,), (256,), (lab, out, inv, np.int32(n * k), np.int32(k), np.int32(h), np.int32(w),
+    fn((mask_blocks(n * k, oh, ow),), (256,), (lab, out, inv, np.int32(n * k), np.int32(k), np.int32(h), np.int32(w),
                                          np.int32(oh), np.int32(ow), np.int32(7), np.int32(constant)))
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(out[0, :, :h, :min(w, ow)], lab[0, :, :min(h, oh), :min(w, ow)][:, :h])

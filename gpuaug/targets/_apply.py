@@ -400,6 +400,16 @@ def _follow(inp: Boxes, out: Boxes):
     return out
 
 
+#: Pixels a thread of the mask warp writes: kernels/targets.cu's GPUAUG_MASK_PX.
+MASK_PX = 16
+
+
+def mask_blocks(planes, h, w, px=MASK_PX):
+    """Blocks (of 256 threads) of gpuaug_target_masks / the mask part of gpuaug_target_all:
+    one thread per run of ``px`` pixels of an output row (kernels/targets.cu's gpuaug_mask_items)."""
+    return -(-(planes * h * (-(-w // px))) // _BLOCK)
+
+
 class _DeviceMasks:
     """The device side of a stage's masks in :func:`map_stage`: dense planes (N, H, W) or
     (N, K, H, W) of uint8 / bool / int32, their per-sample destination -> source maps (float32,
@@ -421,9 +431,7 @@ class _DeviceMasks:
         self.host = [np.ascontiguousarray(inv, np.float32)]
         self.ctype = "int" if d.dtype == np.int32 else "unsigned char"
         self.constant = bool(constant)
-        planes = self.n * self.k
-        self.items = planes * self.H * ((self.W + 3) // 4)
-        self.blocks = (self.items + _BLOCK - 1) // _BLOCK
+        self.blocks = mask_blocks(self.n * self.k, self.H, self.W)
 
     def args(self, dev):
         return (self.src, self.dst, dev[0], np.int32(self.n * self.k), np.int32(self.k), np.int32(self.h),

@@ -20,7 +20,7 @@ kornia with the same data_keys. Prints a table; writes $OUT/targets_bench.json w
 
 Where the targets' device time goes (rows after the main ones):
 - "one launch": the default on the GPU since session 6: a stage's boxes, keypoints and masks
-  in one upload and one launch (gpuaug_target_all; masks 4 pixels a thread, 32-bit stores);
+  in one upload and one launch (gpuaug_target_all; masks 16 pixels a thread, 16-byte stores);
 - "two launches (before)": the earlier path, forced for comparison: map_targets (upload +
   gpuaug_target_both) then the masks through gpuaug.warp_affine (its own upload + launch,
   8 x 4 pixel warp tiles writing uint8 planes a byte per lane);
