@@ -11,7 +11,8 @@ Rows:
 - ``per_sample_*``: one per-sample column (flags, angles, factors with a low bound);
 - ``rotation_inverse``: rotate's (N, 6) inverse maps from N angles;
 - ``params_matrix``: the warp's (N, 2 + 6 + C) rows from those maps and a scalar fill;
-- ``flip_matrix``, ``brightness_matrix``: those ops' (N, P) matrices from their columns.
+- ``flip_matrix``: flip's (N, 2) matrix from a bool array and False (its per_sample calls included);
+- ``brightness_matrix``: brightness's (N, 2) matrix from its checked factor column.
 
     python bench/host_params.py [--n 256] [--number 2000] [--repeat 7] [--json out.json]
 """
@@ -43,11 +44,13 @@ def cases(n):
     angles = rng.uniform(-30, 30, n)
     factors = rng.uniform(0.8, 1.2, n)
     inv = _warp.rotation_inverse(b, angles, None, 1.0)
-    fh = per_sample(flags, n, "horizontal", boolean=True)
-    fv = per_sample(False, n, "vertical", boolean=True)
     ff = per_sample(factors, n, "factor", low=0)
     flip_f, rotate_f, bright_f = (gpuaug.registry[k].func for k in ("flip", "rotate", "brightness"))
-    flip_matrix = getattr(fl, "flip_params", None) or (lambda h, v, n: column_stack([h, v], n))
+    if hasattr(fl, "flip_params"):  # the raw flags (bool array, False), as flip() passes them
+        flip_matrix = lambda: fl.flip_params(flags, False, n)  # noqa: E731
+    else:  # before flip_params: per_sample twice, column_stack
+        flip_matrix = lambda: column_stack([per_sample(flags, n, "horizontal", boolean=True),  # noqa: E731
+                                            per_sample(False, n, "vertical", boolean=True)], n)
     limits = br.SPECS[0].limits("factor")
     return {
         "flip_op": lambda: describe(flip_f, x, horizontal=flags),
@@ -58,7 +61,7 @@ def cases(n):
         "per_sample_factors": lambda: per_sample(factors, n, "factor", **limits),
         "rotation_inverse": lambda: _warp.rotation_inverse(b, angles, None, 1.0),
         "params_matrix": lambda: _warp.params_matrix(b, 1, 0, inv, 0),
-        "flip_matrix": lambda: flip_matrix(fh, fv, n),
+        "flip_matrix": flip_matrix,
         "brightness_matrix": lambda: column_stack([ff, _colour.maxv_column(b)], n),
     }
 

@@ -69,7 +69,11 @@ def _scalar(v, n, integer, low, high, low_open, boolean):
     microseconds per parameter per call); None sends anything unusual (NaN, inf, out of
     range) to the general path, whose checks and messages are the contract."""
     if boolean:
-        return np.full(n, 1.0 if v else 0.0) if v == 0 or v == 1 else None
+        if v == 0 or v == 1:
+            a = np.empty(n)
+            a.fill(1.0 if v else 0.0)
+            return a
+        return None
     if isinstance(v, (float, np.floating)):
         f = float(v)
         if f != f or f in (math.inf, -math.inf):
@@ -86,11 +90,53 @@ def _scalar(v, n, integer, low, high, low_open, boolean):
             return None
         if (low is not None and (iv <= low if low_open else iv < low)) or (high is not None and iv > high):
             return None
-        return np.full(n, iv, np.int64)
+        a = np.empty(n, np.int64)
+        a.fill(iv)
+        return a
     f = float(v)
     if (low is not None and (f <= low if low_open else f < low)) or (high is not None and f > high):
         return None
-    return np.full(n, f)
+    a = np.empty(n)  # np.empty + fill: np.full's Python wrapper costs as much again
+    a.fill(f)
+    return a
+
+
+def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
+    """The common case of a per-sample NumPy array, ``(n,) + shape`` already, checked with
+    few NumPy calls: the float64 copy, or None for anything else (other shapes, integer
+    parameters, flags that are not bool, any value out of range or not finite), which the
+    general path then handles (its checks and messages are the contract; it gives the same
+    array for values that pass)."""
+    if integer or arr.shape != ((n,) + shape if shape else (n,)):
+        return None
+    kind = arr.dtype.kind
+    if kind not in "biuf":
+        return None
+    if boolean:
+        if kind != "b" and np.count_nonzero((arr == 0) | (arr == 1)) != arr.size:
+            return None
+        return arr.astype(np.float64)
+    arr = arr.astype(np.float64)
+    size = arr.size
+    # count_nonzero of a bool array: a fraction of ndarray.all()'s reduction machinery
+    if finite and np.count_nonzero(np.isfinite(arr)) != size:
+        return None
+    # element-wise, as the general path's NaN rule (NaN compares false: passes a bound); a
+    # bound given as an int compares as the float NumPy would convert it to, made here once
+    if low is not None:
+        if type(low) is int and -_EXACT <= low <= _EXACT:
+            low = float(low)
+        if np.count_nonzero(arr <= low if low_open else arr < low):
+            return None
+    if high is not None:
+        if type(high) is int and -_EXACT <= high <= _EXACT:
+            high = float(high)
+        if np.count_nonzero(arr > high):
+            return None
+    return arr
+
+
+_EXACT = 2 ** 53  # ints up to this size are floats exactly
 
 
 def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None, high=None,
@@ -105,6 +151,11 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     naming ``name``, the value and what is accepted.
     """
     shape = tuple(shape)
+    if type(value) is np.ndarray:
+        got = _host_array(value, n, shape, integer, finite, low, high, low_open, boolean)
+        if got is not None:
+            return got
+        return _per_sample(value, n, name, shape, integer, finite, low, high, low_open, device, boolean)
     if not shape and type(value) in _SCALARS:
         fast = _scalar(value, n, integer, low, high, low_open, boolean)
         if fast is not None:

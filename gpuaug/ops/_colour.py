@@ -34,8 +34,19 @@ MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixe
 
 
 def maxv_column(b: Batch):
-    """The parameter column holding the dtype's maximum (the Numba twins' value range)."""
-    return np.full(b.n, dtype_max(b.dtype))
+    """The parameter column holding the dtype's maximum (the Numba twins' value range):
+    read-only, one per (N, dtype) (apply() only copies it into the parameter matrix)."""
+    key = (b.n, b.dtype.char)
+    got = _MAXV.get(key)
+    if got is None:
+        if len(_MAXV) >= 64:
+            _MAXV.clear()
+        got = _MAXV[key] = np.full(b.n, dtype_max(b.dtype))
+        got.flags.writeable = False
+    return got
+
+
+_MAXV: dict = {}
 
 
 _sm_count: dict = {}

@@ -71,6 +71,10 @@ def device_scope(b, stream):
 
 
 def check_modes(interpolation, border):
+    if type(interpolation) is str and type(border) is str:  # the usual call: two dict lookups
+        i, bd = INTERPOLATIONS.get(interpolation), BORDERS.get(border)
+        if i is not None and bd is not None:
+            return i, bd
     check_choice("interpolation", interpolation, tuple(INTERPOLATIONS))
     check_choice("border", border, tuple(BORDERS))
     return INTERPOLATIONS[interpolation], BORDERS[border]
@@ -181,32 +185,86 @@ def rotation_inverse(b, angle, center, scale):
     src = R(angle)^T (dst - center) / scale + center."""
     n = b.n
     a = per_sample(angle, n, "angle", device=b.device)
-    s = per_sample(scale, n, "scale", device=b.device)
+    k = _plain_reciprocal(scale)  # one ordinary scale for the batch: no column, no zero check
+    s = per_sample(scale, n, "scale", device=b.device) if k is None else None
     ctr = None if center is None else per_sample(center, n, "center", shape=(2,), device=b.device)
-    if isinstance(s, np.ndarray) and not (s != 0).all():
+    if isinstance(s, np.ndarray) and not np.count_nonzero(s) == s.size:
         raise ValueError(f"scale: got {np.asarray(scale).tolist() if np.size(scale) <= 8 else 'an array with zeros'}; "
                          "expected non-zero numbers (0 collapses the image to a point)")
-    xp = xp_of(a, s, ctr)
-    if xp is not np:
+    if s is None and not (type(a) is np.ndarray and (ctr is None or type(ctr) is np.ndarray)):
+        s = per_sample(scale, n, "scale", device=b.device)  # the device path takes a column
+    if s is not None and xp_of(a, s, ctr) is not np:
         return _rotation_inverse_device(b, a, s, ctr)
+    if k is None:  # one scale for the batch (a broadcast scalar): its reciprocal once
+        k = float(1.0 / s[0]) if s.ndim == 1 and n and s.strides[0] == 0 else 1.0 / s
+    return _rotation_inverse_host(b, a, k, ctr)
+
+
+def _plain_reciprocal(scale):
+    """1 / ``scale`` for a finite non-zero Python float or int (the usual scale argument), as
+    the per-sample path computes it; None for anything else (per_sample checks it)."""
+    t = type(scale)
+    if t is float or t is int:
+        try:
+            f = float(scale)
+        except OverflowError:
+            return None
+        if f != 0 and math.isfinite(f):
+            return 1.0 / f
+    return None
+
+
+def _cos_sin_host(a):
+    """:func:`gpuaug.geometry.cos_sin` of host angles (float64), with one count instead of its
+    rounding wrapper and reduction where no angle is a multiple of 90 degrees (the usual
+    case; else cos_sin itself runs). The same NumPy calls on the same contiguous arrays,
+    so the same values bit for bit."""
+    r = np.deg2rad(a)
+    c, sn = np.cos(r), np.sin(r)
+    q90 = a / 90.0
+    if np.count_nonzero(q90 == np.rint(q90)):  # np.round(x) with no decimals is np.rint(x)
+        return cos_sin(a, np)
+    return c, sn
+
+
+def _rotation_inverse_host(b, a, k, ctr):
+    """rotation_inverse's maths on the host: ``a`` (n,) angles, ``k`` 1/scale (a float or (n,)
+    values), ``ctr`` None or (n, 2) centres. Term by term the per-sample formula::
+
+        a00 = cos * k, a01 = -sin * k
+        [a00, a01, (cx - a00 cx) - a01 cy, -a01, a00, (cy + a01 cx) - a00 cy]
+
+    with each column computed once into place (no temporaries for a01 and the products that
+    are written as they are), the products with cy reused from cx's when the default centre
+    of a square image has cx == cy, and no product by k when k is 1.0 (x * 1.0 is x)."""
+    n = a.shape[0]
+    same = False
     if ctr is not None:
-        ctr = xp.asarray(ctr, dtype=xp.float64)
         cx, cy = ctr[:, 0], ctr[:, 1]
     elif b.varshape:
-        hw = xp.asarray(np.stack(b.sizes(), axis=1).astype(np.float64))
+        hw = np.stack(b.sizes(), axis=1).astype(np.float64)
         cx, cy = (hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2
     else:
         h, w = b.nhwc.shape[1:3]
-        cx, cy = (w - 1) / 2, (h - 1) / 2
-    a, s = same_side(xp, a, s)
-    c, sn = cos_sin(a, xp)
-    # one scale for the batch (a broadcast scalar): its reciprocal once, the same products
-    k = 1.0 / s[0] if s.ndim == 1 and n and s.strides[0] == 0 else 1.0 / s
-    a00, a01 = c * k, -sn * k  # a10 = -a01, a11 = a00
-    inv = xp.empty((n, 6))
-    inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = a00, a01, -a01, a00
-    inv[:, 2] = cx - a00 * cx - a01 * cy
-    inv[:, 5] = cy + a01 * cx - a00 * cy
+        cx, cy = (w - 1) / 2, (h - 1) / 2  # >= 0, never -0.0: cx == cy means the same bits
+        same = cx == cy
+    c, sn = _cos_sin_host(a)
+    one = type(k) is float and k == 1.0
+    a00 = c if one else c * k
+    a01 = np.negative(sn)
+    if not one:
+        a01 *= k
+    inv = np.empty((n, 6))
+    inv[:, 0] = a00
+    inv[:, 1] = a01
+    np.negative(a01, out=inv[:, 3])
+    inv[:, 4] = a00
+    a00_cx, a01_cx = a00 * cx, a01 * cx
+    a00_cy, a01_cy = (a00_cx, a01_cx) if same else (a00 * cy, a01 * cy)
+    t = np.subtract(cx, a00_cx)
+    np.subtract(t, a01_cy, out=inv[:, 2])
+    t = np.add(cy, a01_cx)
+    np.subtract(t, a00_cy, out=inv[:, 5])
     return inv
 
 
@@ -279,6 +337,12 @@ def output_shapes(b, size):
 def params_matrix(b, interp, border, inv, fill):
     """The (N, P) parameter rows described in the module docstring."""
     n = b.n
+    if type(inv) is np.ndarray and inv.ndim == 2:
+        tmpl = _template(b, interp, border, inv.shape[1], fill)
+        if tmpl is not None:  # the usual scalar fill: one copy of the rows, then the maps
+            out = tmpl.copy()
+            out[:, 2:2 + inv.shape[1]] = inv
+            return out
     f = fill_columns(fill, b)
     if isinstance(inv, np.ndarray) and isinstance(f, np.ndarray):
         k = inv.shape[1]
@@ -292,6 +356,34 @@ def params_matrix(b, interp, border, inv, fill):
     if inv.shape[0] != n:
         inv = np.broadcast_to(inv, (n, inv.shape[1]))
     return column_stack([modes, inv, f], n)
+
+
+def _template(b, interp, border, k, fill):
+    """params_matrix's rows for a scalar ``fill`` (a finite int or float) with the map
+    columns left 0: made once per (N, modes, k, channels, dtype, fill bits) and kept
+    read-only; None for other fills."""
+    t = type(fill)
+    if t is int and -2 ** 63 <= fill < 2 ** 63:
+        fk = fill
+    elif (t is float or t is np.float64) and math.isfinite(fill):
+        fk = fill.hex()  # by its bits: -0.0 and 0.0 are different fills for a float image
+    else:
+        return None
+    key = (b.n, interp, border, k, b.channels, b.dtype.char, t, fk)
+    got = _TEMPLATES.get(key)
+    if got is None:
+        f = fill_columns(fill, b)
+        got = np.zeros((b.n, 2 + k + f.shape[1]))
+        got[:, 0], got[:, 1] = interp, border
+        got[:, 2 + k:] = f
+        got.flags.writeable = False
+        if len(_TEMPLATES) >= 64:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = got
+    return got
+
+
+_TEMPLATES: dict = {}
 
 
 #: Output rows each thread of a dense kernel computes (the ROWS of its .cu file).
@@ -332,6 +424,17 @@ def dense_fast(kernels, template):
     return fast
 
 
+def dtype_name(dtype):
+    """``dtype.name`` ("uint8", "float32"...), looked up: NumPy builds it in Python per call."""
+    got = _DTYPE_NAMES.get(dtype)
+    if got is None:
+        got = _DTYPE_NAMES[dtype] = dtype.name
+    return got
+
+
+_DTYPE_NAMES: dict = {}
+
+
 def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend):
     """The body of every warp op: checks, the parameter rows, the launch.
 
@@ -344,11 +447,12 @@ def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, lay
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     interp, bord = check_modes(interpolation, border)
-    flags = {k: check_flag(k, v) for k, v in flags.items()}
+    if flags:
+        flags = {k: check_flag(k, v) for k, v in flags.items()}
     shapes = output_shapes(b, size)
     with device_scope(b, stream):
         inv = inverse(b, **flags)
         params = params_matrix(b, interp, bord, inv, fill)
-    template = (b.dtype.name, b.channels, interp, bord)
+    template = (dtype_name(b.dtype), b.channels, interp, bord)
     return run(b, kernels, params, shapes=shapes, out=out, backend=be, stream=stream,
                template=template, fast=dense_fast(kernels, template))

@@ -40,7 +40,7 @@ def brightness(x, factor, *, out=None, layout="NHWC", stream=None, backend=None)
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
+    f = per_sample(factor, b.n, "factor", **_LIMITS, device=b.device)
     return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
 
 
@@ -55,5 +55,7 @@ SPECS = (
         peers={"dali": "brightness_contrast"},
         demo={"factor": 1.5}),
 )
+#: factor's range as per_sample keywords (from its Param, dtype-independent), looked up once
+_LIMITS = SPECS[0].limits("factor")
 
 __all__ = ["brightness"]

@@ -41,10 +41,38 @@ def flip(x, horizontal=True, vertical=False, *, out=None, layout="NHWC", stream=
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    h = per_sample(horizontal, b.n, "horizontal", device=b.device, boolean=True)
-    v = per_sample(vertical, b.n, "vertical", device=b.device, boolean=True)
-    params = column_stack([h, v], b.n)
+    params = flip_params(horizontal, vertical, b.n, b.device)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
+
+
+def _flag(value, n, name, device):
+    """One flag for the batch as 1.0/0.0, a bool NumPy array of N flags as it is, else
+    :func:`per_sample`'s column (its checks and errors)."""
+    t = type(value)
+    if t is bool:
+        return 1.0 if value else 0.0
+    if t is np.ndarray and value.dtype.char == "?" and value.shape == (n,):
+        return value
+    return per_sample(value, n, name, device=device, boolean=True)
+
+
+def flip_params(horizontal, vertical, n, device=False):
+    """The (N, 2) parameter rows ``[horizontal, vertical]`` (1.0 / 0.0): float64 NumPy for
+    host flags, written straight into one matrix (bools convert to 1.0/0.0 as they are
+    copied: no per-column float64 copies, no np.concatenate); with a flag array on the GPU,
+    :func:`column_stack`'s float32 device matrix. ``device``: the batch is on the GPU."""
+    h = _flag(horizontal, n, "horizontal", device)
+    v = _flag(vertical, n, "vertical", device)
+    if type(h) in _HOST and type(v) in _HOST:
+        params = np.empty((n, 2))
+        params[:, 0] = h
+        params[:, 1] = v
+        return params
+    return column_stack([per_sample(horizontal, n, "horizontal", device=device, boolean=True),
+                         per_sample(vertical, n, "vertical", device=device, boolean=True)], n)
+
+
+_HOST = (float, np.ndarray)
 
 
 # Rows up to this many bytes are staged whole in shared memory (a few rows per block).
