@@ -62,7 +62,20 @@ def clear_plans():
 
 
 def enabled() -> bool:
+    if _ENV is not None:  # os.environ's own dict (it updates it on every set/del): no key encoding
+        return _ENV.get(_ENV_KEY, _ENV_ON) not in _ENV_OFF
     return os.environ.get("GPUAUG_PLAN", "1") not in ("", "0")
+
+
+# enabled() runs on every planned call: os.environ.get encodes the key and decodes the value
+# (about half a microsecond). Where os.environ keeps its data as CPython does, read that.
+try:
+    _ENV = os.environ._data
+    _ENV_KEY = os.environ.encodekey("GPUAUG_PLAN")
+    _ENV_ON = os.environ.encodevalue("1")
+    _ENV_OFF = frozenset(map(os.environ.encodevalue, ("", "0")))
+except (AttributeError, TypeError):  # pragma: no cover - another Python
+    _ENV = None
 
 
 def _arg_key(v):
@@ -423,7 +436,7 @@ def run_planned(key, kernels, batch, params, normal, out=None):
                 out is None or _fits(out, plan, x)):
             slot = ring.take(params) if type(params) is np.ndarray else None
             par = _device_params(params, batch.n) if slot is None else slot[1]
-            y = plan.run(x, out=out, par=par, same_device=True)
+            y = plan.run(x, out, None, par, True)  # (out, fill, par, same_device): no keywords
             if slot is not None:
                 ring.sent(slot)
             stats["run_replays"] += 1
@@ -460,7 +473,8 @@ class _Ring:
 
     SLOTS = 32            # at most; fewer for large matrices (BYTES pinned per ring)
     BYTES = 256 << 10
-    __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots")
+    __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots", "memcpy",
+                 "stream")
 
     def __init__(self, shape):
         import threading
@@ -480,11 +494,11 @@ class _Ring:
         self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
         self.i = 0
         self.lock = threading.Lock()
+        self.memcpy, self.stream = cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream  # looked up once
 
     def take(self, params):
-        """(slot index, device array) with ``params`` on their way to it (current stream), or
-        None when the slot is still in use."""
-        cp = _cupy()
+        """(slot index, device array, current stream) with ``params`` on their way to it (on
+        that stream), or None when the slot is still in use."""
         with self.lock:
             i = self.i
             st = self.state[i]
@@ -493,15 +507,18 @@ class _Ring:
             self.i = (i + 1) % self.slots
             self.state[i] = 1
         h = self.host[i]
-        np.copyto(h, params.reshape(h.shape), casting="unsafe")
+        # an assignment casts as np.copyto(casting="unsafe") does, without its keyword call
+        h[...] = params if params.shape == h.shape else params.reshape(h.shape)
         hp, dp = self.ptrs[i]
-        cp.cuda.runtime.memcpyAsync(dp, hp, self.nbytes, 1, cp.cuda.get_current_stream().ptr)
-        return i, self.dev[i]
+        stream = self.stream()
+        self.memcpy(dp, hp, self.nbytes, 1, stream.ptr)
+        return i, self.dev[i], stream
 
     def sent(self, slot):
-        """Record slot ``slot``'s event behind the launches that read it (current stream)."""
+        """Record slot ``slot``'s event behind the launches that read it (the current stream,
+        which take() looked up: handed to record(), which would look it up again)."""
         i = slot[0]
-        self.events[i].record()
+        self.events[i].record(slot[2])
         self.state[i] = 2
 
     def drain(self):

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import column_stack, host_size, per_sample, value_shape
+from gpuaug._params import column_stack, count_nonzero, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
 from gpuaug._util import check_choice, check_flag, cupy_module
@@ -188,7 +188,7 @@ def rotation_inverse(b, angle, center, scale):
     k = _plain_reciprocal(scale)  # one ordinary scale for the batch: no column, no zero check
     s = per_sample(scale, n, "scale", device=b.device) if k is None else None
     ctr = None if center is None else per_sample(center, n, "center", shape=(2,), device=b.device)
-    if isinstance(s, np.ndarray) and not np.count_nonzero(s) == s.size:
+    if isinstance(s, np.ndarray) and not count_nonzero(s) == s.size:
         raise ValueError(f"scale: got {np.asarray(scale).tolist() if np.size(scale) <= 8 else 'an array with zeros'}; "
                          "expected non-zero numbers (0 collapses the image to a point)")
     if s is None and not (type(a) is np.ndarray and (ctr is None or type(ctr) is np.ndarray)):
@@ -222,7 +222,7 @@ def _cos_sin_host(a):
     r = np.deg2rad(a)
     c, sn = np.cos(r), np.sin(r)
     q90 = a / 90.0
-    if np.count_nonzero(q90 == np.rint(q90)):  # np.round(x) with no decimals is np.rint(x)
+    if count_nonzero(q90 == np.rint(q90)):  # np.round(x) with no decimals is np.rint(x)
         return cos_sin(a, np)
     return c, sn
 

@@ -19,6 +19,7 @@ import gpuaug._run as R
 import gpuaug.kernels._cuda as K
 from gpuaug.ops import _colour as C
 from gpuaug.ops import _warp as W
+from gpuaug.ops import brightness as BR
 from gpuaug.ops import flip as F
 
 from _timing import TOTALS, wrap  # tests/gpu/_timing.py (this folder is on sys.path)
@@ -64,7 +65,11 @@ def main():
                         (W, "warp"), (W, "rotation_inverse"), (W, "params_matrix"), (W, "fill_columns"),
                         (W, "device_scope"), (W, "cos_sin"), (W, "per_sample"), (W, "as_batch"), (W, "run"),
                         (W, "check_modes"), (W, "output_shapes"), (W, "dense_fast"), (C, "column_stack"),
-                        (C, "_run_cuda"), (P._Ring, "take"), (P._Ring, "sent")):
+                        (C, "_run_cuda"), (P._Ring, "take"), (P._Ring, "sent"),
+                        # the fast host parameter builders (issue 13)
+                        (F, "flip_params"), (F, "_flag"), (W, "_cos_sin_host"), (W, "_rotation_inverse_host"),
+                        (W, "_template"), (BR, "per_sample"), (BR, "apply"), (BR, "as_batch"),
+                        (C, "maxv_column"), (P, "enabled")):
         wrap(owner, name)
     # run() looks _run_cuda/device_params up as module globals, F looks run up in its own module
     TOTALS.clear()
