@@ -23,6 +23,8 @@ Everything here is host (NumPy) maths; no GPU is needed.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["rotation", "scale", "shear", "translation", "flip", "identity", "compose",
@@ -76,9 +78,9 @@ def cos_sin(angle_deg, xp=np):
     r = xp.deg2rad(angle_deg)
     c, s = xp.cos(r), xp.sin(r)
     q90 = angle_deg / 90.0
-    q = xp.round(q90)
+    q = xp.rint(q90)  # (np.round with no decimals is np.rint, without its wrapper)
     exact = q90 == q
-    if xp is np and not exact.any():  # (host only: asking a device array would synchronise)
+    if xp is np and not np.count_nonzero(exact):  # (host only: asking a device array would synchronise)
         return c, s
     k = xp.mod(q, 4).astype(np.int64)
     c = xp.where(exact, xp.asarray([1.0, 0.0, -1.0, 0.0])[k], c)
@@ -313,11 +315,28 @@ EYE9 = np.eye(3).reshape(9)
 
 
 def eye(n):
-    """(n, 3, 3) identity maps for the policy's transforms (one fill from EYE9: what
-    :func:`identity` gives, without building each matrix)."""
+    """(n, 3, 3) identity maps for the policy's transforms (a copy of a memoised read-only
+    identity: what :func:`identity` gives, without building each matrix)."""
+    return _eyes(n).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _eyes(n):
     m = np.empty((n, 9))
-    m[:] = EYE9  # (np.tile: ~3 us more per call for the same values)
-    return m.reshape(n, 3, 3)
+    m[:] = EYE9
+    m = m.reshape(n, 3, 3)
+    m.flags.writeable = False
+    return m
+
+
+def _centre(sizes, n):
+    """The image centres ((w - 1) / 2, (h - 1) / 2) of ``sizes`` ((n, 2) (h, w)): Python floats
+    for a batch of one size given as a zero-strided broadcast (Compose's uniform batches), else
+    (n,) arrays; the same values either way."""
+    if n and sizes.strides[0] == 0:
+        return (float(sizes[0, 1]) - 1) / 2, (float(sizes[0, 0]) - 1) / 2
+    h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
+    return (w - 1) / 2, (h - 1) / 2
 
 
 def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
@@ -325,12 +344,17 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     (n, 3, 3) source -> destination matrices in pixel-centre coordinates: rotation by ``angle``
     degrees *clockwise* on screen (torchvision's F.affine convention), scale, shears (degrees)
     about the centre, then translation by (tx, ty) pixels. ``center``: (cx, cy) in pixel-centre
-    coordinates, default the image centre."""
+    coordinates, default the image centre.
+
+    Entry by entry (shears 0): ``[cr s, -sr s, cx + tx - m00 cx - m01 cy, sr s, cr s, cy + ty -
+    m10 cx - m11 cy, 0, 0, 1]`` with ``cr, sr`` = :func:`cos_sin` (angle) and ``s`` the scale;
+    each product is computed once, into its place (``(-sr) s`` is ``-(sr s)`` bit for bit)."""
     n = len(angle)
-    h, w = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
-    cx, cy = ((w - 1) / 2, (h - 1) / 2) if center is None else (np.full(n, center[0]), np.full(n, center[1]))
+    cx, cy = _centre(sizes, n) if center is None else (float(center[0]), float(center[1]))
     angle = np.asarray(angle, np.float64)
     cr, sr = cos_sin(angle)
+    m = np.zeros((n, 9))
+    m[:, 8] = 1.0
     if np.asarray(shear_x).any() or np.asarray(shear_y).any():  # methods: np.any's wrapper costs ~1 us
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
@@ -339,26 +363,34 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
         c = srs / cos_sy
         b = -(a * tan_sx + sr)
         d = cr - c * tan_sx
+        np.multiply(a, scale, out=m[:, 0]), np.multiply(b, scale, out=m[:, 1])
+        np.multiply(c, scale, out=m[:, 3]), np.multiply(d, scale, out=m[:, 4])
     else:
-        a, b, c, d = cr, -sr, sr, cr
-    m = np.zeros((n, 9))
-    m[:, 0], m[:, 1], m[:, 3], m[:, 4] = a * scale, b * scale, c * scale, d * scale
-    m[:, 2] = cx + tx - m[:, 0] * cx - m[:, 1] * cy
-    m[:, 5] = cy + ty - m[:, 3] * cx - m[:, 4] * cy
-    m[:, 8] = 1.0
+        m00 = np.multiply(cr, scale, out=m[:, 0])
+        m10 = np.multiply(sr, scale, out=m[:, 3])
+        np.negative(m10, out=m[:, 1])
+        m[:, 4] = m00
+    for k, c0, t in ((2, cx, tx), (5, cy, ty)):  # c0 + t - m[k-2] cx - m[k-1] cy, left to right
+        col = np.add(c0, t, out=m[:, k])
+        col -= m[:, k - 2] * cx
+        col -= m[:, k - 1] * cy
     return m.reshape(n, 3, 3)
 
 
 def box_matrices(boxes, out_hw):
     """(n, 3, 3) maps of a resize of box (top, left, height, width) to ``out_hw``, with
     gpuaug.resized_crop's pixel centres: output pixel x reads ``left + (x + 0.5) * bw / W - 0.5``."""
-    top, left, bh, bw = (boxes[:, k].astype(np.float64) for k in range(4))
-    fy, fx = out_hw[0] / bh, out_hw[1] / bw
-    m = np.zeros((len(boxes), 3, 3))
-    m[:, 0, 0], m[:, 1, 1], m[:, 2, 2] = fx, fy, 1.0
-    m[:, 0, 2] = (0.5 - left) * fx - 0.5
-    m[:, 1, 2] = (0.5 - top) * fy - 0.5
-    return m
+    f = np.asarray(boxes).astype(np.float64)
+    top, left, bh, bw = f[:, 0], f[:, 1], f[:, 2], f[:, 3]
+    m = np.zeros((len(boxes), 9))
+    fx = np.divide(out_hw[1], bw, out=m[:, 0])
+    fy = np.divide(out_hw[0], bh, out=m[:, 4])
+    m[:, 8] = 1.0
+    for k, lo, fk in ((2, left, fx), (5, top, fy)):  # (0.5 - left) fx - 0.5
+        col = np.subtract(0.5, lo, out=m[:, k])
+        col *= fk
+        col -= 0.5
+    return m.reshape(-1, 3, 3)
 
 
 def homographies(src, dst):

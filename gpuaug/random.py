@@ -26,11 +26,12 @@ Everything here is host (NumPy) code.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-__all__ = ["generator", "bernoulli", "uniform", "integers", "seed64", "affine", "resized_crop_boxes",
+__all__ = ["generator", "bernoulli", "uniform", "integers", "seed64", "affine", "resized_crop_boxes", "resized_crop_draws",
            "perspective_corners", "erasing_boxes", "crop_offsets", "permutations", "philox4x32_10", "affine_draws",
            "philox_key", "philox_uniforms"]
 
@@ -85,11 +86,12 @@ def _values(name, v, *, low=None, high=None, low_open=False):
         a = np.asarray(v, np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name}: got {v!r:.60}; expected numbers") from None
-    if not np.all(np.isfinite(a)):
+    # (ndarray methods, not the np.all / np.any wrappers: ~1 us less each; integers are finite)
+    if not (type(v) is int or (type(v) is np.ndarray and v.dtype.kind in "biu")) and not np.isfinite(a).all():
         raise ValueError(f"{name}: got {_show(v)}; expected finite numbers (no NaN or inf)")
-    if low is not None and np.any(a <= low if low_open else a < low):
+    if low is not None and (a <= low if low_open else a < low).any():
         raise ValueError(f"{name}: got {_show(v)}; expected values {'>' if low_open else '>='} {low}")
-    if high is not None and np.any(a > high):
+    if high is not None and (a > high).any():
         raise ValueError(f"{name}: got {_show(v)}; expected values <= {high}")
     return a
 
@@ -133,7 +135,7 @@ def integers(rng, low, high, n) -> np.ndarray:
 
     Drawn as ``low + floor(u * (high - low))`` from one uniform per sample, so per-sample
     bounds cost one vectorised draw."""
-    if np.any(_values("low", low) > _values("high", high)):
+    if (_values("low", low) > _values("high", high)).any():
         raise ValueError(f"low, high: got low={_show(low)} and high={_show(high)}; expected low <= high")
     _rng(rng), _count(n)
     low = np.asarray(low, np.int64)
@@ -213,39 +215,101 @@ def resized_crop_boxes(rng, sizes, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), atte
     """torchvision's RandomResizedCrop.get_params for every sample: ``(n, 4)`` int64 boxes
     ``(top, left, height, width)``.
 
-    Up to ``attempts`` tries per sample (drawn all at once): area ``A U(scale)`` and aspect
+    Up to ``attempts`` tries per sample, all drawn at once: area ``A U(scale)`` and aspect
     ratio ``exp(U(log ratio))`` give ``w = round(sqrt(area ratio))``, ``h = round(sqrt(area /
-    ratio))``; the first try that fits the image wins, placed uniformly; samples where none
-    fits take torchvision's fallback (the central crop of the ratio nearest the image's).
-    ``round`` is round-half-to-even (Python's, as torchvision)."""
+    ratio))``; the first try that fits the image (``0 < w <= W``, ``0 < h <= H``) wins, placed
+    uniformly; samples where none fits take torchvision's fallback (the central crop of the
+    ratio nearest the image's). ``round`` is round-half-to-even (Python's, as torchvision).
+
+    Draws, in this order: ``(n, attempts)`` area uniforms (``Generator.uniform``), ``(n,
+    attempts)`` log-ratio uniforms, then ``n`` uniforms for the tops and ``n`` for the lefts
+    (drawn for every sample, the fallback's too): the same stream whatever the tries give.
+
+        >>> import numpy as np
+        >>> from gpuaug import random as R
+        >>> b = R.resized_crop_boxes(R.generator(3), [[100, 80]] * 4)
+        >>> bool((b[:, 0] + b[:, 2] <= 100).all() and (b[:, 1] + b[:, 3] <= 80).all() and (b >= 0).all())
+        True
+    """
     _rng(rng), _range("scale", scale, low=0.0, low_open=True), _range("ratio", ratio, low=0.0, low_open=True)
     if _count(attempts, "attempts") == 0:
         raise ValueError("attempts: got 0; expected an int >= 1")
-    s = _sizes(sizes, None)
-    n = s.shape[0]
-    hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
-    area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
-    logr = rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts))
-    ar = np.exp(logr)
-    w = np.rint(np.sqrt(area * ar))
-    h = np.rint(np.sqrt(area / ar))
-    ok = (w > 0) & (w <= ww[:, None]) & (h > 0) & (h <= hh[:, None])
-    first = np.argmax(ok, axis=1)
-    found = ok[np.arange(n), first]
-    bh = h[np.arange(n), first]
-    bw = w[np.arange(n), first]
-    # fallback: torchvision's central crop
-    in_ratio = ww / hh
-    lo, hi = min(ratio), max(ratio)
-    fw = np.where(in_ratio < lo, ww, np.where(in_ratio > hi, np.rint(hh * hi), ww))
-    fh = np.where(in_ratio < lo, np.rint(ww / lo), hh)
-    bh = np.where(found, bh, fh).astype(np.int64)
-    bw = np.where(found, bw, fw).astype(np.int64)
-    top = integers(rng, 0, s[:, 0] - bh + 1, n)
-    left = integers(rng, 0, s[:, 1] - bw + 1, n)
-    top = np.where(found, top, (s[:, 0] - bh) // 2)
-    left = np.where(found, left, (s[:, 1] - bw) // 2)
-    return np.stack([top, left, bh, bw], axis=1)
+    return resized_crop_draws(rng, _sizes(sizes, None), scale, ratio, attempts)
+
+
+@functools.lru_cache(maxsize=32)
+def _row_starts(n, k):
+    """(n,) intp ``arange(n) * k``: flat indices of row starts of an (n, k) array (read-only)."""
+    a = np.arange(n, dtype=np.intp) * k
+    a.flags.writeable = False
+    return a
+
+
+def resized_crop_draws(rng, sizes, scale, ratio, attempts=10) -> np.ndarray:
+    """:func:`resized_crop_boxes` without its argument checks, for callers that made them
+    (gpuaug's RandomResizedCrop checks its ranges when it is made, Compose its sizes):
+    ``sizes`` an (n, 2) int64 array, ``scale`` and ``ratio`` checked pairs, ``attempts`` >= 1.
+    The same draws and boxes (the checks and the per-quantity temporaries cost more than the
+    draws: ~100 -> ~35 us for 256 samples here).
+
+    The tries' arithmetic is elementwise on the (n, attempts) draws, in the formulas' order
+    (area = (H W) u, ar = exp(log-ratio), w = rint(sqrt(area ar)), h = rint(sqrt(area / ar))),
+    with h and w stacked as one (2, n, attempts) array so that each step is one ufunc; the
+    chosen try's (h, w) is one flat ``take``. A batch of one size (Compose's uniform batches
+    pass a zero-strided broadcast of one (h, w)) works with scalar bounds: the same values."""
+    n = sizes.shape[0]
+    ua = rng.uniform(scale[0], scale[1], (n, attempts))
+    lr = rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts))
+    if n and sizes.strides[0] == 0:  # one size: scalar bounds (a broadcast of one row)
+        hh, ww = float(sizes[0, 0]), float(sizes[0, 1])
+        area = np.multiply(hh * ww, ua, out=ua)
+        lim = _pair_column(hh, ww)  # (2, 1) [[H], [W]]
+    else:
+        hh, ww = sizes[:, 0].astype(np.float64), sizes[:, 1].astype(np.float64)
+        area = np.multiply((hh * ww)[:, None], ua, out=ua)
+        lim = sizes.T.astype(np.float64)  # (2, n)
+    ar = np.exp(lr, out=lr)
+    hw = np.empty((2, n, attempts))  # [h; w] of every try
+    np.divide(area, ar, out=hw[0])
+    np.multiply(area, ar, out=hw[1])
+    np.rint(np.sqrt(hw, out=hw), out=hw)
+    fits = hw <= lim[:, :, None]
+    ok = np.logical_and(fits[0], fits[1], out=fits[0])
+    ok &= np.minimum(hw[0], hw[1], out=ar) > 0  # 0 < h and 0 < w (both >= 0)
+    idx = ok.argmax(axis=1)
+    idx += _row_starts(n, attempts)
+    found = ok.ravel().take(idx)
+    box = hw.reshape(2, -1).take(idx, axis=1)  # (2, n): the chosen tries' [h; w]
+    u = rng.random((2, n))  # the tops' n uniforms, then the lefts' (as two integers() draws)
+    allfound = found.all()
+    if not allfound:  # torchvision's fallback: the central crop of the ratio nearest the image's
+        in_ratio = ww / hh
+        lo, hi = min(ratio), max(ratio)
+        fw = np.where(in_ratio < lo, ww, np.where(in_ratio > hi, np.rint(hh * hi), ww))
+        fh = np.where(in_ratio < lo, np.rint(ww / lo), hh)
+        box[0] = np.where(found, box[0], fh)
+        box[1] = np.where(found, box[1], fw)
+    # integers(rng, 0, H - h + 1, n) and (rng, 0, W - w + 1, n): floor(u span), at most
+    # span - 1 (all whole numbers, exact in float64); the fallback: the central (H - h) // 2
+    span = lim - box
+    span += 1.0
+    pos = np.floor(np.multiply(u, span, out=u), out=u)
+    span -= 1.0
+    np.minimum(pos, span, out=pos)
+    if not allfound:
+        np.copyto(pos, np.floor_divide(span, 2.0), where=~found)
+    out = np.empty((n, 4), np.int64)
+    out[:, :2] = pos.T
+    out[:, 2:] = box.T
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_column(a, b):
+    """(2, 1) float64 [[a], [b]] (read-only, memoised)."""
+    c = np.array([[a], [b]], np.float64)
+    c.flags.writeable = False
+    return c
 
 
 def perspective_corners(rng, sizes, distortion_scale=0.5) -> np.ndarray:
