@@ -83,7 +83,7 @@ __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int 
   const unsigned char* img = src + (aa_i64)s * npix * C;
   unsigned mn[C], mx[C];
   for (int c = 0; c < C; ++c) { mn[c] = 255u; mx[c] = 0u; }
-  unsigned long long sum = 0ull;
+  unsigned sum = 0u;  // < 2^31 / 256 pixels a thread (a block of 256 at least) x 255: fits 32 bits
   for (aa_i64 i = (aa_i64)blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += (aa_i64)gridDim.x * blockDim.x) {
     const unsigned char* p = img + i * C;
     for (int c = 0; c < C; ++c) {
@@ -92,11 +92,11 @@ __global__ void gpuaug_autoaug_stats(const unsigned char* __restrict__ src, int 
       mx[c] = max(mx[c], v);
       if (eq) atomicAdd(&sh[c * 256 + v], 1u);
     }
-    if (op == OP_CONTRAST) sum += (unsigned long long)(C == 3 ? gray_floor(p) : (float)p[0]);
+    if (op == OP_CONTRAST) sum += (unsigned)(C == 3 ? gray_floor(p) : (float)p[0]);
   }
   if (op == OP_AUTOCONTRAST)
     for (int c = 0; c < C; ++c) { atomicMax(&smm[c], 255u - mn[c]); atomicMax(&smm[C + c], mx[c]); }
-  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, sum);
+  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, (unsigned long long)sum);
   __syncthreads();
   if (eq)
     for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
@@ -295,18 +295,19 @@ __device__ __forceinline__ void aa_point(const AACtx& t, int step, int op, const
 
 template <int C, int K>
 struct AAEval {
-  // One call site of the level below (a loop over the positions the op reads), so inlining
-  // every level keeps the code linear in K.
+  // Two call sites of the level below: one position (point-wise ops, nearest warps, the
+  // image border of Sharpness) or a loop over several (bilinear: 4 corners, rint; Sharpness:
+  // 3x3, blend), so inlining every level gives 2^K copies of the level below. The weights are
+  // computed where they are used (an indexed weight array lived in local memory).
   static __device__ __forceinline__ void run(const AACtx& t, int y, int x, float* v) {
     const float* p = t.rows + ((aa_i64)(K - 1) * t.n + t.s) * AA_P;
     const int op = (int)p[0];
     const int H = t.H, W = t.W;
-    // mode 0: the value at (y0, x0) then the point-wise op; 1: zero (outside a nearest warp);
-    // 2: weighted sum over the positions (bilinear: 4 corners, rint; Sharpness: 3x3, blend).
-    int mode = 0, y0 = y, x0 = x, np_ = 1;
-    float wt[4] = {0.f, 0.f, 0.f, 0.f};
-    bool bil = false;
-    if (op >= OP_SHEARX && op <= OP_ROTATE) {
+    int y0 = y, x0 = x, many = 0;  // many: 0 one position, 4 bilinear corners, 9 Sharpness taps
+    bool inside = true;
+    float wx0 = 0.f, wx1 = 0.f, wy0 = 0.f, wy1 = 0.f;
+    const bool warp = op >= OP_SHEARX && op <= OP_ROTATE;
+    if (warp) {
       const float xp = __fadd_rn((float)x, __fsub_rn(0.5f, 0.5f * (float)W));
       const float yp = __fadd_rn((float)y, __fsub_rn(0.5f, 0.5f * (float)H));
       const float gx = __fadd_rn(__fadd_rn(__fmul_rn(xp, p[1]), __fmul_rn(yp, p[2])), p[3]);
@@ -317,63 +318,55 @@ struct AAEval {
         const float x0f = floorf(ix), y0f = floorf(iy);
         x0 = (int)x0f;
         y0 = (int)y0f;
-        const float wx1 = __fsub_rn(ix, x0f), wx0 = __fsub_rn(__fadd_rn(x0f, 1.f), ix);
-        const float wy1 = __fsub_rn(iy, y0f), wy0 = __fsub_rn(__fadd_rn(y0f, 1.f), iy);
-        wt[0] = __fmul_rn(wx0, wy0);
-        wt[1] = __fmul_rn(wx1, wy0);
-        wt[2] = __fmul_rn(wx0, wy1);
-        wt[3] = __fmul_rn(wx1, wy1);
-        mode = 2;
-        bil = true;
-        np_ = 4;
+        wx1 = __fsub_rn(ix, x0f);
+        wx0 = __fsub_rn(__fadd_rn(x0f, 1.f), ix);
+        wy1 = __fsub_rn(iy, y0f);
+        wy0 = __fsub_rn(__fadd_rn(y0f, 1.f), iy);
+        many = 4;
       } else {
         const float fx = rintf(ix), fy = rintf(iy);
-        if (fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1)) {
-          x0 = (int)fx;
-          y0 = (int)fy;
-        } else {
-          mode = 1;
-          np_ = 0;
-        }
+        inside = fx >= 0.f && fx <= (float)(W - 1) && fy >= 0.f && fy <= (float)(H - 1);
+        x0 = inside ? (int)fx : 0;
+        y0 = inside ? (int)fy : 0;
       }
     } else if (op == OP_SHARPNESS && !(H <= 2 || W <= 2 || y == 0 || x == 0 || y == H - 1 || x == W - 1)) {
-      mode = 2;
-      np_ = 9;
+      many = 9;
+    }
+    if (!many) {
+      if (!inside) {  // outside a nearest warp: fill 0
+        for (int c = 0; c < C; ++c) v[c] = 0.f;
+        return;
+      }
+      AAEval<C, K - 1>::run(t, y0, x0, v);
+      if (!warp) aa_point<C>(t, K - 1, op, p, v);
+      return;
     }
     float acc[C], u[C], xc[C];
-    for (int c = 0; c < C; ++c) { acc[c] = 0.f; v[c] = 0.f; xc[c] = 0.f; }
+    for (int c = 0; c < C; ++c) { acc[c] = 0.f; xc[c] = 0.f; }
     const float w1 = 1.f / 13.f, w5 = 5.f / 13.f;
-    for (int k = 0; k < np_; ++k) {
-      int yy = y0, xx = x0;
-      float wk = 1.f;
-      if (bil) {
+    for (int k = 0; k < many; ++k) {
+      int yy, xx;
+      float wk;
+      if (many == 4) {
         xx = x0 + (k & 1);
         yy = y0 + (k >> 1);
         if (xx < 0 || xx >= W || yy < 0 || yy >= H) continue;
-        wk = wt[k];
-      } else if (mode == 2) {  // Sharpness, rows then columns
+        wk = __fmul_rn(k & 1 ? wx1 : wx0, k >> 1 ? wy1 : wy0);
+      } else {  // Sharpness, rows then columns
         yy = y + k / 3 - 1;
         xx = x + k % 3 - 1;
         wk = k == 4 ? w5 : w1;
       }
       AAEval<C, K - 1>::run(t, yy, xx, u);
-      if (mode == 0) {
-        for (int c = 0; c < C; ++c) v[c] = u[c];
-      } else {
-        for (int c = 0; c < C; ++c) {
-          acc[c] = __fadd_rn(acc[c], __fmul_rn(u[c], wk));
-          if (k == 4) xc[c] = u[c];
-        }
+      for (int c = 0; c < C; ++c) {
+        acc[c] = __fadd_rn(acc[c], __fmul_rn(u[c], wk));
+        if (k == 4) xc[c] = u[c];
       }
     }
-    if (mode == 0) {
-      aa_point<C>(t, K - 1, op, p, v);
-    } else if (mode == 2) {
-      if (bil) {
-        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(rintf(acc[c]));
-      } else {
-        for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc[c]), xc[c]), p[8], xc[c]));
-      }
+    if (many == 4) {
+      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(rintf(acc[c]));
+    } else {
+      for (int c = 0; c < C; ++c) v[c] = (float)trunc_u8(__fmaf_rn(__fsub_rn(rintf(acc[c]), xc[c]), p[8], xc[c]));
     }
   }
 };
@@ -429,7 +422,7 @@ __global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src
   const AACtx t{src + (aa_i64)s * npix * C, H, W, n, s, LP, rows, minmax, gsum, lut};
   unsigned mn[C], mx[C];
   for (int c = 0; c < C; ++c) { mn[c] = 255u; mx[c] = 0u; }
-  unsigned long long sum = 0ull;
+  unsigned sum = 0u;  // < 2^31 / 256 pixels a thread (a block of 256 at least) x 255: fits 32 bits
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += gridDim.x * blockDim.x) {
     const int y = i / W, x = i - y * W;
     float f[C];
@@ -441,11 +434,11 @@ __global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src
       mx[c] = max(mx[c], (unsigned)b[c]);
       if (eq) atomicAdd(&sh[c * 256 + b[c]], 1u);
     }
-    if (op == OP_CONTRAST) sum += (unsigned long long)(C == 3 ? gray_floor(b) : (float)b[0]);
+    if (op == OP_CONTRAST) sum += (unsigned)(C == 3 ? gray_floor(b) : (float)b[0]);
   }
   if (op == OP_AUTOCONTRAST)
     for (int c = 0; c < C; ++c) { atomicMax(&smm[c], 255u - mn[c]); atomicMax(&smm[C + c], mx[c]); }
-  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, sum);
+  if (op == OP_CONTRAST && sum) atomicAdd(&ssum, (unsigned long long)sum);
   __syncthreads();
   const aa_i64 row = (aa_i64)I * n + s;
   if (eq)
