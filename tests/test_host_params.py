@@ -255,6 +255,16 @@ def test_flip_params_equal_reference():
             assert bits(got) == bits(want), (h, v)
 
 
+def test_flip_device_columns_are_per_samples():
+    """With a flag array on the GPU flip stacks its columns on the device: each host flag then
+    goes in as the float64 column per_sample gives (what column_stack packed before)."""
+    rng = np.random.default_rng(4)
+    n = 7
+    for h in (True, False, 1, np.bool_(False), rng.random(n) < 0.5, rng.integers(0, 2, n), [True] * n):
+        got = fl._column(fl._flag(h, n, "horizontal", True), n)
+        assert bits(got) == bits(per_sample(h, n, "horizontal", boolean=True)), h
+
+
 @pytest.mark.parametrize("h, v", [(0.5, False), (True, np.array([0.0, 2.0, 1.0])), (np.ones(4, bool), True),
                                   ("yes", False), (None, False), (True, np.array([True, np.nan, False]))])
 def test_flip_refusals_equal_reference(h, v):

@@ -68,11 +68,22 @@ def flip_params(horizontal, vertical, n, device=False):
         params[:, 0] = h
         params[:, 1] = v
         return params
-    return column_stack([per_sample(horizontal, n, "horizontal", device=device, boolean=True),
-                         per_sample(vertical, n, "vertical", device=device, boolean=True)], n)
+    return column_stack([_column(h, n), _column(v, n)], n)
 
 
 _HOST = (float, np.ndarray)
+
+
+def _column(flag, n):
+    """A :func:`_flag` result as the float64 column :func:`per_sample` gives for it (device
+    columns as they are)."""
+    if type(flag) is float:
+        col = np.empty(n)
+        col.fill(flag)
+        return col
+    if type(flag) is np.ndarray and flag.dtype.char == "?":
+        return flag.astype(np.float64)
+    return flag
 
 
 # Rows up to this many bytes are staged whole in shared memory (a few rows per block).
