@@ -197,7 +197,10 @@ def affine_draws(rng, n, sizes, degrees, translate, scale, shear) -> dict:
     u = iter(rng.random((k, n)))
     out = {"angle": degrees[0] + (degrees[1] - degrees[0]) * next(u)}
     if translate is not None:
-        mx, my = translate[0] * s[:, 1], translate[1] * s[:, 0]
+        if n and s.strides[0] == 0:  # one size (a zero-strided broadcast): the same products as scalars
+            mx, my = translate[0] * float(s[0, 1]), translate[1] * float(s[0, 0])
+        else:
+            mx, my = translate[0] * s[:, 1], translate[1] * s[:, 0]
         out["tx"] = np.rint(mx * (2 * next(u) - 1))
         out["ty"] = np.rint(my * (2 * next(u) - 1))
     else:

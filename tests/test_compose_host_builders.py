@@ -50,6 +50,25 @@ def _old_resized_crop_boxes(rng, sizes, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
     return np.stack([top, left, bh, bw], axis=1)
 
 
+def _old_affine_draws(rng, n, s, degrees, translate, scale, shear):
+    k = 1 + 2 * (translate is not None) + (scale is not None) + (0 if shear is None else len(shear) // 2)
+    u = iter(rng.random((k, n)))
+    out = {"angle": degrees[0] + (degrees[1] - degrees[0]) * next(u)}
+    if translate is not None:
+        mx, my = translate[0] * s[:, 1], translate[1] * s[:, 0]
+        out["tx"] = np.rint(mx * (2 * next(u) - 1))
+        out["ty"] = np.rint(my * (2 * next(u) - 1))
+    else:
+        out["tx"] = out["ty"] = np.zeros(n)
+    out["scale"] = scale[0] + (scale[1] - scale[0]) * next(u) if scale is not None else np.ones(n)
+    out["shear_x"] = out["shear_y"] = np.zeros(n)
+    if shear is not None:
+        out["shear_x"] = shear[0] + (shear[1] - shear[0]) * next(u)
+        if len(shear) == 4:
+            out["shear_y"] = shear[2] + (shear[3] - shear[2]) * next(u)
+    return out
+
+
 def _old_cos_sin(angle_deg):
     r = np.deg2rad(angle_deg)
     c, s = np.cos(r), np.sin(r)
@@ -243,6 +262,24 @@ def test_integers_match_the_previous_formula():
         R.integers(g, np.array([0.0, np.nan]), 3, 2)
     with pytest.raises(ValueError, match="^low, high: got"):
         R.integers(g, np.array([5, 1]), np.array([4, 2]), 2)
+
+
+@pytest.mark.parametrize("one_size", [False, True])
+def test_affine_draws_match_the_previous_formulas(one_size):
+    for seed in range(60):
+        g = np.random.default_rng(seed)
+        n = int(g.integers(0, 40))
+        sizes = F.uniform_sizes(n, 37, 213) if one_size else g.integers(1, 400, (n, 2))
+        translate = None if seed % 3 == 0 else tuple(g.uniform(0, 1, 2))
+        scale = None if seed % 4 == 0 else (0.5, 1.7)
+        shear = [None, (-5.0, 5.0), (-5.0, 5.0, -3.0, 8.0)][seed % 3]
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = _old_affine_draws(a, n, sizes, (-20.0, 35.0), translate, scale, shear)
+        got = R.affine_draws(b, n, sizes, (-20.0, 35.0), translate, scale, shear)
+        assert sorted(got) == sorted(want)
+        for k in want:
+            assert np.asarray(got[k]).tobytes() == np.asarray(want[k]).tobytes(), (seed, k)
+        assert a.random() == b.random()
 
 
 # ------------------------------------------------------------------ geometry builders

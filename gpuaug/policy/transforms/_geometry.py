@@ -2,12 +2,25 @@
 sample 3x3 matrix and an output size each; the matrix maths is :mod:`gpuaug.geometry`'s."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpuaug import random as R
 from gpuaug.geometry import eye, affine_matrices, box_matrices, homographies
 from gpuaug.policy import _args as A
 from gpuaug.policy.transforms._base import Transform, _Coin
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_sizes(n, h, w):
+    return np.broadcast_to(np.asarray((h, w), np.int64), (n, 2))
+
+
+def fixed_sizes(n, size):
+    """(n, 2) int64 sizes all ``size`` (h, w): a read-only zero-strided broadcast, memoised per
+    (n, h, w) (np.broadcast_to costs ~3 us a call; the draws that follow read it as one size)."""
+    return _fixed_sizes(n, size[0], size[1])
 
 
 class Geometric(Transform):
@@ -208,7 +221,7 @@ class RandomResizedCrop(Geometric):
         return {"boxes": R.resized_crop_boxes(rng, sizes, self.scale, self.ratio)}
 
     def out_sizes(self, sizes):
-        return np.broadcast_to(np.asarray(self.size, np.int64), (len(sizes), 2))
+        return fixed_sizes(len(sizes), self.size)
 
     def matrices(self, params, sizes):
         return box_matrices(params["boxes"], self.size)
@@ -236,7 +249,7 @@ class Resize(Geometric):
         return {}
 
     def out_sizes(self, sizes):
-        return np.broadcast_to(np.asarray(self.size, np.int64), (len(sizes), 2))
+        return fixed_sizes(len(sizes), self.size)
 
     def matrices(self, params, sizes):
         boxes = np.concatenate([np.zeros((len(sizes), 2)), sizes], axis=1)
@@ -265,7 +278,7 @@ class CenterCrop(Geometric):
         return {}
 
     def out_sizes(self, sizes):
-        return np.broadcast_to(np.asarray(self.size, np.int64), (len(sizes), 2))
+        return fixed_sizes(len(sizes), self.size)
 
     def matrices(self, params, sizes):
         top = np.rint((sizes[:, 0] - self.size[0]) / 2.0)
@@ -326,7 +339,7 @@ class RandomCrop(Geometric):
         return {"corner": R.crop_offsets(rng, sizes, self.size, (pl, pt, pr, pb))}
 
     def out_sizes(self, sizes):
-        return np.broadcast_to(np.asarray(self.size, np.int64), (len(sizes), 2))
+        return fixed_sizes(len(sizes), self.size)
 
     def matrices(self, params, sizes):
         m = eye(len(sizes))
