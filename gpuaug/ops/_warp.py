@@ -55,10 +55,6 @@ def xp_of(*arrays):
     return np
 
 
-def same_side(xp, *arrays):
-    return [xp.asarray(a, dtype=xp.float64) for a in arrays]
-
-
 def device_scope(b, stream):
     """For device batches: the input's GPU and the op's stream, so that parameter maths on
     device arrays (inversion, fill conversion) is queued on the stream the kernel runs on
