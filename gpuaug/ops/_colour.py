@@ -27,6 +27,7 @@ from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
 from gpuaug._layout import packed_layout
 from gpuaug._params import column_stack
 from gpuaug._run import Kernels, run
+from gpuaug._stream import on_device  # at import: a from-import per call costs ~0.4 us
 from gpuaug._util import cupy_module, dtype_max
 
 BLOCK = 256
@@ -78,12 +79,10 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
             params = np.concatenate([params, means[:, None]], axis=1)
         return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                    channels=channels)
-    cp = cupy_module()
-    from gpuaug._stream import on_device
-
     with on_device(b.device_id(), stream):
         params = column_stack(cols, b.n)
         if backend == "numba":
+            cp = cupy_module()
             if mean is not None:
                 means = cp.zeros(b.n) if skip_mean else _numba_means(b, params, mean[1], "cuda")
                 params = cp.concatenate([cp.asarray(params, dtype=cp.float64), means[:, None]], axis=1)
