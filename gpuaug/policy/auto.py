@@ -43,6 +43,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuaug import random as R
+from gpuaug._stream import on_device
+from gpuaug._util import cupy_module
+from gpuaug.kernels import _cuda as _kc  # imports no CuPy; compiles nothing until a launch
 from gpuaug.policy.transforms import Transform
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AutoParams", "OP_NAMES", "apply_ops"]
@@ -54,6 +57,27 @@ _GEOMETRIC = (1, 2, 3, 4, 5)
 _STATS = (8, 12, 13)  # ops that need a per-image reduction first
 _P = 9  # parameter row: [op, t0..t5, a, b]
 _F32 = np.float32
+_NOP = len(OP_NAMES)
+
+
+def _by_op(entries, dtype):
+    """A lookup table over op ids, (16,): ``np.take(table, ops, mode="clip")`` sends ids below 0
+    to Identity's entry and ids past 14 to the last one, which stays 0 (no class, no reduction)."""
+    t = np.zeros(_NOP + 1, dtype)
+    for ops, v in entries:
+        t[list(ops)] = v
+    return t
+
+
+#: step_rows' row class of each op id: 0 nothing past the op id, 1 geometric (an inverse map),
+#: 2 Brightness / Color / Contrast (a = ratio, b = 1 - ratio), 3 Sharpness (b), 4 Posterize,
+#: 5 Solarize.
+_CLASS = _by_op([(_GEOMETRIC, 1), ((6, 7, 8), 2), ((9,), 3), ((10,), 4), ((11,), 5)], np.intp)
+#: reduction code of each op id: 0 none, 1 a statistics launch first (Contrast, AutoContrast),
+#: 2 that and Equalize's table launch (the max over a step's samples says what the step needs).
+_RED = _by_op([((8, 12), 1), ((13,), 2)], np.int8)
+#: Posterize's bit mask ``(((1 << bits) - 1) << (8 - bits)) & 0xFF`` for bits 0..8.
+_POSTER_MASK = np.array([(((1 << b) - 1) << (8 - b)) & 0xFF for b in range(9)], _F32)
 
 
 # -- magnitude tables (torchvision's, in float32 as torch.linspace makes them) ---------------
@@ -117,6 +141,45 @@ def _magnitudes(space, ops, bins, flip):
     table, signed, size = _dense(space)
     m = table[ops, np.minimum(np.maximum(bins, 0), size[ops] - 1)]
     return np.where(flip & signed[ops], -m, m)
+
+
+class _Table:
+    """One policy space at one image size, as flat tables over ``(op, bin, flip)`` (index
+    ``(op * bins + bin) * 2 + flip``): ``mag`` the signed magnitudes (float64, what
+    :func:`_magnitudes` gives) and ``rows`` their kernel rows (float32 (., 9), what
+    :func:`step_rows` gives), so a fresh draw gets both by one gather each. ``ids``: the
+    space's op ids in torchvision's order (what the draws index)."""
+
+    __slots__ = ("bins", "mag", "rows", "ids")
+
+    def __init__(self, space, h, w, bilinear):
+        table, signed, size = _dense(space)
+        nb = self.bins = table.shape[1]
+        op = np.repeat(np.arange(_NOP), nb * 2)
+        b = np.tile(np.repeat(np.arange(nb), 2), _NOP)
+        flip = np.tile(np.array([False, True]), _NOP * nb)
+        self.mag = _magnitudes(space, op, b, flip)  # element-wise: entry i is what a draw of (op, b, flip) gives
+        self.rows = step_rows(op, self.mag, h, w, bilinear)
+        self.ids = np.array(list(space))
+        for a in (self.mag, self.rows, self.ids):
+            a.flags.writeable = False
+
+
+@functools.lru_cache(maxsize=128)
+def _table(kind, num_bins, h, w, bilinear):
+    """The :class:`_Table` of a policy space ("rand", "trivial", "auto", "augmix",
+    "augmix_all") for (H, W) images, memoised."""
+    if kind.startswith("augmix"):
+        return _Table(_augmix_space(num_bins, h, w, kind == "augmix_all"), h, w, bilinear)
+    return _Table(_space(kind, num_bins, h, w), h, w, bilinear)
+
+
+def _step_codes(ops=None, rows=None):
+    """Per step, the reduction code (see ``_RED``) of its most demanding sample, as a list:
+    from the (N, K) int op ids, or else from the (K, N, 9) rows."""
+    if ops is not None:
+        return _RED.take(ops, mode="clip").max(axis=0, initial=0).tolist()
+    return _RED.take(rows[:, :, 0].astype(np.intp), mode="clip").max(axis=1, initial=0).tolist()
 
 
 # -- AutoAugment sub-policies (torchvision's, verbatim: (op, probability, magnitude bin)) ---
@@ -216,43 +279,59 @@ def _inverse_affine(center, angle, translate, shear):
     return m
 
 
+@functools.lru_cache(maxsize=64)
+def _geo_consts(h, w):
+    """(x centre by op id (16,) float64: -W/2 for the shears, 0 else; the same for y; the
+    (6,) float32 scale that takes an inverse map to the kernel's normalised coordinates)."""
+    cx = _by_op([((1, 2), -w * 0.5)], np.float64)
+    cy = _by_op([((1, 2), -h * 0.5)], np.float64)
+    return cx, cy, np.array([0.5 * w] * 3 + [0.5 * h] * 3, _F32)
+
+
 def step_rows(ops, mags, h, w, bilinear=False):
     """The (n, 9) float32 kernel rows of one step from op ids and signed magnitudes (n,);
-    ``bilinear``: the geometric ops interpolate bilinearly (else nearest)."""
+    ``bilinear``: the geometric ops interpolate bilinearly (else nearest).
+
+    Row: ``[op, t0..t5, a, b]``; geometric ops: ``t`` the inverse map (torchvision's
+    ``_get_inverse_affine_matrix``) over (W/2, W/2, W/2, H/2, H/2, H/2), ``a`` 1 for bilinear;
+    Brightness/Color/Contrast: ``a = 1 + m``, ``b = 1 - a``; Sharpness: ``b = 1 - (1 + m)``;
+    Posterize: ``a`` the bit mask of ``trunc(m)`` bits (clipped to [0, 8]); Solarize: ``a = m``;
+    other entries 0. The op classes come from lookup tables (one gather for all ops), the
+    per-class maths runs on the samples of that class only, each value computed as an
+    element-wise float64 expression and cast to float32 once."""
     ops = np.asarray(ops, np.int64)
     mags = np.asarray(mags, np.float64)
     n = ops.shape[0]
     rows = np.zeros((n, _P), _F32)
     rows[:, 0] = ops
-    geo = np.isin(ops, _GEOMETRIC)
-    if geo.any():
+    cls = _CLASS.take(ops, mode="clip")
+    count = np.bincount(cls, minlength=6) if n else np.zeros(6, np.intp)
+    if count[1]:
+        geo = cls == 1
         o, m = ops[geo], mags[geo]
-        z = np.zeros_like(m)
+        cxt, cyt, scale = _geo_consts(h, w)
         shear_deg = np.degrees(np.arctan(m))
         sxd = np.where(o == 1, shear_deg, 0.0)
         syd = np.where(o == 2, shear_deg, 0.0)
-        tx = np.where(o == 3, np.trunc(m), 0.0)  # int(magnitude)
-        ty = np.where(o == 4, np.trunc(m), 0.0)
-        angle = np.where(o == 5, -m, 0.0)          # F.rotate passes -angle
-        shear_c = (o == 1) | (o == 2)              # center=[0, 0]: (0 - W/2, 0 - H/2)
-        cx = np.where(shear_c, -w * 0.5, 0.0)
-        cy = np.where(shear_c, -h * 0.5, 0.0)
-        mat = _inverse_affine((cx, cy), angle + z, (tx, ty), (sxd, syd)).astype(_F32)
-        scale = np.array([0.5 * w] * 3 + [0.5 * h] * 3, _F32)
+        tm = np.trunc(m)  # int(magnitude)
+        tx = np.where(o == 3, tm, 0.0)
+        ty = np.where(o == 4, tm, 0.0)
+        angle = np.where(o == 5, -m, 0.0) + 0.0  # F.rotate passes -angle; + 0.0 makes -0.0 +0.0
+        # the shears' center=[0, 0]: (0 - W/2, 0 - H/2)
+        mat = _inverse_affine((cxt[o], cyt[o]), angle, (tx, ty), (sxd, syd)).astype(_F32)
         rows[geo, 1:7] = mat / scale
         rows[geo, 7] = 1.0 if bilinear else 0.0
-    ratio = 1.0 + mags
-    for op in (6, 7, 8):
-        sel = ops == op
-        rows[sel, 7] = ratio[sel].astype(_F32)
-        rows[sel, 8] = (1.0 - ratio[sel]).astype(_F32)
-    sel = ops == 9
-    rows[sel, 8] = (1.0 - ratio[sel]).astype(_F32)
-    sel = ops == 10
-    bits = np.clip(np.trunc(mags[sel]).astype(np.int64), 0, 8)
-    rows[sel, 7] = (((1 << bits) - 1) << (8 - bits)) & 0xFF
-    sel = ops == 11
-    rows[sel, 7] = mags[sel].astype(_F32)
+    if count[2] or count[3]:
+        ratio = 1.0 + mags
+        if count[2]:
+            np.copyto(rows[:, 7], ratio, casting="unsafe", where=cls == 2)
+        np.copyto(rows[:, 8], 1.0 - ratio, casting="unsafe", where=(cls == 2) | (cls == 3))
+    if count[4]:
+        sel = cls == 4
+        bits = np.clip(np.trunc(mags[sel]).astype(np.int64), 0, 8)
+        rows[sel, 7] = _POSTER_MASK[bits]
+    if count[5]:
+        np.copyto(rows[:, 7], mags, casting="unsafe", where=cls == 5)
     return rows
 
 
@@ -384,13 +463,11 @@ def _apply_numpy(x, rows):
 
 # -- the CUDA path ---------------------------------------------------------------------------
 
-def _run_cuda(x, rows, out, stream, fused=True):
+def _run_cuda(x, rows, out, stream, fused=True, ops=None):
     """All K steps on a dense uint8 NHWC CuPy batch; rows (K, N, 9) float32 on the host.
-    ``fused``: the fused launches (default); else one gpuaug_autoaug_apply launch per step."""
-    from gpuaug._stream import on_stream
-    from gpuaug._util import cupy_module
-    from gpuaug.kernels._cuda import get_function, upload
-
+    ``fused``: the fused launches (default); else one gpuaug_autoaug_apply launch per step.
+    ``ops``: the (N, K) int op ids of the rows where the caller has them (the fused path reads
+    which steps reduce from them instead of from the rows)."""
     cp = cupy_module()
     k, n = rows.shape[0], rows.shape[1]
     _, h, w, c = x.shape
@@ -405,11 +482,14 @@ def _run_cuda(x, rows, out, stream, fused=True):
                              f"{getattr(out, 'shape', None)}; expected a C-contiguous uint8 CuPy array "
                              f"of shape {x.shape}")
         if out.data.ptr < x.data.ptr + x.nbytes and x.data.ptr < out.data.ptr + out.nbytes:
-            with cp.cuda.Device(x.device.id), on_stream(stream):
-                out[...] = _run_cuda(x, rows, None, None, fused)  # overlapping: through a new array
+            with on_device(x.device.id, stream):
+                out[...] = _run_cuda(x, rows, None, None, fused, ops)  # overlapping: through a new array
             return out
     if fused:
-        return _run_cuda_fused(x, rows, out, stream)
+        return _run_cuda_fused(x, rows, out, stream, ops)
+    from gpuaug._stream import on_stream
+    from gpuaug.kernels._cuda import get_function, upload
+
     with cp.cuda.Device(x.device.id), on_stream(stream):
         if out is None:
             out = cp.empty_like(x)
@@ -455,66 +535,97 @@ def _run_cuda(x, rows, out, stream, fused=True):
 
 #: Steps per fused launch (kernels/auto_augment.cu instantiates gpuaug_autoaug_fused<C, 1..4>).
 FUSED_MAX_STEPS = 4
+#: Pixels per thread of gpuaug_autoaug_fused (GPUAUG_AA_PX in kernels/auto_augment.cu): a block
+#: covers 256 * _FUSED_PX pixels.
+_FUSED_PX = 1
 
 
-def _run_cuda_fused(x, rows, out, stream):
+#: compiled kernels by (get_function in use, device, key): a launch looks its kernels up by a
+#: tuple instead of formatting their names (a test that swaps get_function gets its own entries)
+_KERNELS = {}
+_KERNEL_NAMES = {
+    "fused": ("auto_augment.cu", "gpuaug_autoaug_fused<{}, {}>"),
+    "stats": ("auto_augment.cu", "gpuaug_autoaug_stats_fused<{}, {}>"),
+    "augmix": ("auto_augment.cu", "gpuaug_augmix_fused<{}, {}>"),
+    "lut": ("equalize.cu", "gpuaug_equalize_lut"),
+}
+
+
+def _kernel(dev, kind, c=0, k=0):
+    """The kernel ``kind`` (see ``_KERNEL_NAMES``) for C channels and template step k, memoised."""
+    gf = _kc.get_function
+    key = (gf, dev, kind, c, k)
+    fn = _KERNELS.get(key)
+    if fn is None:
+        if len(_KERNELS) > 512:
+            _KERNELS.clear()
+        filename, name = _KERNEL_NAMES[kind]
+        fn = _KERNELS[key] = gf(filename, name.format(c, k))
+    return fn
+
+
+def _at(cp, base, offset, shape, dtype):
+    """A ``dtype`` view of ``shape`` at ``offset`` bytes into the device buffer ``base``: one
+    ndarray constructor (slices and views cost a few microseconds each)."""
+    return cp.ndarray(shape, dtype, memptr=base.data + offset)
+
+
+def _run_cuda_fused(x, rows, out, stream, ops=None):
     """All K steps in ceil(K / 4) fused launches (plus a statistics launch, and a table launch
-    for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`."""
-    from gpuaug._stream import on_stream
-    from gpuaug._util import cupy_module
-    from gpuaug.kernels._cuda import get_function, upload
-
+    for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`.
+    ``ops``: the (N, K) int op ids, if the caller has them (else read from the rows)."""
     cp = cupy_module()
     k_all, n = rows.shape[0], rows.shape[1]
     _, h, w, c = x.shape
     npix, lp = h * w, c * 256 + 1
-    with cp.cuda.Device(x.device.id), on_stream(stream):
+    dev = x.device.id
+    with on_device(dev, stream):
         if out is None:
             out = cp.empty_like(x)
         if k_all == 0:
             out[...] = x
             return out
-        (rows_all,) = upload(np.ascontiguousarray(rows))
-        chunks = list(range(0, k_all, FUSED_MAX_STEPS))
-        tmp = cp.empty_like(x) if len(chunks) > 1 else None
+        codes = _step_codes(ops, rows)
+        (rows_all,) = _kc.upload(rows)
+        nchunks = -(-k_all // FUSED_MAX_STEPS)
+        tmp = cp.empty_like(x) if nchunks > 1 else None
+        i32 = np.int32
+        hh, ww, nn, lpp = i32(h), i32(w), i32(n), i32(lp)
+        bps = max(1, min(64, -(-npix // (256 * 16))))
         src = x
-        for ci, start in enumerate(chunks):
-            r = rows[start:start + FUSED_MAX_STEPS]
-            kk = r.shape[0]
-            rows_d = rows_all[start:start + kk]
-            dst = out if (len(chunks) - 1 - ci) % 2 == 0 else tmp
-            reduce = [bool(np.isin(r[i, :, 0], _STATS).any()) for i in range(kk)]
-            dummy = rows_d
-            minmax = gsum = lut = dummy
-            if any(reduce):
+        for ci in range(nchunks):
+            start = ci * FUSED_MAX_STEPS
+            kk = min(FUSED_MAX_STEPS, k_all - start)
+            rows_d = rows_all if nchunks == 1 else rows_all[start:start + kk]
+            dst = out if (nchunks - 1 - ci) % 2 == 0 else tmp
+            red = codes[start:start + kk]
+            minmax = gsum = lut = rows_d
+            if any(red):
                 a, b = kk * n * 2 * c, kk * n * c * 258  # 8-byte aligned gsum after minmax and hist
-                buf = cp.zeros(b + 2 * kk * n, cp.uint32)
-                minmax, hist, gsum = buf[:a], buf[a:b], buf[b:].view(cp.uint64)
-                lut = cp.empty((kk, n, lp), cp.float32) if (r[:, :, 0] == 13).any() else dummy
-                bps = max(1, min(64, -(-npix // (256 * 16))))
+                minmax = buf = cp.zeros(b + 2 * kk * n, cp.uint32)  # minmax first
+                hist = _at(cp, buf, 4 * a, (b - a,), cp.uint32)
+                gsum = _at(cp, buf, 4 * b, (kk * n,), cp.uint64)
+                if max(red) == 2:
+                    lut = cp.empty((kk, n, lp), cp.float32)
                 for i in range(kk):
-                    if not reduce[i]:
+                    if not red[i]:
                         continue
-                    get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
-                        (bps, n), (256,), (src, np.int32(h), np.int32(w), rows_d, np.int32(n), minmax, hist, gsum,
-                                           lut, np.int32(lp)))
-                    if (r[i, :, 0] == 13).any():
-                        get_function("equalize.cu", "gpuaug_equalize_lut")(
-                            (n * c,), (256,), (hist[i * n * c * 256:], lut[i], np.int32(lp), np.int32(c), np.int32(0)))
-            get_function("auto_augment.cu", f"gpuaug_autoaug_fused<{c}, {kk}>")(
-                (-(-npix // 256), n), (256,), (src, dst, np.int32(h), np.int32(w), rows_d, np.int32(n), minmax, gsum,
-                                               lut, np.int32(lp)))
+                    _kernel(dev, "stats", c, i)((bps, n), (256,), (src, hh, ww, rows_d, nn, minmax, hist, gsum,
+                                                                    lut, lpp))
+                    if red[i] == 2:  # step i's histograms and tables (step 0's: where hist and lut start)
+                        hist_i = _at(cp, buf, 4 * (a + i * n * c * 256), (n * c * 256,), cp.uint32) if i else hist
+                        lut_i = _at(cp, lut, 4 * i * n * lp, (n, lp), cp.float32) if i else lut
+                        _kernel(dev, "lut")((n * c,), (256,), (hist_i, lut_i, lpp, i32(c), i32(0)))
+            _kernel(dev, "fused", c, kk)((-(-npix // (256 * _FUSED_PX)), n), (256,),
+                                         (src, dst, hh, ww, rows_d, nn, minmax, gsum, lut, lpp))
             src = dst
     return out
 
 
-def _augmix_cuda(x, rows, k, d, weights, out, stream):
+def _augmix_cuda(x, rows, k, d, weights, out, stream, ops=None):
     """AugMix on the GPU: per chain, the statistics launches its reduction steps need; then one
-    launch evaluating every chain per pixel and mixing (rows (k d, N, 9), weights (N, 1 + k))."""
-    from gpuaug._stream import on_stream
-    from gpuaug._util import cupy_module
-    from gpuaug.kernels._cuda import get_function, upload
-
+    launch evaluating every chain per pixel and mixing (rows (k d, N, 9), weights (N, 1 + k);
+    ``ops``: the (N, k d) int op ids, if the caller has them)."""
     cp = cupy_module()
     n, h, w, c = x.shape
     npix, lp = h * w, c * 256 + 1
@@ -524,38 +635,47 @@ def _augmix_cuda(x, rows, k, d, weights, out, stream):
                             or not out.flags.c_contiguous):
         raise ValueError(f"out: got {type(out).__name__} of shape {getattr(out, 'shape', None)}; expected a "
                          f"C-contiguous uint8 CuPy array of shape {x.shape}")
-    with cp.cuda.Device(x.device.id), on_stream(stream):
-        x = cp.ascontiguousarray(x)
+    dev = x.device.id
+    with on_device(dev, stream):
+        if not x.flags.c_contiguous:
+            x = cp.ascontiguousarray(x)
         if out is not None and out.data.ptr < x.data.ptr + x.nbytes and x.data.ptr < out.data.ptr + out.nbytes:
-            out[...] = _augmix_cuda(x, rows, k, d, weights, None, None)  # overlapping: through a new array
+            out[...] = _augmix_cuda(x, rows, k, d, weights, None, None, ops)  # overlapping: through a new array
             return out
         y = cp.empty_like(x) if out is None else out
-        rows_d, wt = upload(np.ascontiguousarray(rows), np.ascontiguousarray(weights, np.float32))
+        rows_d, wt = _kc.upload(rows, weights if weights.dtype == np.float32 else weights.astype(np.float32))
         steps = k * d
         minmax = gsum = lut = rows_d
-        reduce = np.isin(rows[:, :, 0], _STATS).any(axis=1)
-        if reduce.any():
+        codes = _step_codes(ops, rows)
+        i32 = np.int32
+        hh, ww, nn, lpp = i32(h), i32(w), i32(n), i32(lp)
+        if any(codes):
             a, b = steps * n * 2 * c, steps * n * c * 258
-            buf = cp.zeros(b + 2 * steps * n, cp.uint32)
-            minmax, hist, gsum = buf[:a], buf[a:b], buf[b:].view(cp.uint64)
-            lut = cp.empty((steps, n, lp), cp.float32) if (rows[:, :, 0] == 13).any() else rows_d
+            minmax = buf = cp.zeros(b + 2 * steps * n, cp.uint32)
+            gsum = _at(cp, buf, 4 * b, (steps * n,), cp.uint64)
+            if max(codes) == 2:
+                lut = cp.empty((steps, n, lp), cp.float32)
             bps = max(1, min(64, -(-npix // (256 * 16))))
             for j in range(k):
                 st = j * d
                 for i in range(d):
-                    if not reduce[st + i]:
+                    if not codes[st + i]:
                         continue
-                    get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
-                        (bps, n), (256,), (x, np.int32(h), np.int32(w), rows_d[st:st + d], np.int32(n),
-                                           minmax[st * n * 2 * c:], hist[st * n * c * 256:], gsum[st * n:],
-                                           lut[st:st + d] if lut is not rows_d else rows_d, np.int32(lp)))
-                    if (rows[st + i, :, 0] == 13).any():
-                        get_function("equalize.cu", "gpuaug_equalize_lut")(
-                            (n * c,), (256,), (hist[(st + i) * n * c * 256:], lut[st + i], np.int32(lp), np.int32(c),
-                                               np.int32(0)))
-        get_function("auto_augment.cu", f"gpuaug_augmix_fused<{c}, {d}>")(
-            (-(-npix // 256), n), (256,), (x, y, np.int32(h), np.int32(w), rows_d, np.int32(n), np.int32(k), minmax,
-                                           gsum, lut, np.int32(lp), wt))
+                    _kernel(dev, "stats", c, i)(
+                        (bps, n), (256,), (x, hh, ww, _at(cp, rows_d, 4 * st * n * _P, (d, n, _P), cp.float32), nn,
+                                           _at(cp, buf, 4 * st * n * 2 * c, (a - st * n * 2 * c,), cp.uint32),
+                                           _at(cp, buf, 4 * (a + st * n * c * 256), (b - a - st * n * c * 256,),
+                                               cp.uint32),
+                                           _at(cp, gsum, 8 * st * n, (steps * n - st * n,), cp.uint64),
+                                           _at(cp, lut, 4 * st * n * lp, (d, n, lp), cp.float32) if lut is not rows_d
+                                           else rows_d, lpp))
+                    if codes[st + i] == 2:
+                        _kernel(dev, "lut")((n * c,), (256,), (
+                            _at(cp, buf, 4 * (a + (st + i) * n * c * 256), (b - a - (st + i) * n * c * 256,),
+                                cp.uint32),
+                            _at(cp, lut, 4 * (st + i) * n * lp, (n, lp), cp.float32), lpp, i32(c), i32(0)))
+        _kernel(dev, "augmix", c, d)((-(-npix // 256), n), (256,), (x, y, hh, ww, rows_d, nn, i32(k), minmax, gsum,
+                                                                      lut, lpp, wt))
     return y
 
 
@@ -582,10 +702,30 @@ def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
         >>> int(apply_ops(x, AutoParams(np.array([[14]]), np.zeros((1, 1))))[0, 0, 0, 0])  # Invert
         55
     """
+    return _apply_ops(x, params, out, stream, interpolation)
+
+
+_CUPY_NDARRAY = [None]  # cupy.ndarray once seen: CuPy input skips the interface conversion
+
+
+def _as_input(x):
+    """NumPy and CuPy arrays as they are; other CUDA arrays (PyTorch, Numba, ...) as zero-copy
+    CuPy views."""
+    t = type(x)
+    if t is np.ndarray or t is _CUPY_NDARRAY[0]:
+        return x
     if not isinstance(x, np.ndarray) and hasattr(x, "__cuda_array_interface__"):
         import cupy
 
-        x = cupy.asarray(x)  # PyTorch, Numba, ... CUDA arrays: a zero-copy CuPy view
+        _CUPY_NDARRAY[0] = cupy.ndarray
+        return x if t is cupy.ndarray else cupy.asarray(x)
+    return x
+
+
+def _apply_ops(x, params, out, stream, interpolation, fresh=None):
+    """:func:`apply_ops`; ``fresh``: (table, idx) of a draw made for this very batch by a policy
+    (its rows are gathered from the table instead of built, its ops need no range check)."""
+    x = _as_input(x)
     single = getattr(x, "ndim", 0) == 3
     if single:
         x = x[None]
@@ -593,19 +733,27 @@ def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
         raise ValueError(f"x: got {getattr(x, 'dtype', type(x).__name__)} array of shape "
                          f"{getattr(x, 'shape', None)}; expected uint8 (N, H, W, C) NHWC with C = 1 or 3")
     n, h, w, _ = x.shape
-    ops = np.asarray(params.ops)
-    mags = np.asarray(params.magnitudes, np.float64)
-    if ops.ndim != 2 or ops.shape[0] != n or mags.shape != ops.shape:
-        raise ValueError(f"params: got ops of shape {ops.shape} and magnitudes of shape {mags.shape}; "
-                         f"expected both (N, K) with N = {n}")
-    if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
-        raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
-                         f"[0, {len(OP_NAMES)})")
-    if interpolation not in ("nearest", "bilinear"):
-        raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
-    bil = interpolation == "bilinear"
-    k = ops.shape[1]
-    rows = step_rows(ops.T.ravel(), mags.T.ravel(), h, w, bil).reshape(k, n, _P)  # all steps at once
+    ops = params.ops
+    if fresh is None:
+        ops = np.asarray(ops)
+        mags = np.asarray(params.magnitudes, np.float64)
+        if ops.ndim != 2 or ops.shape[0] != n or mags.shape != ops.shape:
+            raise ValueError(f"params: got ops of shape {ops.shape} and magnitudes of shape {mags.shape}; "
+                             f"expected both (N, K) with N = {n}")
+        if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
+            raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
+                             f"[0, {len(OP_NAMES)})")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
+        k = ops.shape[1]
+        rows = step_rows(ops.T.ravel(), mags.T.ravel(), h, w, interpolation == "bilinear").reshape(k, n, _P)
+        if ops.dtype.kind not in "iu":
+            ops = None  # the fused path reads the steps' reductions from the rows
+    else:
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"interpolation: got {interpolation!r}; expected 'nearest' or 'bilinear'")
+        table, idx = fresh
+        rows = table.rows.take(idx.T, axis=0)  # (K, N, 9): all steps at once
     if isinstance(x, np.ndarray):
         y = x
         for j in range(rows.shape[0]):
@@ -620,7 +768,7 @@ def apply_ops(x, params, *, out=None, stream=None, interpolation="nearest"):
         import cupy
 
         x = cupy.ascontiguousarray(x)
-    y = _run_cuda(x, rows, None if single else out, stream)
+    y = _run_cuda(x, rows, None if single else out, stream, ops=ops)
     return y[0] if single else y
 
 
@@ -640,17 +788,60 @@ class _Policy(Transform):
         self.interpolation = interpolation
         self._rng = R.generator(seed)
         self.last_params = None
+        self._memo = None
 
-    def _apply(self, x, params, out, stream):
-        return apply_ops(x, params, out=out, stream=stream, interpolation=self.interpolation)
+    def _remember(self, params, table, idx, h, w):
+        """Keep the last draw's table indices with copies of its ops and magnitudes, so that a
+        replay of it (``params=last_params``, Compose's run after its sample) gathers its rows
+        instead of building them (:meth:`_recall` checks the values are still those)."""
+        self._memo = (h, w, self.interpolation, params.ops.copy(), params.magnitudes.copy(), table, idx)
 
-    def _draw(self, rng, n, h, w):  # pragma: no cover - overridden
+    def _recall(self, x, params):
+        """(table, idx) of the remembered draw if ``params`` holds exactly its ops and magnitudes
+        (bit for bit) for a batch of its size and this interpolation, else None."""
+        m = self._memo
+        if m is None:
+            return None
+        ops, mags = params.ops, params.magnitudes
+        shape = getattr(x, "shape", None)
+        if type(ops) is not np.ndarray or type(mags) is not np.ndarray or shape is None or len(shape) not in (3, 4):
+            return None
+        n, h, w = (1, shape[0], shape[1]) if len(shape) == 3 else shape[:3]
+        h0, w0, interp, ops0, mags0, table, idx = m
+        if (h, w, self.interpolation) != (h0, w0, interp) or ops.shape != ops0.shape or ops.shape[0] != n \
+                or ops.dtype != ops0.dtype or mags.dtype != np.float64 or mags.shape != mags0.shape:
+            return None
+        if not (np.array_equal(ops, ops0) and np.array_equal(mags.view(np.int64), mags0.view(np.int64))):
+            return None
+        return table, idx
+
+    def __getstate__(self):  # the memo is a cache: not pickled
+        state = dict(self.__dict__)
+        state["_memo"] = None
+        return state
+
+    def __setstate__(self, state):
+        state.setdefault("_memo", None)
+        self.__dict__.update(state)
+
+    def _apply(self, x, params, out, stream, fresh=None):
+        return _apply_ops(x, params, out, stream, self.interpolation, fresh or self._recall(x, params))
+
+    def _draw_idx(self, rng, n, h, w):  # pragma: no cover - overridden
+        """(AutoParams, table, idx): the draws, and the (N, K) indices of their (op, bin, flip)
+        in the policy's :class:`_Table` at this size and interpolation."""
         raise NotImplementedError
+
+    def _draw(self, rng, n, h, w):
+        return self._draw_idx(rng, n, h, w)[0]
 
     def draw(self, n, size, seed=None):
         """Draw the parameters for ``n`` images of ``size = (H, W)`` (an :class:`AutoParams`)."""
         rng = self._rng if seed is None else R.generator(seed)
-        return self._draw(rng, int(n), int(size[0]), int(size[1]))
+        h, w = int(size[0]), int(size[1])
+        p, table, idx = self._draw_idx(rng, int(n), h, w)
+        self._remember(p, table, idx, h, w)
+        return p
 
     # -- gpuaug.Compose's Transform protocol --------------------------------------------------
     def sample(self, rng, n, sizes) -> dict:
@@ -659,7 +850,8 @@ class _Policy(Transform):
         if len(sizes) and (sizes != sizes[0]).any():
             raise ValueError(f"{type(self).__name__}: got images of different sizes; it runs on a dense batch")
         h, w = (int(sizes[0, 0]), int(sizes[0, 1])) if len(sizes) else (1, 1)
-        p = self._draw(rng, int(n), h, w)
+        p, table, idx = self._draw_idx(rng, int(n), h, w)
+        self._remember(p, table, idx, h, w)
         return {"ops": p.ops, "magnitudes": p.magnitudes, **p.extra}
 
     def run(self, x, params, *, dtype, layout, backend, stream, out=None):
@@ -684,10 +876,14 @@ class _Policy(Transform):
             raise ValueError(f"x: got {type(x).__name__} of shape {shape}; expected uint8 (N, H, W, C) or (H, W, C)")
         n, h, w = (1,) + tuple(shape[:2]) if len(shape) == 3 else tuple(shape[:3])
         if params is None:
-            params = self.draw(n, (h, w), seed)
+            rng = self._rng if seed is None else R.generator(seed)
+            params, table, idx = self._draw_idx(rng, int(n), int(h), int(w))
+            self._remember(params, table, idx, int(h), int(w))
+            y = self._apply(x, params, out, stream, (table, idx))
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
-        y = self._apply(x, params, out, stream)
+        else:
+            y = self._apply(x, params, out, stream)
         self.last_params = params
         return y
 
@@ -732,12 +928,12 @@ class RandAugment(_Policy):
         self.num_steps = self.num_ops
         super().__init__(seed, interpolation)
 
-    def _draw(self, rng, n, h, w):
-        space = _space("rand", self.num_magnitude_bins, h, w)
-        ops = rng.integers(0, len(space), (n, self.num_ops))
-        flip = rng.integers(0, 2, (n, self.num_ops)) == 1
-        mags = _magnitudes(space, ops, np.full(ops.shape, self.magnitude), flip)
-        return AutoParams(ops, mags)
+    def _draw_idx(self, rng, n, h, w):
+        t = _table("rand", self.num_magnitude_bins, h, w, self.interpolation == "bilinear")
+        ops = rng.integers(0, len(t.ids), (n, self.num_ops))
+        idx = ops * (2 * t.bins) + rng.integers(0, 2, (n, self.num_ops))  # flip: the second draw == 1
+        idx += 2 * self.magnitude
+        return AutoParams(ops, t.mag[idx]), t, idx
 
     def __repr__(self):
         return f"RandAugment(num_ops={self.num_ops}, magnitude={self.magnitude}, " \
@@ -765,12 +961,13 @@ class TrivialAugmentWide(_Policy):
         self.num_magnitude_bins = _int_arg("num_magnitude_bins", num_magnitude_bins, 1)
         super().__init__(seed, interpolation)
 
-    def _draw(self, rng, n, h, w):
-        space = _space("trivial", self.num_magnitude_bins, h, w)
-        ops = rng.integers(0, len(space), (n, 1))
+    def _draw_idx(self, rng, n, h, w):
+        t = _table("trivial", self.num_magnitude_bins, h, w, self.interpolation == "bilinear")
+        ops = rng.integers(0, len(t.ids), (n, 1))
         bins = rng.integers(0, self.num_magnitude_bins, (n, 1))
-        flip = rng.integers(0, 2, (n, 1)) == 1
-        return AutoParams(ops, _magnitudes(space, ops, bins, flip), {"bins": bins})
+        idx = ops * (2 * t.bins) + rng.integers(0, 2, (n, 1))  # flip: the third draw == 1
+        idx += 2 * bins
+        return AutoParams(ops, t.mag[idx], {"bins": bins}), t, idx
 
     def __repr__(self):
         return f"TrivialAugmentWide(num_magnitude_bins={self.num_magnitude_bins})"
@@ -805,18 +1002,19 @@ class AutoAugment(_Policy):
         self._probs = np.array([[p for _, p, _ in sp] for sp in table])
         self._bins = np.array([[-1 if m is None else m for _, _, m in sp] for sp in table])
         super().__init__(seed, interpolation)
+        # (op, bin) of each sub-policy op in the tables' index ((op * 10 + bin) * 2 + flip)
+        self._base = (self._ops * 10 + np.maximum(self._bins, 0)) * 2
 
-    def _draw(self, rng, n, h, w):
-        space = _space("auto", 10, h, w)
+    def _draw_idx(self, rng, n, h, w):
+        t = _table("auto", 10, h, w, self.interpolation == "bilinear")
         pid = rng.integers(0, len(self._ops), n)
         probs = rng.random((n, 2))
         signs = rng.integers(0, 2, (n, 2))
-        ops = self._ops[pid]
-        mags = _magnitudes(space, ops, np.maximum(self._bins[pid], 0), signs == 0)
         applied = probs <= self._probs[pid]
-        ops = np.where(applied, ops, 0)
-        mags = np.where(applied, mags, 0.0)
-        return AutoParams(ops, mags, {"policy_ids": pid, "probs": probs})
+        # a skipped op is Identity with magnitude 0: the tables' entry 0
+        idx = np.where(applied, self._base[pid] + (signs == 0), 0)
+        ops = np.where(applied, self._ops[pid], 0)
+        return AutoParams(ops, t.mag[idx], {"policy_ids": pid, "probs": probs}), t, idx
 
     def __repr__(self):
         return f"AutoAugment(policy={self.policy!r})"
@@ -879,29 +1077,28 @@ class AugMix(_Policy):
         self.num_steps = self.mixture_width * self._depth
         super().__init__(seed, interpolation)
 
-    def _draw(self, rng, n, h, w):
-        space = _augmix_space(10, h, w, self.all_ops)
-        ids = np.array(list(space))
+    def _draw_idx(self, rng, n, h, w):
+        t = _table("augmix_all" if self.all_ops else "augmix", 10, h, w, self.interpolation == "bilinear")
+        ids = t.ids
         k, d = self.mixture_width, self._depth
         m = rng.dirichlet([self.alpha] * 2, n) if n else np.zeros((0, 2))
         cw = (rng.dirichlet([self.alpha] * k, n) if n else np.zeros((0, k))) * m[:, 1:2]
         depth = np.full((n, k), d) if self.chain_depth > 0 else rng.integers(1, 4, (n, k))
         ops = ids[rng.integers(0, len(ids), (n, k, d))]
-        bins = rng.integers(0, self.severity, (n, k, d))
-        flip = rng.integers(0, 2, (n, k, d)) == 1
-        mags = _magnitudes(space, ops, bins, flip)
+        idx = ops * (2 * t.bins) + 2 * rng.integers(0, self.severity, (n, k, d))
+        idx += rng.integers(0, 2, (n, k, d))  # flip: == 1
         used = np.arange(d)[None, None, :] < depth[..., None]
-        ops, mags = np.where(used, ops, 0), np.where(used, mags, 0.0)
+        # an unused chain slot is Identity with magnitude 0: the tables' entry 0
+        idx = np.where(used, idx, 0).reshape(n, k * d)
+        ops = np.where(used, ops, 0).reshape(n, k * d)
         weights = np.concatenate([m[:, :1], cw], axis=1)
-        return AutoParams(ops.reshape(n, k * d), mags.reshape(n, k * d), {"weights": weights, "depth": depth})
+        return AutoParams(ops, t.mag[idx], {"weights": weights, "depth": depth}), t, idx
 
-    def _apply(self, x, params, out, stream):
+    def _apply(self, x, params, out, stream, fresh=None):
         ops = np.asarray(params.ops)
         mags = np.asarray(params.magnitudes)
-        if not isinstance(x, np.ndarray) and hasattr(x, "__cuda_array_interface__"):
-            import cupy
-
-            x = cupy.asarray(x)
+        x = _as_input(x)
+        fresh = fresh or self._recall(x, params)
         if "weights" not in params.extra:
             raise ValueError("params: got no extra['weights']; expected AugMix parameters (e.g. last_params)")
         weights = np.asarray(params.extra["weights"], np.float32)
@@ -918,12 +1115,16 @@ class AugMix(_Policy):
             if xb.ndim != 4 or xb.dtype != np.uint8 or xb.shape[3] not in (1, 3):
                 raise ValueError(f"x: got {xb.dtype} array of shape {xb.shape}; expected uint8 (N, H, W, C) NHWC "
                                  "with C = 1 or 3")
-            if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
-                raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
-                                 f"[0, {len(OP_NAMES)})")
-            rows = step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), xb.shape[1], xb.shape[2],
-                             self.interpolation == "bilinear").reshape(k * d, n, _P)
-            y = _augmix_cuda(xb, rows, k, d, weights, None if single else out, stream)
+            if fresh is not None:  # this call's own draw: rows gathered from the policy's table
+                rows = fresh[0].rows.take(fresh[1].T, axis=0)
+            else:
+                if ops.size and (ops.min() < 0 or ops.max() >= len(OP_NAMES)):
+                    raise ValueError(f"params.ops: got values in [{ops.min()}, {ops.max()}]; expected op ids in "
+                                     f"[0, {len(OP_NAMES)})")
+                rows = step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), xb.shape[1], xb.shape[2],
+                                 self.interpolation == "bilinear").reshape(k * d, n, _P)
+            y = _augmix_cuda(xb, rows, k, d, weights, None if single else out, stream,
+                             ops if ops.dtype.kind in "iu" else None)
             return y[0] if single else y
         xp = np if isinstance(xb, np.ndarray) else __import__("cupy")
         if xp is np:
