@@ -294,9 +294,10 @@ def test_gpu_path_on_host_standins(auto_gpu):
     launch."""
     Dev, log = auto_gpu
     rng = np.random.default_rng(8)
-    x = rng.integers(0, 256, (12, 7, 10, 3), dtype=np.uint8)
+    x = rng.integers(0, 256, (12, 17, 19, 3), dtype=np.uint8)  # > 255 pixels: Equalize is not the identity
     x[1] = 77
     x[2] = x[2] // 3 + 60
+    x[4] = (x[4].astype(np.float64) ** 2 / 255).astype(np.uint8)
     cases = [gpuaug.RandAugment(2, 9, seed=1), gpuaug.RandAugment(6, 20, seed=2),  # 6 steps: chunks of 4 and 2
              gpuaug.TrivialAugmentWide(seed=3), gpuaug.TrivialAugmentWide(interpolation="bilinear", seed=4),
              gpuaug.AutoAugment("imagenet", seed=5), gpuaug.AutoAugment("svhn", seed=6),
@@ -324,6 +325,13 @@ def test_gpu_path_on_host_standins(auto_gpu):
                 q.ops[0, 0], q.magnitudes[0, 0] = 13, 0.0
                 q.ops[3, -1], q.magnitudes[3, -1] = 5, -17.5
             np.testing.assert_array_equal(pol(_to_dev(Dev, x), params=q).view, pol._apply(x, q, None, None))
+            # every step reduces, with Equalize at every step (every chain position for AugMix)
+            for j in range(q.ops.shape[1]):
+                for r, (op, m) in enumerate(((13, 0.0), (12, 0.0), (8, 0.6))):
+                    q.ops[(j + r) % len(x), j], q.magnitudes[(j + r) % len(x), j] = op, m
+            log.clear()
+            np.testing.assert_array_equal(pol(_to_dev(Dev, x), params=q).view, pol._apply(x, q, None, None))
+            assert log.count("gpuaug_equalize_lut") == q.ops.shape[1], log
     # one HWC image, and out=
     ra = gpuaug.RandAugment(2, 9, seed=10)
     y1 = ra(_to_dev(Dev, x[3]))

@@ -656,24 +656,31 @@ def _augmix_cuda(x, rows, k, d, weights, out, stream, ops=None):
             if max(codes) == 2:
                 lut = cp.empty((steps, n, lp), cp.float32)
             bps = max(1, min(64, -(-npix // (256 * 16))))
+            hist = _at(cp, buf, 4 * a, (b - a,), cp.uint32)
+            eq = lut is not rows_d
             for j in range(k):
                 st = j * d
+                cj = codes[st:st + d]
+                if not any(cj):
+                    continue
+                # chain j's rows and statistics: the buffers from its first step on (chain 0: their start)
+                rows_j = _at(cp, rows_d, 4 * st * n * _P, (d, n, _P), cp.float32) if st else rows_d
+                mm_j = _at(cp, buf, 4 * st * n * 2 * c, (a - st * n * 2 * c,), cp.uint32) if st else buf
+                hist_j = _at(cp, buf, 4 * (a + st * n * c * 256), (b - a - st * n * c * 256,), cp.uint32) if st \
+                    else hist
+                gsum_j = _at(cp, gsum, 8 * st * n, (steps * n - st * n,), cp.uint64) if st else gsum
+                lut_j = (_at(cp, lut, 4 * st * n * lp, (d, n, lp), cp.float32) if st else lut) if eq else rows_d
                 for i in range(d):
-                    if not codes[st + i]:
+                    if not cj[i]:
                         continue
-                    _kernel(dev, "stats", c, i)(
-                        (bps, n), (256,), (x, hh, ww, _at(cp, rows_d, 4 * st * n * _P, (d, n, _P), cp.float32), nn,
-                                           _at(cp, buf, 4 * st * n * 2 * c, (a - st * n * 2 * c,), cp.uint32),
-                                           _at(cp, buf, 4 * (a + st * n * c * 256), (b - a - st * n * c * 256,),
-                                               cp.uint32),
-                                           _at(cp, gsum, 8 * st * n, (steps * n - st * n,), cp.uint64),
-                                           _at(cp, lut, 4 * st * n * lp, (d, n, lp), cp.float32) if lut is not rows_d
-                                           else rows_d, lpp))
-                    if codes[st + i] == 2:
-                        _kernel(dev, "lut")((n * c,), (256,), (
-                            _at(cp, buf, 4 * (a + (st + i) * n * c * 256), (b - a - (st + i) * n * c * 256,),
-                                cp.uint32),
-                            _at(cp, lut, 4 * (st + i) * n * lp, (n, lp), cp.float32), lpp, i32(c), i32(0)))
+                    _kernel(dev, "stats", c, i)((bps, n), (256,), (x, hh, ww, rows_j, nn, mm_j, hist_j, gsum_j, lut_j,
+                                                                    lpp))
+                    if cj[i] == 2:
+                        s_i = st + i
+                        hist_i = _at(cp, buf, 4 * (a + s_i * n * c * 256), (b - a - s_i * n * c * 256,), cp.uint32) \
+                            if i else hist_j
+                        lut_i = _at(cp, lut, 4 * s_i * n * lp, (n, lp), cp.float32) if i else lut_j
+                        _kernel(dev, "lut")((n * c,), (256,), (hist_i, lut_i, lpp, i32(c), i32(0)))
         _kernel(dev, "augmix", c, d)((-(-npix // 256), n), (256,), (x, y, hh, ww, rows_d, nn, i32(k), minmax, gsum,
                                                                       lut, lpp, wt))
     return y
@@ -794,7 +801,8 @@ class _Policy(Transform):
         """Keep the last draw's table indices with copies of its ops and magnitudes, so that a
         replay of it (``params=last_params``, Compose's run after its sample) gathers its rows
         instead of building them (:meth:`_recall` checks the values are still those)."""
-        self._memo = (h, w, self.interpolation, params.ops.copy(), params.magnitudes.copy(), table, idx)
+        ops, mags = params.ops, params.magnitudes
+        self._memo = (h, w, self.interpolation, ops.shape, ops.dtype, ops.tobytes(), mags.tobytes(), table, idx)
 
     def _recall(self, x, params):
         """(table, idx) of the remembered draw if ``params`` holds exactly its ops and magnitudes
@@ -807,11 +815,11 @@ class _Policy(Transform):
         if type(ops) is not np.ndarray or type(mags) is not np.ndarray or shape is None or len(shape) not in (3, 4):
             return None
         n, h, w = (1, shape[0], shape[1]) if len(shape) == 3 else shape[:3]
-        h0, w0, interp, ops0, mags0, table, idx = m
-        if (h, w, self.interpolation) != (h0, w0, interp) or ops.shape != ops0.shape or ops.shape[0] != n \
-                or ops.dtype != ops0.dtype or mags.dtype != np.float64 or mags.shape != mags0.shape:
+        h0, w0, interp, shape0, dtype0, ops0, mags0, table, idx = m
+        if (h, w, self.interpolation) != (h0, w0, interp) or ops.shape != shape0 or n != shape0[0] \
+                or ops.dtype != dtype0 or mags.dtype != np.float64 or mags.shape != shape0:
             return None
-        if not (np.array_equal(ops, ops0) and np.array_equal(mags.view(np.int64), mags0.view(np.int64))):
+        if ops.tobytes() != ops0 or mags.tobytes() != mags0:  # bit for bit (signed zeros too)
             return None
         return table, idx
 
