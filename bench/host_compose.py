@@ -12,6 +12,8 @@ Rows (median and best us per call):
 - ``flip_sample``, ``affine_sample``, ``rrc_sample``: each transform's ``sample`` as Compose calls
   it (sizes an (n, 2) int64 array);
 - ``resized_crop_boxes``: the public, checked ``gpuaug.random.resized_crop_boxes``;
+- ``perspective_corners``, ``erasing_boxes``, ``crop_offsets``: the other samplers with integer
+  draws (RandomPerspective, RandomErasing, RandomCrop(200, padding=4));
 - ``build``: ``policy._fused.build`` of the stage (its memoised template: ``_build_fast``);
 - ``flip_matrices``, ``affine_matrices``, ``rrc_matrices``: each transform's (n, 3, 3) maps;
 - ``compose_maps``: the two matmuls that fold them; ``inverse``: ``_fused._inverse``;
@@ -77,6 +79,9 @@ def cases(n, size):
         "affine_sample": lambda: aff.sample(rng, n, sizes),
         "rrc_sample": lambda: rrc.sample(rng, n, sizes),
         "resized_crop_boxes": lambda: R.resized_crop_boxes(rng, sizes, rrc.scale, rrc.ratio),
+        "perspective_corners": lambda: R.perspective_corners(rng, sizes, 0.5),
+        "erasing_boxes": lambda: R.erasing_boxes(rng, sizes),
+        "crop_offsets": lambda: R.crop_offsets(rng, sizes, (200, 200), (4, 4, 4, 4)),
         "build": lambda: F.build(spec, pol.transforms, p.values, b, "NHWC"),
         "flip_matrices": lambda: flip.matrices(fv, sizes),
         "affine_matrices": lambda: aff.matrices(av, sizes),

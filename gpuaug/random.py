@@ -143,12 +143,25 @@ def integers(rng, low, high, n) -> np.ndarray:
     return low + np.minimum(np.floor(rng.random(n) * span).astype(np.int64), np.maximum(span - 1, 0))
 
 
+def _integer_rows(rng, low, high):
+    """:func:`integers` for k quantities at once, without the checks (the callers' bounds
+    satisfy low <= high): ``low``, ``high`` (k, n) int64 -> (k, n) int64, row j drawn from
+    the j-th n uniforms of one ``rng.random((k, n))``, the numbers k calls of integers() in a
+    row would take (PCG64 fills an array in order), by the same formula."""
+    span = high - low
+    u = rng.random(span.shape)
+    return low + np.minimum(np.floor(u * span).astype(np.int64), np.maximum(span - 1, 0))
+
+
 def seed64(rng) -> int:
     """One int in [0, 2**63) to key a counter-based noise generator (gpuaug.gaussian_noise)."""
     return int(_rng(rng).integers(0, 2 ** 63, dtype=np.int64))
 
 
 def _sizes(sizes, n):
+    if (type(sizes) is np.ndarray and sizes.dtype == np.int64 and sizes.ndim == 2 and sizes.shape[1] == 2
+            and sizes.shape[0] != 1 and (not sizes.size or sizes.min() > 0)):
+        return sizes  # (n, 2) int64 sizes, as Compose passes them (read, never written, here): no copy
     try:
         a = np.asarray(sizes)
     except (TypeError, ValueError):
@@ -325,11 +338,11 @@ def perspective_corners(rng, sizes, distortion_scale=0.5) -> np.ndarray:
     h, w = s[:, 0], s[:, 1]
     bh = (distortion_scale * (h // 2)).astype(np.int64) + 1
     bw = (distortion_scale * (w // 2)).astype(np.int64) + 1
-    tl = (integers(rng, 0, bw, n), integers(rng, 0, bh, n))
-    tr = (integers(rng, w - bw, w, n), integers(rng, 0, bh, n))
-    br = (integers(rng, w - bw, w, n), integers(rng, h - bh, h, n))
-    bl = (integers(rng, 0, bw, n), integers(rng, h - bh, h, n))
-    return np.stack([np.stack(c, axis=1) for c in (tl, tr, br, bl)], axis=1).astype(np.float64)
+    z = np.zeros_like(h)
+    # the corners' (x, y) in draw order: top-left, top-right, bottom-right, bottom-left
+    low = np.stack([z, z, w - bw, z, w - bw, h - bh, z, h - bh])
+    high = np.stack([bw, bh, w, bh, w, h, bw, h])
+    return _integer_rows(rng, low, high).T.reshape(n, 4, 2).astype(np.float64)
 
 
 def erasing_boxes(rng, sizes, scale=(0.02, 0.33), ratio=(0.3, 3.3), attempts=10) -> np.ndarray:
@@ -343,19 +356,32 @@ def erasing_boxes(rng, sizes, scale=(0.02, 0.33), ratio=(0.3, 3.3), attempts=10)
         raise ValueError("attempts: got 0; expected an int >= 1")
     s = _sizes(sizes, None)
     n = s.shape[0]
-    hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
-    area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
-    ar = np.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts)))
-    h = np.rint(np.sqrt(area * ar))
-    w = np.rint(np.sqrt(area / ar))
-    ok = (h < hh[:, None]) & (w < ww[:, None])
-    first = np.argmax(ok, axis=1)
-    found = ok[np.arange(n), first]
-    bh = np.where(found, h[np.arange(n), first], 0).astype(np.int64)
-    bw = np.where(found, w[np.arange(n), first], 0).astype(np.int64)
-    top = integers(rng, 0, s[:, 0] - bh + 1, n)
-    left = integers(rng, 0, s[:, 1] - bw + 1, n)
-    return np.stack([top, left, bh, bw], axis=1)
+    ua = rng.uniform(scale[0], scale[1], (n, attempts))
+    lr = rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts))
+    # as resized_crop_draws: the tries' [h; w] as one (2, n, attempts) array, one take
+    if n and s.strides[0] == 0:
+        hh, ww = float(s[0, 0]), float(s[0, 1])
+        area, lim = np.multiply(hh * ww, ua, out=ua), _pair_column(hh, ww)
+    else:
+        hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
+        area, lim = np.multiply((hh * ww)[:, None], ua, out=ua), s.T.astype(np.float64)
+    ar = np.exp(lr, out=lr)
+    hw = np.empty((2, n, attempts))
+    np.multiply(area, ar, out=hw[0])
+    np.divide(area, ar, out=hw[1])
+    np.rint(np.sqrt(hw, out=hw), out=hw)
+    fits = hw < lim[:, :, None]
+    ok = np.logical_and(fits[0], fits[1], out=fits[0])
+    idx = ok.argmax(axis=1)
+    idx += _row_starts(n, attempts)
+    box = hw.reshape(2, -1).take(idx, axis=1)
+    box *= ok.ravel().take(idx)  # (the tries' sides are finite: x * False is 0)
+    box = box.astype(np.int64)
+    pos = _integer_rows(rng, np.zeros((2, n), np.int64), s.T - box + 1)
+    out = np.empty((n, 4), np.int64)
+    out[:, :2] = pos.T
+    out[:, 2:] = box.T
+    return out
 
 
 def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
@@ -369,9 +395,10 @@ def crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)) -> np.ndarray:
     if np.any(s[:, 0] + pt + pb < size[0]) or np.any(s[:, 1] + pl + pr < size[1]):
         raise ValueError(f"size: got {tuple(size)}; an image (padded by {tuple(padding)}) is smaller: "
                          f"sizes {_show(s)}; expected a window that fits every padded image")
-    top = integers(rng, -pt, s[:, 0] + pb - size[0] + 1, n)
-    left = integers(rng, -pl, s[:, 1] + pr - size[1] + 1, n)
-    return np.stack([top, left], axis=1)
+    low, high = np.empty((2, n), np.int64), np.empty((2, n), np.int64)
+    low[0], low[1] = -np.asarray(pt), -np.asarray(pl)
+    high[0], high[1] = s[:, 0] + pb - size[0] + 1, s[:, 1] + pr - size[1] + 1
+    return _integer_rows(rng, low, high).T.copy()
 
 
 def permutations(rng, n, k) -> np.ndarray:

@@ -407,3 +407,69 @@ def test_rrc_policy_is_deterministic_and_replays():
     assert again.tobytes() == ya.tobytes()
     # the boxes are torchvision's rule on the batch's sizes, drawn after the flip and affine draws
     assert (a.last_params[2]["boxes"][:, 0] + a.last_params[2]["boxes"][:, 2] <= 12).all()
+
+
+# ------------------------------------------------------------------ the other integer draws
+def _old_perspective_corners(rng, sizes, distortion_scale=0.5):
+    s = np.asarray(sizes).astype(np.int64).reshape(-1, 2)
+    n = s.shape[0]
+    h, w = s[:, 0], s[:, 1]
+    bh = (distortion_scale * (h // 2)).astype(np.int64) + 1
+    bw = (distortion_scale * (w // 2)).astype(np.int64) + 1
+    tl = (_old_integers(rng, 0, bw, n), _old_integers(rng, 0, bh, n))
+    tr = (_old_integers(rng, w - bw, w, n), _old_integers(rng, 0, bh, n))
+    br = (_old_integers(rng, w - bw, w, n), _old_integers(rng, h - bh, h, n))
+    bl = (_old_integers(rng, 0, bw, n), _old_integers(rng, h - bh, h, n))
+    return np.stack([np.stack(c, axis=1) for c in (tl, tr, br, bl)], axis=1).astype(np.float64)
+
+
+def _old_erasing_boxes(rng, sizes, scale=(0.02, 0.33), ratio=(0.3, 3.3), attempts=10):
+    s = np.asarray(sizes).astype(np.int64).reshape(-1, 2)
+    n = s.shape[0]
+    hh, ww = s[:, 0].astype(np.float64), s[:, 1].astype(np.float64)
+    area = (hh * ww)[:, None] * rng.uniform(scale[0], scale[1], (n, attempts))
+    ar = np.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, attempts)))
+    h = np.rint(np.sqrt(area * ar))
+    w = np.rint(np.sqrt(area / ar))
+    ok = (h < hh[:, None]) & (w < ww[:, None])
+    first = np.argmax(ok, axis=1)
+    found = ok[np.arange(n), first]
+    bh = np.where(found, h[np.arange(n), first], 0).astype(np.int64)
+    bw = np.where(found, w[np.arange(n), first], 0).astype(np.int64)
+    top = _old_integers(rng, 0, s[:, 0] - bh + 1, n)
+    left = _old_integers(rng, 0, s[:, 1] - bw + 1, n)
+    return np.stack([top, left, bh, bw], axis=1)
+
+
+def _old_crop_offsets(rng, sizes, size, padding=(0, 0, 0, 0)):
+    s = np.asarray(sizes).astype(np.int64).reshape(-1, 2)
+    n = s.shape[0]
+    pl, pt, pr, pb = padding
+    top = _old_integers(rng, -pt, s[:, 0] + pb - size[0] + 1, n)
+    left = _old_integers(rng, -pl, s[:, 1] + pr - size[1] + 1, n)
+    return np.stack([top, left], axis=1)
+
+
+def test_integer_samplers_match_the_previous_formulas():
+    """perspective_corners, erasing_boxes and crop_offsets draw their k integer quantities as
+    one (k, n) block: the numbers k integers() calls took, the same values and dtypes."""
+    for seed in range(120):
+        g = np.random.default_rng(seed)
+        n = int(g.integers(0, 30))
+        h, w = (int(v) for v in g.integers(1, 300, 2))
+        sizes = [g.integers(1, 300, (n, 2)), np.tile([h, w], (n, 1)), F.uniform_sizes(n, h, w)][seed % 4 % 3]
+        pads = [(0, 0, 0, 0), tuple(int(v) for v in g.integers(0, 9, 4)),
+                tuple(np.full(n, int(v), np.int64) for v in g.integers(0, 9, 4))][seed % 3]
+        pl, pt, pr, pb = (np.broadcast_to(np.asarray(v, np.int64), (n,)) for v in pads)
+        fit_h = int((sizes[:, 0] + pt + pb).min()) if n else 5  # the largest window every image fits
+        fit_w = int((sizes[:, 1] + pl + pr).min()) if n else 5
+        size = (max(1, fit_h - int(g.integers(0, 3))), max(1, fit_w - int(g.integers(0, 3))))
+        cases = [(R.perspective_corners, _old_perspective_corners, (sizes, float(g.uniform(0, 1)))),
+                 (R.erasing_boxes, _old_erasing_boxes, (sizes, (0.02, 0.5), (0.3, 3.3))),
+                 (R.crop_offsets, _old_crop_offsets, (sizes, size, pads))]
+        for new, old, args in cases:
+            a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+            got, want = new(a, *args), old(b, *args)
+            assert got.dtype == want.dtype and got.shape == want.shape, new.__name__
+            assert got.tobytes() == want.tobytes(), (new.__name__, seed)
+            assert a.random() == b.random()
