@@ -262,7 +262,8 @@ def _int_arg(name, v, low, high=None):
 
 def _inverse_affine(center, angle, translate, shear):
     """torchvision's ``_get_inverse_affine_matrix(center, angle, translate, 1.0, shear)``,
-    vectorised over samples (float64 arrays): (n, 6)."""
+    vectorised over samples (float64 arrays): (n, 6). The formula as written there;
+    :func:`_geo_maps` evaluates the same operations for the policies' rows."""
     rot = np.radians(angle)
     sx, sy = np.radians(shear[0]), np.radians(shear[1])
     cx, cy = center
@@ -288,6 +289,34 @@ def _geo_consts(h, w):
     return cx, cy, np.array([0.5 * w] * 3 + [0.5 * h] * 3, _F32)
 
 
+def _geo_maps(o, m, h, w):
+    """The rows' (k, 6) float32 inverse maps of geometric ops ``o`` (1..5) with magnitudes
+    ``m``: :func:`_inverse_affine` of torchvision's arguments for each op (shears: center
+    (0, 0), i.e. (-W/2, -H/2) from the middle, angle ``degrees(arctan(m))``; translations:
+    ``trunc(m)`` pixels; Rotate: angle ``-m``), over the kernel's (W/2, W/2, W/2, H/2, H/2,
+    H/2) scale. The same float64 operations in the same order as :func:`_inverse_affine`,
+    with its repeated cos/sin/tan of the same arguments computed once (the same values)."""
+    cxt, cyt, scale = _geo_consts(h, w)
+    shear = np.degrees(np.arctan(m))
+    sx = np.radians(np.where(o == 1, shear, 0.0))
+    sy = np.radians(np.where(o == 2, shear, 0.0))
+    tm = np.trunc(m)  # int(magnitude)
+    ex = -cxt[o] - np.where(o == 3, tm, 0.0)  # -cx - tx
+    ey = -cyt[o] - np.where(o == 4, tm, 0.0)
+    rot = np.radians(np.where(o == 5, -m, 0.0) + 0.0)  # F.rotate passes -angle; + 0.0: no -0.0
+    rs = rot - sy
+    cos_sy, tan_sx = np.cos(sy), np.tan(sx)
+    crs, srs = np.cos(rs), np.sin(rs)
+    out = np.empty((len(o), 6))
+    a = out[:, 4] = crs / cos_sy
+    mb = out[:, 1] = -(-crs * tan_sx / cos_sy - np.sin(rot))
+    mc = out[:, 3] = -(srs / cos_sy)
+    d = out[:, 0] = -srs * tan_sx / cos_sy + np.cos(rot)
+    out[:, 2] = (d * ex + mb * ey + 0.0) + cxt[o]  # the map's zero entry += ..., then += cx
+    out[:, 5] = (mc * ex + a * ey + 0.0) + cyt[o]
+    return out.astype(_F32) / scale
+
+
 def step_rows(ops, mags, h, w, bilinear=False):
     """The (n, 9) float32 kernel rows of one step from op ids and signed magnitudes (n,);
     ``bilinear``: the geometric ops interpolate bilinearly (else nearest).
@@ -308,18 +337,7 @@ def step_rows(ops, mags, h, w, bilinear=False):
     count = np.bincount(cls, minlength=6) if n else np.zeros(6, np.intp)
     if count[1]:
         geo = cls == 1
-        o, m = ops[geo], mags[geo]
-        cxt, cyt, scale = _geo_consts(h, w)
-        shear_deg = np.degrees(np.arctan(m))
-        sxd = np.where(o == 1, shear_deg, 0.0)
-        syd = np.where(o == 2, shear_deg, 0.0)
-        tm = np.trunc(m)  # int(magnitude)
-        tx = np.where(o == 3, tm, 0.0)
-        ty = np.where(o == 4, tm, 0.0)
-        angle = np.where(o == 5, -m, 0.0) + 0.0  # F.rotate passes -angle; + 0.0 makes -0.0 +0.0
-        # the shears' center=[0, 0]: (0 - W/2, 0 - H/2)
-        mat = _inverse_affine((cxt[o], cyt[o]), angle, (tx, ty), (sxd, syd)).astype(_F32)
-        rows[geo, 1:7] = mat / scale
+        rows[geo, 1:7] = _geo_maps(ops[geo], mags[geo], h, w)
         rows[geo, 7] = 1.0 if bilinear else 0.0
     if count[2] or count[3]:
         ratio = 1.0 + mags
