@@ -14,6 +14,7 @@ import pytest
 import gpuaug
 import ref_policy_host as REF
 from gpuaug.policy import auto as A
+from helpers import gpu
 from gpuaug.policy import mixing as M
 from gpuaug.policy.auto import AutoParams, apply_ops
 
@@ -359,3 +360,31 @@ def test_kernel_memo_follows_get_function(monkeypatch):
                      ("auto_augment.cu", "gpuaug_augmix_fused<3, 3>"), ("equalize.cu", "gpuaug_equalize_lut")]
     monkeypatch.setattr(kc, "get_function", lambda f, name: "other")
     assert A._kernel(0, "fused", 3, 2) == "other"
+
+
+@gpu
+def test_gpu_calls_equal_the_numpy_twin_gpu():
+    """On a GPU: fresh calls (rows gathered from the tables, reductions read from the ops, the
+    statistics views made by ndarray constructors), replays of last_params and edited params in
+    which every step reduces with Equalize equal the NumPy twin bit for bit."""
+    import cupy
+
+    rng = np.random.default_rng(11)
+    for shape in ((16, 23, 29, 3), (9, 31, 17, 1)):
+        x = rng.integers(0, 256, shape, dtype=np.uint8)
+        x[0] = x[0] // 3 + 60
+        xd = cupy.asarray(x)
+        for pol in (gpuaug.RandAugment(2, 9, seed=1), gpuaug.RandAugment(6, 20, seed=2),
+                    gpuaug.TrivialAugmentWide(seed=3), gpuaug.AutoAugment("imagenet", seed=4), gpuaug.AugMix(seed=5),
+                    gpuaug.AugMix(chain_depth=2, mixture_width=2, seed=6)):
+            for _ in range(2):
+                y = pol(xd)
+                p = pol.last_params
+                np.testing.assert_array_equal(cupy.asnumpy(y), pol._apply(x, p, None, None), err_msg=repr(pol))
+                np.testing.assert_array_equal(cupy.asnumpy(pol(xd, params=p)), cupy.asnumpy(y))
+            q = AutoParams(p.ops.copy(), p.magnitudes.copy(), dict(p.extra))
+            for j in range(q.ops.shape[1]):
+                for r, (op, m) in enumerate(((13, 0.0), (12, 0.0), (8, 0.6))):
+                    q.ops[(j + r) % len(x), j], q.magnitudes[(j + r) % len(x), j] = op, m
+            np.testing.assert_array_equal(cupy.asnumpy(pol(xd, params=q)), pol._apply(x, q, None, None),
+                                          err_msg=repr(pol))
