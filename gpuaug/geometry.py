@@ -355,7 +355,8 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     cr, sr = cos_sin(angle)
     m = np.zeros((n, 9))
     m[:, 8] = 1.0
-    if np.asarray(shear_x).any() or np.asarray(shear_y).any():  # methods: np.any's wrapper costs ~1 us
+    # (methods: np.any's wrapper costs ~1 us; RandomAffine without shear gives one zeros array for both)
+    if np.asarray(shear_x).any() or (shear_y is not shear_x and np.asarray(shear_y).any()):
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
         crs, srs = cos_sin(angle - shear_y)
@@ -365,15 +366,27 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
         d = cr - c * tan_sx
         np.multiply(a, scale, out=m[:, 0]), np.multiply(b, scale, out=m[:, 1])
         np.multiply(c, scale, out=m[:, 3]), np.multiply(d, scale, out=m[:, 4])
-    else:
-        m00 = np.multiply(cr, scale, out=m[:, 0])
-        m10 = np.multiply(sr, scale, out=m[:, 3])
-        np.negative(m10, out=m[:, 1])
-        m[:, 4] = m00
-    for k, c0, t in ((2, cx, tx), (5, cy, ty)):  # c0 + t - m[k-2] cx - m[k-1] cy, left to right
-        col = np.add(c0, t, out=m[:, k])
-        col -= m[:, k - 2] * cx
-        col -= m[:, k - 1] * cy
+        for k, c0, t in ((2, cx, tx), (5, cy, ty)):  # c0 + t - m[k-2] cx - m[k-1] cy, left to right
+            col = np.add(c0, t, out=m[:, k])
+            col -= m[:, k - 2] * cx
+            col -= m[:, k - 1] * cy
+        return m.reshape(n, 3, 3)
+    p = np.multiply(cr, scale, out=m[:, 0])
+    q = np.multiply(sr, scale, out=m[:, 3])
+    np.negative(q, out=m[:, 1])
+    m[:, 4] = p
+    # cx + tx - p cx - (-q) cy is ((cx + tx) - p cx) + q cy bit for bit ((-q) cy = -(q cy), and
+    # x - (-y) is x + y); cy + ty - q cx - p cy likewise; a square image's centre has cx == cy,
+    # so its two products serve both columns
+    same = type(cx) is float and cx == cy
+    pcx, qcx = p * cx, q * cx
+    pcy, qcy = (pcx, qcx) if same else (p * cy, q * cy)
+    col = np.add(cx, tx, out=m[:, 2])
+    col -= pcx
+    col += qcy
+    col = np.add(cy, ty, out=m[:, 5])
+    col -= qcx
+    col -= pcy
     return m.reshape(n, 3, 3)
 
 

@@ -287,7 +287,8 @@ def test_geometry_builders_match_the_previous_formulas():
     for seed in range(400):
         g = np.random.default_rng(seed)
         n = int(g.integers(0, 30))
-        sizes = (F.uniform_sizes(n, int(g.integers(1, 500)), int(g.integers(1, 500))) if seed % 2
+        h, w = (int(v) for v in g.integers(1, 500, 2))
+        sizes = (F.uniform_sizes(n, h, h if seed % 4 == 1 else w) if seed % 2  # (square: cx == cy)
                  else g.integers(1, 500, (n, 2)))
         ang = g.uniform(-400, 400, n)
         ang[::3] = np.round(ang[::3] / 90) * 90  # exact quarter turns
