@@ -378,7 +378,7 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     # cx + tx - p cx - (-q) cy is ((cx + tx) - p cx) + q cy bit for bit ((-q) cy = -(q cy), and
     # x - (-y) is x + y); cy + ty - q cx - p cy likewise; a square image's centre has cx == cy,
     # so its two products serve both columns
-    same = type(cx) is float and cx == cy
+    same = type(cx) is float and type(cy) is float and cx == cy and cx != 0.0  # (0.0 == -0.0: apart)
     pcx, qcx = p * cx, q * cx
     pcy, qcy = (pcx, qcx) if same else (p * cy, q * cy)
     col = np.add(cx, tx, out=m[:, 2])
