@@ -103,6 +103,9 @@ def _integer_maps(a):
 
 def _integer_cols(c):
     """:func:`_integer_maps` of maps given as (9, n) entries (row k: entry k of every map)."""
+    c0 = c[0]
+    if not np.count_nonzero(c0 == np.rint(c0)):  # (the usual rotated / scaled maps: one test, not six)
+        return np.zeros(c.shape[1], bool)
     v = c[:6]
     ok = (v == np.rint(v)).all(axis=0)  # integer entries (rint: np.round's values, without its wrapper) ...
     if not ok.any():
