@@ -53,6 +53,9 @@ class _Mem:
     def __add__(self, k):
         return _Mem(self.ptr + int(k))
 
+    def memset_async(self, value, size, stream=None):
+        pass
+
 
 class _Flags:
     c_contiguous = True

@@ -172,6 +172,9 @@ class _Mem:
     def ptr(self):
         return self.root.ctypes.data + self.off
 
+    def memset_async(self, value, size, stream=None):
+        self.root[self.off:self.off + size] = value
+
 
 def _dev_class():
     import cuda_emu

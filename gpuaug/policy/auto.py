@@ -588,6 +588,19 @@ def _at(cp, base, offset, shape, dtype):
     return cp.ndarray(shape, dtype, memptr=base.data + offset)
 
 
+def _stats_buffers(cp, m, c, lp, equalize, dummy):
+    """(minmax, hist, gsum, lut) of ``m`` statistics rows (steps x samples): minmax (m, 2C) and
+    hist (m, C, 256) uint32, gsum (m,) uint64 (8-byte aligned after them), zeroed; with
+    ``equalize`` the (m, LP) float32 tables after them (not zeroed: the table launches write
+    them), else ``dummy``. One allocation and one memset; ``minmax`` is the buffer itself."""
+    a, b = m * 2 * c, m * c * 258
+    words = b + 2 * m
+    buf = cp.empty(words + (m * lp if equalize else 0), cp.uint32)
+    buf.data.memset_async(0, 4 * words)
+    lut = _at(cp, buf, 4 * words, (m, lp), cp.float32) if equalize else dummy
+    return buf, _at(cp, buf, 4 * a, (b - a,), cp.uint32), _at(cp, buf, 4 * b, (m,), cp.uint64), lut
+
+
 def _run_cuda_fused(x, rows, out, stream, ops=None):
     """All K steps in ceil(K / 4) fused launches (plus a statistics launch, and a table launch
     for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`.
@@ -619,19 +632,14 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
             red = codes[start:start + kk]
             minmax = gsum = lut = rows_d
             if any(red):
-                a, b = kk * n * 2 * c, kk * n * c * 258  # 8-byte aligned gsum after minmax and hist
-                minmax = buf = cp.zeros(b + 2 * kk * n, cp.uint32)  # minmax first
-                hist = _at(cp, buf, 4 * a, (b - a,), cp.uint32)
-                gsum = _at(cp, buf, 4 * b, (kk * n,), cp.uint64)
-                if max(red) == 2:
-                    lut = cp.empty((kk, n, lp), cp.float32)
+                minmax, hist, gsum, lut = _stats_buffers(cp, kk * n, c, lp, max(red) == 2, rows_d)
                 for i in range(kk):
                     if not red[i]:
                         continue
                     _kernel(dev, "stats", c, i)((bps, n), (256,), (src, hh, ww, rows_d, nn, minmax, hist, gsum,
                                                                     lut, lpp))
                     if red[i] == 2:  # step i's histograms and tables (step 0's: where hist and lut start)
-                        hist_i = _at(cp, buf, 4 * (a + i * n * c * 256), (n * c * 256,), cp.uint32) if i else hist
+                        hist_i = _at(cp, hist, 4 * i * n * c * 256, (n * c * 256,), cp.uint32) if i else hist
                         lut_i = _at(cp, lut, 4 * i * n * lp, (n, lp), cp.float32) if i else lut
                         _kernel(dev, "lut")((n * c,), (256,), (hist_i, lut_i, lpp, i32(c), i32(0)))
             _kernel(dev, "fused", c, kk)((-(-npix // (256 * _FUSED_PX)), n), (256,),
@@ -669,12 +677,9 @@ def _augmix_cuda(x, rows, k, d, weights, out, stream, ops=None):
         hh, ww, nn, lpp = i32(h), i32(w), i32(n), i32(lp)
         if any(codes):
             a, b = steps * n * 2 * c, steps * n * c * 258
-            minmax = buf = cp.zeros(b + 2 * steps * n, cp.uint32)
-            gsum = _at(cp, buf, 4 * b, (steps * n,), cp.uint64)
-            if max(codes) == 2:
-                lut = cp.empty((steps, n, lp), cp.float32)
+            minmax, hist, gsum, lut = _stats_buffers(cp, steps * n, c, lp, max(codes) == 2, rows_d)
+            buf = minmax
             bps = max(1, min(64, -(-npix // (256 * 16))))
-            hist = _at(cp, buf, 4 * a, (b - a,), cp.uint32)
             eq = lut is not rows_d
             for j in range(k):
                 st = j * d
