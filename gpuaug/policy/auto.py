@@ -15,6 +15,14 @@ reduction op, a statistics launch (and a table launch for Equalize): at most 6, 
 ops were drawn. The step-by-step kernel (one launch per step) stays as the
 reference path (``_run_cuda(..., fused=False)``); both give the same bits.
 
+Host cost (the policies are host-bound at ImageNet sizes): a fresh draw indexes memoised
+tables, per (policy space, H, W, interpolation), of the signed magnitudes and kernel rows of
+every (op, bin, sign), so a call's parameter work is the generator's draws and a few gathers;
+which steps need statistics comes from the int op ids; the kernels are looked up by tuple. A
+replay of the last draw (``params=last_params``, Compose's run after its sample) reuses its
+table indices; other params build their rows with :func:`step_rows` (bench/host_policies.py
+times each piece).
+
 The op sets, magnitude tables, signs and formulas are torchvision's
 (``torchvision.transforms.autoaugment``: ``_augmentation_space`` and ``_apply_op``), with
 its defaults: nearest-neighbour interpolation and fill 0 for the geometric ops, uint8 casts
