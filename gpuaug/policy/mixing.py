@@ -72,15 +72,23 @@ def _check_alpha(alpha):
     return a
 
 
+_CUPY = [(None, None)]  # (cupy.ndarray, cupy) once seen: CuPy arrays skip cupy.asarray
+
+
 def _as_array(a):
-    """(array, module): NumPy as it is, CUDA arrays (PyTorch, Numba, ...) as zero-copy CuPy
-    views, anything else through numpy.asarray."""
-    if type(a) is np.ndarray:
+    """(array, module): NumPy and CuPy arrays as they are, other CUDA arrays (PyTorch, Numba,
+    ...) as zero-copy CuPy views, anything else through numpy.asarray."""
+    t = type(a)
+    if t is np.ndarray:
         return a, np
+    seen = _CUPY[0]
+    if t is seen[0]:
+        return a, seen[1]
     if hasattr(a, "__cuda_array_interface__"):
         import cupy
 
-        return cupy.asarray(a), cupy
+        _CUPY[0] = (cupy.ndarray, cupy)
+        return (a if t is cupy.ndarray else cupy.asarray(a)), cupy
     return np.asarray(a), np
 
 
