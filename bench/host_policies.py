@@ -46,6 +46,7 @@ SIZE = 224
 
 class _Mem:
     __slots__ = ("ptr",)
+    device_id = 0
 
     def __init__(self, ptr):
         self.ptr = ptr

@@ -162,6 +162,8 @@ def test_mix_draws_and_records_equal_the_previous_implementation(cls):
 class _Mem:
     """A stand-in cupy MemoryPointer: a host root buffer and a byte offset."""
 
+    device_id = 0
+
     def __init__(self, root, off):
         self.root, self.off = root, off
 

@@ -617,7 +617,7 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
     k_all, n = rows.shape[0], rows.shape[1]
     _, h, w, c = x.shape
     npix, lp = h * w, c * 256 + 1
-    dev = x.device.id
+    dev = x.data.device_id  # (x.device makes a Device object)
     with on_device(dev, stream):
         if out is None:
             out = cp.empty_like(x)
@@ -669,7 +669,7 @@ def _augmix_cuda(x, rows, k, d, weights, out, stream, ops=None):
                             or not out.flags.c_contiguous):
         raise ValueError(f"out: got {type(out).__name__} of shape {getattr(out, 'shape', None)}; expected a "
                          f"C-contiguous uint8 CuPy array of shape {x.shape}")
-    dev = x.device.id
+    dev = x.data.device_id
     with on_device(dev, stream):
         if not x.flags.c_contiguous:
             x = cp.ascontiguousarray(x)
