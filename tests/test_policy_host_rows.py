@@ -71,6 +71,22 @@ def test_draws_and_rows_equal_the_previous_implementation(kind):
         assert _same(pol.draw(n, (h, w), seed=seed).magnitudes, new.magnitudes), what
 
 
+def test_many_bins_draw_without_tables():
+    """Past _TABLE_MAX_BINS magnitude bins no table is made: the same draws as before, rows
+    built per call (and nothing remembered)."""
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 256, (5, 9, 7, 3), dtype=np.uint8)
+    for pol in (A.RandAugment(2, 700, A._TABLE_MAX_BINS + 500), A.TrivialAugmentWide(A._TABLE_MAX_BINS + 1)):
+        old = _REF_DRAW[type(pol)](pol, np.random.default_rng(3), 5, 9, 7)
+        new, table, idx = pol._draw_idx(np.random.default_rng(3), 5, 9, 7)
+        assert table is None and idx is None
+        assert _same(old.ops, new.ops) and _same(old.magnitudes, new.magnitudes)
+        pol._rng = np.random.default_rng(3)
+        y = pol(x)
+        assert pol._memo is None and _same(pol.last_params.magnitudes, old.magnitudes)
+        np.testing.assert_array_equal(y, apply_ops(x, old))
+
+
 def test_step_rows_equals_the_previous_implementation_on_any_values():
     """The generic rows (replays, Compose runs, apply_ops): random op ids, out-of-range ids
     included (no class), magnitudes of any size and sign, signed zeros."""

@@ -173,6 +173,11 @@ class _Table:
             a.flags.writeable = False
 
 
+#: Tables are made for spaces of up to this many magnitude bins (7680 rows, 300 KB); policies
+#: with more bins draw and build rows per call as step_rows does.
+_TABLE_MAX_BINS = 256
+
+
 @functools.lru_cache(maxsize=128)
 def _table(kind, num_bins, h, w, bilinear):
     """The :class:`_Table` of a policy space ("rand", "trivial", "auto", "augmix",
@@ -832,6 +837,9 @@ class _Policy(Transform):
         """Keep the last draw's table indices with copies of its ops and magnitudes, so that a
         replay of it (``params=last_params``, Compose's run after its sample) gathers its rows
         instead of building them (:meth:`_recall` checks the values are still those)."""
+        if table is None:
+            self._memo = None
+            return
         ops, mags = params.ops, params.magnitudes
         self._memo = (h, w, self.interpolation, ops.shape, ops.dtype, ops.tobytes(), mags.tobytes(), table, idx)
 
@@ -868,7 +876,8 @@ class _Policy(Transform):
 
     def _draw_idx(self, rng, n, h, w):  # pragma: no cover - overridden
         """(AutoParams, table, idx): the draws, and the (N, K) indices of their (op, bin, flip)
-        in the policy's :class:`_Table` at this size and interpolation."""
+        in the policy's :class:`_Table` at this size and interpolation (None, None for a
+        space past ``_TABLE_MAX_BINS``)."""
         raise NotImplementedError
 
     def _draw(self, rng, n, h, w):
@@ -918,7 +927,7 @@ class _Policy(Transform):
             rng = self._rng if seed is None else R.generator(seed)
             params, table, idx = self._draw_idx(rng, int(n), int(h), int(w))
             self._remember(params, table, idx, int(h), int(w))
-            y = self._apply(x, params, out, stream, (table, idx))
+            y = self._apply(x, params, out, stream, (table, idx) if table is not None else None)
         elif seed is not None:
             raise ValueError("seed: got a seed and params; pass one of them (params replays a call)")
         else:
@@ -968,6 +977,11 @@ class RandAugment(_Policy):
         super().__init__(seed, interpolation)
 
     def _draw_idx(self, rng, n, h, w):
+        if self.num_magnitude_bins > _TABLE_MAX_BINS:
+            space = _space("rand", self.num_magnitude_bins, h, w)
+            ops = rng.integers(0, len(space), (n, self.num_ops))
+            flip = rng.integers(0, 2, (n, self.num_ops)) == 1
+            return AutoParams(ops, _magnitudes(space, ops, np.full(ops.shape, self.magnitude), flip)), None, None
         t = _table("rand", self.num_magnitude_bins, h, w, self.interpolation == "bilinear")
         ops = rng.integers(0, len(t.ids), (n, self.num_ops))
         idx = ops * (2 * t.bins) + rng.integers(0, 2, (n, self.num_ops))  # flip: the second draw == 1
@@ -1001,6 +1015,12 @@ class TrivialAugmentWide(_Policy):
         super().__init__(seed, interpolation)
 
     def _draw_idx(self, rng, n, h, w):
+        if self.num_magnitude_bins > _TABLE_MAX_BINS:
+            space = _space("trivial", self.num_magnitude_bins, h, w)
+            ops = rng.integers(0, len(space), (n, 1))
+            bins = rng.integers(0, self.num_magnitude_bins, (n, 1))
+            flip = rng.integers(0, 2, (n, 1)) == 1
+            return AutoParams(ops, _magnitudes(space, ops, bins, flip), {"bins": bins}), None, None
         t = _table("trivial", self.num_magnitude_bins, h, w, self.interpolation == "bilinear")
         ops = rng.integers(0, len(t.ids), (n, 1))
         bins = rng.integers(0, self.num_magnitude_bins, (n, 1))
