@@ -380,29 +380,53 @@ struct AAEval<C, 0> {
 };
 }  // namespace
 
-// K steps in one pass. Grid (ceil(H W / 256), N), 256 threads.
+// Pixels per thread of gpuaug_autoaug_fused: pixel j of a thread is blockDim.x j pixels after
+// its first (a block covers 256 GPUAUG_AA_PX consecutive pixels; loads and stores stay
+// coalesced), so the sample's decoding is shared and the evaluations overlap.
+#ifndef GPUAUG_AA_PX
+#define GPUAUG_AA_PX 2  // gpuaug/policy/auto.py's _FUSED_PX sizes the grid
+#endif
+
+// Blocks per SM asked of the register allocator (tests/gpu/ra_px.py times others): 6 for up to
+// two steps, 5 beyond (a few spilled registers cost less than the occupancy they buy: H100,
+// RandAugment(2, 9)'s pass 225 -> 176 us with GPUAUG_AA_PX 2, RandAugment(3, 9)'s 577 -> 435).
+#ifdef GPUAUG_AA_MINB_ALL
+#define GPUAUG_AA_MINB(K) GPUAUG_AA_MINB_ALL
+#else
+#define GPUAUG_AA_MINB(K) ((K) <= 2 ? 6 : 5)
+#endif
+
+// K steps in one pass. Grid (ceil(H W / (256 GPUAUG_AA_PX)), N), 256 threads.
 template <int C, int K>
-__global__ void gpuaug_autoaug_fused(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+__global__ void __launch_bounds__(256, GPUAUG_AA_MINB(K)) gpuaug_autoaug_fused(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
                                      int H, int W, const float* __restrict__ rows, int n,
                                      const unsigned* __restrict__ minmax, const unsigned long long* __restrict__ gsum,
                                      const float* __restrict__ lut, int LP) {
   const int s = blockIdx.y;
   if (s >= n) return;
   const int npix = H * W;
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= npix) return;
-  const int y = i / W, x = i - y * W;
   const AACtx t{src + (aa_i64)s * npix * C, H, W, n, s, LP, rows, minmax, gsum, lut};
-  float v[C];
-  AAEval<C, K>::run(t, y, x, v);
-  unsigned char* o = dst + ((aa_i64)s * npix + i) * C;
-  for (int c = 0; c < C; ++c) o[c] = (unsigned char)(int)v[c];
+  unsigned char* o = dst + (aa_i64)s * npix * C;
+#pragma unroll
+  for (int j = 0; j < GPUAUG_AA_PX; ++j) {
+    const int i = (blockIdx.x * GPUAUG_AA_PX + j) * blockDim.x + threadIdx.x;
+    if (i >= npix) return;
+    const int y = i / W, x = i - y * W;
+    float v[C];
+    AAEval<C, K>::run(t, y, x, v);
+    for (int c = 0; c < C; ++c) o[(aa_i64)i * C + c] = (unsigned char)(int)v[c];
+  }
 }
+
 
 // Statistics of step I's input (the image after I steps) for the samples whose op at step I
 // reduces. Grid (blocks per sample, N), 256 threads. Buffers as gpuaug_autoaug_stats, per step.
+#ifndef GPUAUG_AA_SMINB  // blocks per SM of the statistics launches (tests/gpu/ra_px.py)
+#define GPUAUG_AA_SMINB 1
+#endif
+
 template <int C, int I>
-__global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src, int H, int W,
+__global__ void __launch_bounds__(256, GPUAUG_AA_SMINB) gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src, int H, int W,
                                            const float* __restrict__ rows, int n, unsigned* __restrict__ minmax,
                                            unsigned* __restrict__ hist, unsigned long long* __restrict__ gsum,
                                            const float* __restrict__ lut, int LP) {
@@ -423,18 +447,47 @@ __global__ void gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src
   unsigned mn[C], mx[C];
   for (int c = 0; c < C; ++c) { mn[c] = 255u; mx[c] = 0u; }
   unsigned sum = 0u;  // < 2^31 / 256 pixels a thread (a block of 256 at least) x 255: fits 32 bits
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += gridDim.x * blockDim.x) {
-    const int y = i / W, x = i - y * W;
-    float f[C];
-    AAEval<C, I>::run(t, y, x, f);
-    unsigned char b[C];
+  auto add = [&](const unsigned char* b) {
     for (int c = 0; c < C; ++c) {
-      b[c] = (unsigned char)(int)f[c];
       mn[c] = min(mn[c], (unsigned)b[c]);
       mx[c] = max(mx[c], (unsigned)b[c]);
       if (eq) atomicAdd(&sh[c * 256 + b[c]], 1u);
     }
     if (op == OP_CONTRAST) sum += (unsigned)(C == 3 ? gray_floor(b) : (float)b[0]);
+  };
+  const int i0 = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
+  if (I == 0 && C == 3 && (npix & 15) == 0 && (reinterpret_cast<size_t>(t.img) & 15) == 0) {
+    // the input itself, 16 pixels (three 16-byte loads) at a time: byte loads kept too few
+    // bytes in flight, this launch was latency bound at a tenth of the memory's speed
+    const uint4* q = reinterpret_cast<const uint4*>(t.img);
+    for (int k = i0; k < npix / 16; k += step) {
+      const uint4 a = q[3 * k], b = q[3 * k + 1], d = q[3 * k + 2];
+      const unsigned w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, d.x, d.y, d.z, d.w};
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        unsigned char px[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) px[c] = (unsigned char)(w[(3 * j + c) >> 2] >> (8 * ((3 * j + c) & 3)));
+        add(px);
+      }
+    }
+  } else {
+    // (y, x) of pixel i, stepped without a division per pixel
+    const int dy = step / W, dx = step - dy * W;
+    int y = i0 / W, x = i0 - y * W;
+    for (int i = i0; i < npix; i += step) {
+      float f[C];
+      AAEval<C, I>::run(t, y, x, f);
+      unsigned char b[C];
+      for (int c = 0; c < C; ++c) b[c] = (unsigned char)(int)f[c];
+      add(b);
+      x += dx;
+      y += dy;
+      if (x >= W) {
+        x -= W;
+        ++y;
+      }
+    }
   }
   if (op == OP_AUTOCONTRAST)
     for (int c = 0; c < C; ++c) { atomicMax(&smm[c], 255u - mn[c]); atomicMax(&smm[C + c], mx[c]); }

@@ -44,6 +44,7 @@ static std::barrier<>* emu_bar;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __syncthreads() emu_bar->arrive_and_wait()
 template <class T> static inline T __ldg(const T* p) { return *p; }

@@ -264,12 +264,13 @@ def _emulated_fused(x, rows, emu):
     src = np.ascontiguousarray(x)
     for i in range(kk):
         if np.isin(rows[i, :, 0], A._STATS).any():
+            # one block of 32 threads: 32 < h w, so each thread steps (y, x) through several rows
             emu.get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
-                (2, n), (64,), (src, h, w, rows, n, minmax, hist, gsum, lut, lp))
+                (1, n), (32,), (src, h, w, rows, n, minmax, hist, gsum, lut, lp))
             lut[i, :, :c * 256] = A._luts_from_hist(hist[i]).reshape(n, -1)  # equalize.cu's table step
     dst = np.full_like(src, 0xAB)
     emu.get_function("auto_augment.cu", f"gpuaug_autoaug_fused<{c}, {kk}>")(
-        (-(-h * w // 64), n), (64,), (src, dst, h, w, rows, n, minmax, gsum, lut, lp))
+        (-(-h * w // (64 * A._FUSED_PX)), n), (64,), (src, dst, h, w, rows, n, minmax, gsum, lut, lp))
     return dst
 
 
@@ -308,6 +309,27 @@ def test_fused_kernels_host_emulation(c):
         ref = apply_ops(x, p, interpolation=interp)
         bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
         assert not len(bad), (interp, [p.names()[i] for i in bad])
+
+
+def test_fused_kernel_grid_covers_every_pixel():
+    """auto.py's grid for gpuaug_autoaug_fused (_FUSED_PX pixels a thread) and the kernel's
+    GPUAUG_AA_PX agree: an image of several blocks' pixels (64-thread blocks here) is written
+    whole, equal to the NumPy twin."""
+    import cuda_emu
+
+    why = cuda_emu.available()
+    if why:
+        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
+    emu = cuda_emu._built.get(("auto_fused", 3))
+    if emu is None:
+        names = [f"gpuaug_autoaug_fused<3, {k}>" for k in (1, 2, 3)] + \
+            [f"gpuaug_autoaug_stats_fused<3, {k}>" for k in (0, 1, 2)]
+        emu = cuda_emu._built[("auto_fused", 3)] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    rng = np.random.default_rng(19)
+    x = _images(rng, 2, 23, 29, 3)  # 667 pixels: 6 blocks of 64 x 2
+    p = AutoParams(np.array([[6, 14], [0, 10]]), np.array([[0.3, 0.0], [0.0, 5.0]]))
+    rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), 23, 29, False).reshape(2, 2, -1)
+    np.testing.assert_array_equal(_emulated_fused(x, rows, emu), apply_ops(x, p))
 
 
 def test_augmix_fused_kernel_host_emulation():

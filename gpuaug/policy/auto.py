@@ -568,7 +568,7 @@ def _run_cuda(x, rows, out, stream, fused=True, ops=None):
 FUSED_MAX_STEPS = 4
 #: Pixels per thread of gpuaug_autoaug_fused (GPUAUG_AA_PX in kernels/auto_augment.cu): a block
 #: covers 256 * _FUSED_PX pixels.
-_FUSED_PX = 1
+_FUSED_PX = 2
 
 
 #: compiled kernels by (get_function in use, device, key): a launch looks its kernels up by a
