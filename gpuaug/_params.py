@@ -195,9 +195,13 @@ def _per_sample(value, n, name, shape, integer, finite, low, high, low_open, dev
         raise TypeError(f"{name}: got None; expected {accepted}")
     if is_cuda_array(value):
         cp = cupy_module()
+        # a CuPy array's own device, read before cp.asarray: inside another device's scope
+        # (the warp ops' parameter maths run on x's GPU) cp.asarray copies it across devices
+        own = value.data.device_id if isinstance(value, cp.ndarray) else None
         arr = cp.asarray(value) if hasattr(value, "__cuda_array_interface__") else cp.from_dlpack(value)
-        if BATCH_DEVICE.get() is not None and arr.device.id != BATCH_DEVICE.get():
-            raise ValueError(f"{name}: is on GPU {arr.device.id} but x is on GPU {BATCH_DEVICE.get()}; "
+        own = arr.data.device_id if own is None else own
+        if BATCH_DEVICE.get() is not None and own != BATCH_DEVICE.get():
+            raise ValueError(f"{name}: is on GPU {own} but x is on GPU {BATCH_DEVICE.get()}; "
                              "expected per-sample values on x's GPU (or host values)")
         if not device:
             arr = cp.asnumpy(arr)

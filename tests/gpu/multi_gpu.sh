@@ -8,7 +8,8 @@
 # 2. tests/test_multi_gpu.py: device placement on GPU 1 (no context on GPU 0) and the
 #    torchrun smoke test of examples/ddp_train.py (2 ranks, 2 steps, the all-gathered
 #    one-epoch disjointness check) for the Scheduler and the DALI loader;
-# 3. scaling of the input pipelines alone (--model none), torchrun --nproc_per_node 1 vs 2,
+# 3. scaling of the input pipelines alone (--model none), torchrun --nproc_per_node 1 vs 2 (and 4
+#    on a machine with four GPUs),
 #    batch 256 per rank, 224x224 float32 NCHW out: the Scheduler over an in-memory uint8
 #    array (pin_source, Compose RandomResizedCrop + flip + Normalize), the Scheduler over the
 #    synthetic JPEG folder of the end-to-end issue (4,096 JPEGs, 500x375 / 375x500, 8 classes;
@@ -84,9 +85,10 @@ run() {  # run CONFIG NPROC ARGS...: one torchrun, RESULT json to $OUT/scale-CON
     grep -vE '^\s*$|^\s+File |^\s+\^|^\s{4}|^Traceback|^  (time|host|rank|exitcode|error_file|traceback) |^[=-]+$|Failures:|NO_OTHER|Root Cause|^\[[0-9]+\]:|ChildFailedError|FAILED$|elastic' \
       "$OUT/scale-$cfg-$np.txt" | tail -8 | sed 's/^/    /' | tee -a "$SUMMARY"; }
 }
-for np in 1 2; do run sched-memory "$np" --loader scheduler --synthetic 4096 --load-size 256; done
-for np in 1 2; do run sched-folder "$np" --loader scheduler --folder "$FOLDER" --decode auto; done
-for np in 1 2; do run dali-folder "$np" --loader dali --folder "$FOLDER"; done
+NPS="1 2"; [ "$NGPU" -ge 4 ] && NPS="1 2 4"
+for np in $NPS; do run sched-folder "$np" --loader scheduler --folder "$FOLDER" --decode auto; done
+for np in $NPS; do run dali-folder "$np" --loader dali --folder "$FOLDER"; done
+for np in $NPS; do run sched-memory "$np" --loader scheduler --synthetic 4096 --load-size 256; done
 
 python3 tests/gpu/multi_gpu_scaling.py | tee -a "$SUMMARY"
 echo
