@@ -274,6 +274,18 @@ def _emulated_fused(x, rows, emu):
     return dst
 
 
+def _fused_emulator(c):
+    """The fused kernels (1-3 steps) and their statistics launches, emulated, built once."""
+    import cuda_emu
+
+    key = ("auto_fused", c)
+    if key not in cuda_emu._built:
+        names = [f"gpuaug_autoaug_fused<{c}, {k}>" for k in (1, 2, 3)] + \
+            [f"gpuaug_autoaug_stats_fused<{c}, {k}>" for k in (0, 1, 2)]
+        cuda_emu._built[key] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    return cuda_emu._built[key]
+
+
 @pytest.mark.parametrize("c", [3, 1])
 def test_fused_kernels_host_emulation(c):
     """The fused path (all steps in one pass, statistics of intermediate images evaluated on
@@ -283,12 +295,7 @@ def test_fused_kernels_host_emulation(c):
     why = cuda_emu.available()
     if why:
         pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
-    names = [f"gpuaug_autoaug_fused<{c}, {k}>" for k in (1, 2, 3)] + \
-        [f"gpuaug_autoaug_stats_fused<{c}, {k}>" for k in (0, 1, 2)]
-    key = ("auto_fused", c)
-    if key not in cuda_emu._built:
-        cuda_emu._built[key] = cuda_emu.Emulator(["auto_augment.cu"], names)
-    emu = cuda_emu._built[key]
+    emu = _fused_emulator(c)
     rng = np.random.default_rng(15)
     x = _images(rng, 16, 8, 11, c)
     n, h, w = x.shape[:3]
@@ -320,11 +327,7 @@ def test_fused_kernel_grid_covers_every_pixel():
     why = cuda_emu.available()
     if why:
         pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
-    emu = cuda_emu._built.get(("auto_fused", 3))
-    if emu is None:
-        names = [f"gpuaug_autoaug_fused<3, {k}>" for k in (1, 2, 3)] + \
-            [f"gpuaug_autoaug_stats_fused<3, {k}>" for k in (0, 1, 2)]
-        emu = cuda_emu._built[("auto_fused", 3)] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    emu = _fused_emulator(3)
     rng = np.random.default_rng(19)
     x = _images(rng, 2, 23, 29, 3)  # 667 pixels: 6 blocks of 64 x 2
     p = AutoParams(np.array([[6, 14], [0, 10]]), np.array([[0.3, 0.0], [0.0, 5.0]]))
@@ -345,11 +348,7 @@ def test_fused_kernels_pointwise_fast_path(misaligned):
     why = cuda_emu.available()
     if why:
         pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
-    emu = cuda_emu._built.get(("auto_fused", 3))
-    if emu is None:
-        names = [f"gpuaug_autoaug_fused<3, {k}>" for k in (1, 2, 3)] + \
-            [f"gpuaug_autoaug_stats_fused<3, {k}>" for k in (0, 1, 2)]
-        emu = cuda_emu._built[("auto_fused", 3)] = cuda_emu.Emulator(["auto_augment.cu"], names)
+    emu = _fused_emulator(3)
     rng = np.random.default_rng(23)
     h, w = 40, 64  # 2560 pixels: with 64-thread blocks, 2.5 blocks of 16 pixels a thread
     n = 12
