@@ -384,9 +384,12 @@ struct AAEval<C, 0> {
 // the pixels can go 16 at a time through three 16-byte loads (RGB, images of a multiple of 16
 // pixels on 16-byte boundaries): the same float operations per pixel in the same order, so the
 // same bytes as AAEval.
+#ifndef GPUAUG_AA_POINT16  // 0: no 16-pixel path (tests/gpu/ra_px.py times both)
+#define GPUAUG_AA_POINT16 1
+#endif
 template <int K>
 __device__ __forceinline__ bool aa_pointwise(const float* rows, int n, int s) {
-  bool ok = true;
+  bool ok = GPUAUG_AA_POINT16 != 0 || K == 0;  // K == 0: the input itself
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int op = (int)rows[((aa_i64)k * n + s) * AA_P];

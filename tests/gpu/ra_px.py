@@ -1,9 +1,11 @@
-"""gpuaug_autoaug_fused variants on the GPU: kernels/auto_augment.cu compiled with
-GPUAUG_AA_PX (pixels per thread) and GPUAUG_AA_MINB (launch bounds), timed on the launches
-RandAugment(2, 9) and a few forced op pairs make (their arguments recorded from the real
-calls), each output checked bit for bit against the production kernel's.
+"""gpuaug_autoaug_fused / _stats_fused variants on the GPU: kernels/auto_augment.cu compiled
+with other macros (GPUAUG_AA_PX pixels per thread, GPUAUG_AA_MINB_ALL launch bounds,
+GPUAUG_AA_SMINB statistics launch bounds, GPUAUG_AA_POINT16=0 without the 16-pixel path of
+point-wise samples), timed on the launches RandAugment(2, 9) and a few forced op pairs make
+(their grids and arguments recorded from the real calls), each output checked bit for bit
+against the production kernel's (the first variant).
 
-    python3 tests/gpu/ra_px.py
+    python3 tests/gpu/ra_px.py [--set point16|px]
 """
 import os
 import sys
@@ -26,7 +28,7 @@ def _spy(filename, name):
 
     class Rec:
         def __call__(self, grid, block, args, **kw):
-            CALLS.append((name, args))
+            CALLS.append((name, grid, args))
             return fn(grid, block, args, **kw)
 
         def __getattr__(self, a):
@@ -76,51 +78,38 @@ def main():
         cp.cuda.Device().synchronize()
         cases[label] = list(CALLS)
     print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; {n}x{s}x{s}x3 uint8; us per launch (median)")
-    variants = [(2, None), (1, 1), (1, 5), (2, 1), (2, 5), (2, 6), (2, 7)]  # None: the source's own
+    if "px" in sys.argv[1:]:
+        fused_v = [("default", ())] + [(f"px{px}/mb{mb}", (f"-DGPUAUG_AA_PX={px}", f"-DGPUAUG_AA_MINB_ALL={mb}"))
+                                       for px, mb in ((1, 5), (2, 5), (2, 7), (4, 6))]
+        stats_v = [("default", ()), ("smb6", ("-DGPUAUG_AA_SMINB=6",))]
+    else:
+        fused_v = stats_v = [("default", ()), ("no-point16", ("-DGPUAUG_AA_POINT16=0",))]
     for label, calls in cases.items():
-        for name, args in calls:
-            if "stats" in name:
-                stats(label, name, args, n)
-                continue
-            src, dst = args[0], args[1]
-            h, w = int(args[2]), int(args[3])
+        for name, grid, args in calls:
+            stats = "stats" in name
             ref = None
             line = []
-            for px, mb in variants:
-                opts = K.NVRTC_OPTIONS + ((f"-DGPUAUG_AA_PX={px}", f"-DGPUAUG_AA_MINB_ALL={mb}") if mb else ())
-                fn = cp.RawModule(code=K.source("auto_augment.cu"), options=opts,
+            for vname, opts in (stats_v if stats else fused_v):
+                fn = cp.RawModule(code=K.source("auto_augment.cu"), options=K.NVRTC_OPTIONS + opts,
                                   name_expressions=[name]).get_function(name)
-                out = cp.full_like(dst, 0xAB)
-                a = (src, out) + tuple(args[2:])
-                grid = (-(-(h * w) // (256 * px)), n)
-                t = timed(fn, grid, a)
+                if stats:  # fresh zeroed minmax, histogram, gray sum
+                    outs = [cp.zeros_like(args[i]) for i in (5, 6, 7)]
+                    a = args[:5] + tuple(outs) + args[8:]
+                    g = grid
+                else:
+                    outs = [cp.full_like(args[1], 0xAB)]
+                    a = (args[0], outs[0]) + tuple(args[2:])
+                    px = next((int(o.split("=")[1]) for o in opts if o.startswith("-DGPUAUG_AA_PX=")), A._FUSED_PX)
+                    g = (-(-(int(args[2]) * int(args[3])) // (256 * px)), n)
+                fn(g, (256,), a)
+                got = [o.copy() for o in outs]
                 if ref is None:
-                    ref = out.copy()
-                same = bool((out == ref).all())
-                line.append(f"{'default' if mb is None else f'px{px}/mb{mb}'} {t:6.1f}{'' if same else ' DIFFERS'}")
-            print(f"{label:>22} fused: " + "  ".join(line), flush=True)
-
-
-def stats(label, name, args, n):
-    """A statistics launch at several blocks per sample and loop unrollings; results (minmax,
-    histogram, gray sum: fresh zeroed buffers) checked against the first variant's."""
-    ref = None
-    line = []
-    for bps in (13, 25):
-        for un in (None, 6, 8):
-            opts = K.NVRTC_OPTIONS + ((f"-DGPUAUG_AA_SMINB={un}",) if un else ())
-            fn = cp.RawModule(code=K.source("auto_augment.cu"), options=opts,
-                              name_expressions=[name]).get_function(name)
-            bufs = [cp.zeros_like(args[i]) for i in (5, 6, 7)]
-            a = args[:5] + tuple(bufs) + args[8:]
-            fn((bps, n), (256,), a)
-            got = [b.copy() for b in bufs]
-            if ref is None:
-                ref = got
-            same = all(bool((g == r).all()) for g, r in zip(got, ref))
-            t = timed(fn, (bps, n), a)
-            line.append(f"bps{bps}/mb{un} {t:6.1f}{'' if same else ' DIFFERS'}")
-    print(f"{label:>22} {name.split('<')[1][:-1]:>5} stats: " + "  ".join(line), flush=True)
+                    ref = got
+                same = all(bool((x_ == r).all()) for x_, r in zip(got, ref))
+                t = timed(fn, g, a)
+                line.append(f"{vname} {t:6.1f}{'' if same else ' DIFFERS'}")
+            kind = name.split("<")[1][:-1] + (" stats" if stats else " fused")
+            print(f"{label:>22} {kind:>10}: " + "  ".join(line), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ stage() {  # stage NAME TIMEOUT CMD...: run unless past the budget; log to $OUT/
   echo "== $name (rc $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/$name.txt")"
 }
 stage gpu_tests 120 python3 -m pytest -q -x -p no:cacheprovider ${GPU_TESTS:-tests/test_auto_policies.py}
-stage kprof 90 python3 tests/gpu/kprof.py ra ta
+stage ra_px 90 python3 tests/gpu/ra_px.py
+cat "$OUT/ra_px.txt" | grep -E "fused|stats" | cut -c1-120
+stage kprof 60 python3 tests/gpu/kprof.py ra ta
 grep -E "^== " "$OUT/kprof.txt"; grep -E "^ +[0-9.]+ x +[0-9.]+ us" "$OUT/kprof.txt" | cut -c1-110
 stage targets_bench 90 python3 tests/gpu/targets_bench.py --iters 30
 grep -vE "^\s*$" "$OUT/targets_bench.txt" | tail -14
