@@ -1,16 +1,13 @@
-"""Write the end-to-end issue's synthetic JPEG folder (examples/ddp_train.write_folder: 8
+"""Write the end-to-end issue's synthetic JPEG folder (gpuaug.bench.ddp.write_folder: 8
 classes, 375 x 500 images, seed 0) and say how long it took; tests/gpu/multi_gpu.sh runs it
 in the background while its tests run.
 
     python3 tests/gpu/write_folder.py FOLDER N
 """
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "examples"))
-import ddp_train as d  # noqa: E402
+from gpuaug.bench import ddp as d
 
 
 def main(argv):
