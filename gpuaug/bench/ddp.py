@@ -380,12 +380,18 @@ def check_epoch(args, rk, data):
 
 
 def batches(loader, epoch=0):
-    """Endless (images, indices) over epochs from ``epoch`` on; the Scheduler is told its epoch."""
+    """Endless (images, indices) over epochs from ``epoch`` on; the Scheduler is told its epoch.
+    An epoch without a batch (a shard smaller than one batch) is an error, not an endless loop."""
     while True:
         if hasattr(loader, "set_epoch"):
             loader.set_epoch(epoch)
+        got = False
         for images, idx in loader:
+            got = True
             yield images, idx
+        if not got:
+            raise SystemExit(f"epoch {epoch} gave this rank no batch: its shard holds fewer samples than one "
+                             "batch (--batch per rank x ranks must not exceed the data set)")
         epoch += 1
 
 
