@@ -170,6 +170,9 @@ def add_bench(sub):
                           "run by default)")
     e2e.add_argument("--steps", type=_positive, default=None,
                      help="with --gpus: timed steps per rank, after --warmup untimed ones (default 20)")
+    e2e.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                     help="with --gpus: seconds one torchrun may take before it and its ranks are ended "
+                          "(default 600)")
     e2e.add_argument("--out", default=None, metavar="DIR",
                      help="write e2e.json, e2e.md and e2e.png here (default: gpuaug-e2e)")
     e2e.add_argument("--dry-run", action="store_true",
@@ -246,9 +249,10 @@ def cmd_bench(args) -> int:
 
     if args.e2e is not None:
         return cmd_bench_e2e(args)
-    if args.gpus is not None or args.steps is not None:
-        _err(f"{'--gpus' if args.gpus is not None else '--steps'} is an option of the end-to-end benchmark: "
-             "use it with --e2e [FOLDER]")
+    given = [o for o, v in (("--gpus", args.gpus), ("--steps", args.steps), ("--timeout", args.timeout))
+             if v is not None]
+    if given:
+        _err(f"{given[0]} is an option of the end-to-end benchmark: use it with --e2e [FOLDER]")
         return 2
     if args.policies:
         from gpuaug.bench.policies import cli
@@ -288,9 +292,11 @@ def cmd_bench_e2e(args) -> int:
     batch = args.batch or (8 if dry else 256)
     size = args.size[0] if args.size else (64 if dry else 224)
     out = args.out or "gpuaug-e2e"
-    if args.steps is not None and args.gpus is None:
-        _err("--steps: the timed steps per rank of the multi-GPU runs; use it with --gpus")
-        return 2
+    for opt, v, what in (("--steps", args.steps, "the timed steps per rank"),
+                         ("--timeout", args.timeout, "the time limit of one torchrun")):
+        if v is not None and args.gpus is None:
+            _err(f"{opt}: {what} of the multi-GPU runs; use it with --gpus")
+            return 2
     try:
         doc = bench_e2e.run(args.e2e or None, images=args.images or (32 if dry else 4096), batch=batch,
                             workers=args.workers or (2 if dry else min(14, os.cpu_count() or 1)),
@@ -298,7 +304,7 @@ def cmd_bench_e2e(args) -> int:
                             else args.min_seconds, paths=args.paths, dry_run=dry, size=size, seed=args.seed,
                             gpus=args.gpus, steps=args.steps or 20,
                             warmup_steps=5 if args.warmup is None else args.warmup, rank_workers=args.workers,
-                            scaling_dir=os.path.join(out, "scaling"),
+                            scaling_dir=os.path.join(out, "scaling"), scaling_timeout=args.timeout or 600,
                             log=lambda m: print(m, file=sys.stderr, flush=True))
     except ValueError as e:
         _err(str(e))

@@ -96,6 +96,10 @@ def test_path_selection_and_refusals(monkeypatch, tmp_path, capsys):
     assert "--gpus is an option of the end-to-end benchmark: use it with --e2e" in capsys.readouterr().err
     assert main(["bench", "--e2e", "--steps", "5"]) == 2
     assert "--steps: the timed steps per rank of the multi-GPU runs; use it with --gpus" in capsys.readouterr().err
+    assert main(["bench", "--e2e", "--timeout", "5"]) == 2
+    assert "--timeout: the time limit of one torchrun of the multi-GPU runs" in capsys.readouterr().err
+    assert main(["bench", "--timeout", "5"]) == 2
+    assert "--timeout is an option of the end-to-end benchmark" in capsys.readouterr().err
 
 
 # -- --dry-run: the commands, none run ----------------------------------------------------------
@@ -110,7 +114,7 @@ def test_cli_dry_run_lists_the_torchrun_commands(monkeypatch, tmp_path, capsys):
     out_dir = tmp_path / "out"
     rc = main(["bench", "--e2e", "--dry-run", "--images", "16", "--batch", "4", "--size", "24x24", "--epochs", "1",
                "--paths", "scheduler_gpu,gpuaug_dali_rrc,scheduler_memory", "--gpus", "1,2,8", "--steps", "7",
-               "--warmup", "2", "--out", str(out_dir)])
+               "--warmup", "2", "--timeout", "99", "--out", str(out_dir)])
     io = capsys.readouterr()
     assert rc == 0, io.err
     doc = json.load(open(out_dir / "e2e.json"))
@@ -119,6 +123,7 @@ def test_cli_dry_run_lists_the_torchrun_commands(monkeypatch, tmp_path, capsys):
     assert [r["path"] for r in doc["rows"]] == ["scheduler_gpu", "gpuaug_dali_rrc"]
     sec = doc["scaling"]
     assert sec["gpus"] == [1, 2, 8] and sec["dry_run"] is True and sec["steps"] == 7 and sec["warmup"] == 2
+    assert sec["timeout"] == 99 and sec["workers"] is None
     assert [(r["path"], r["gpus"], r["status"]) for r in sec["rows"]] == [
         (p, n, "dry run") for p in ("scheduler_gpu", "gpuaug_dali_rrc", "scheduler_memory") for n in (1, 2, 8)]
     assert E.validate(doc) == []
@@ -247,13 +252,52 @@ def test_why_a_run_failed():
     assert scaling._why("just this\n\n") == "just this" and scaling._why("") == "no output"
 
 
+#: a "torchrun" that starts a "rank" (prints its pid) and both sleep
+_SLEEPERS = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; "
+             "time.sleep(120)']); print(c.pid, flush=True); time.sleep(120)")
+
+
+def _gone(pid, within=10.0):
+    """True once ``pid`` has exited (gone, or a zombie nobody reaped)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_launch_ends_a_run_past_its_timeout(tmp_path):
-    """The command's whole process group is ended; the record says it timed out."""
-    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); " \
-           "print('started', flush=True); time.sleep(120)"
-    rec = scaling.launch([sys.executable, "-c", code], str(tmp_path / "slow"), timeout=3)
+    """The command's whole process group (torchrun and its ranks) is ended; the record says
+    it timed out."""
+    rec = scaling.launch([sys.executable, "-c", _SLEEPERS], str(tmp_path / "slow"), timeout=3)
     assert rec["rc"] is None and rec["why"] == "timed out after 3 s" and rec["result"] is None
-    assert rec["seconds"] < 60 and "started" in open(rec["log"]).read()
+    assert rec["seconds"] < 60
+    assert _gone(int(open(rec["log"]).read().split()[0])), "the rank outlived its torchrun"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_launch_ends_the_run_when_this_process_gets_sigterm(tmp_path):
+    """A SIGTERM to the bench (an outer `timeout`) ends the torchrun's group before the bench
+    exits, and the handler is put back."""
+    import signal
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    stem = str(tmp_path / "term")
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    with pytest.raises(SystemExit) as e:
+        scaling.launch([sys.executable, "-c", _SLEEPERS], stem, timeout=60)
+    assert e.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert _gone(int(open(stem + ".txt").read().split()[0])), "the rank outlived the bench"
 
 
 def test_a_stale_result_is_not_read(tmp_path):

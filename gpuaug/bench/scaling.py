@@ -192,10 +192,30 @@ def _why(text):
     return (errs[-1] if errs else lines[-1] if lines else "no output")[:300]
 
 
+def _end_group(p):
+    """End the process group ``p`` leads (torchrun and its ranks): SIGTERM, then SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(20)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _raise_exit(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def launch(cmd, stem, *, env=None, timeout=600):
     """Run ``cmd`` (its own process group, output to ``stem.txt``); returns the run's record:
-    ``rc`` (None: killed after ``timeout`` s), ``seconds``, ``result`` (``stem.json``, the
-    RESULT rank 0 wrote; None if missing), ``log``, ``why`` (a failure's reason)."""
+    ``rc`` (None: ended after ``timeout`` s), ``seconds``, ``result`` (``stem.json``, the
+    RESULT rank 0 wrote; None if missing), ``log``, ``why`` (a failure's reason). If this
+    process is interrupted or sent SIGTERM meanwhile, the group is ended too (no rank is left
+    holding a GPU)."""
     log_path, json_path = stem + ".txt", stem + ".json"
     if os.path.exists(json_path):
         os.remove(json_path)  # a stale RESULT is never read as this run's
@@ -203,19 +223,20 @@ def launch(cmd, stem, *, env=None, timeout=600):
     with open(log_path, "w", encoding="utf-8") as out:
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
+            old = signal.signal(signal.SIGTERM, _raise_exit)
+        except ValueError:  # not the main thread: SIGTERM keeps its handler
+            old = None
+        try:
             rc = p.wait(timeout)
         except subprocess.TimeoutExpired:
             rc = None
-            for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 20)):
-                try:
-                    os.killpg(p.pid, sig)  # torchrun and its ranks: the group this Popen started
-                except ProcessLookupError:
-                    break
-                try:
-                    p.wait(wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            _end_group(p)
+        except BaseException:
+            _end_group(p)
+            raise
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
     seconds = time.perf_counter() - t
     result = None
     if os.path.exists(json_path):
@@ -327,7 +348,8 @@ def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size
                    f"data wait % per rank {row['data_wait_pct']}" if rec["result"] else "")
                 + f" [{rec['seconds']:.1f} s; log {rec['log']}]")
     return {"gpus": list(counts), "paths": chosen, "batch": batch, "size": size, "load_size": load_size,
-            "steps": steps, "warmup": warmup, "workers": workers, "seed": seed, "images": images, "cpu": bool(cpu),
+            "steps": steps, "warmup": warmup, "workers": workers, "seed": seed, "images": images, "timeout": timeout,
+            "cpu": bool(cpu),
             "dry_run": bool(dry_run), "runner": RUNNER, "log_dir": log_dir,
             "env": {k: env[k] for k in ("OMP_NUM_THREADS", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST")},
             "rows": summarize(records)}

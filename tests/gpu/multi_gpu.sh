@@ -78,9 +78,9 @@ fi
 wait "$FOLDER_PID"; cat "$OUT/folder.txt"; FOLDER=$(tail -1 "$OUT/folder.txt")
 GPUS=1,2; [ "$NGPU" -ge 4 ] && GPUS=1,2,4
 if [ "$SCALING" = 1 ] && budget "scaling (gpuaug bench --e2e --gpus $GPUS)"; then
-  timeout 480 python3 -m gpuaug bench --e2e "$FOLDER" --gpus "$GPUS" \
+  timeout 600 python3 -m gpuaug bench --e2e "$FOLDER" --gpus "$GPUS" \
     --paths scheduler_gpu,gpuaug_dali_rrc,scheduler_memory --steps "$STEPS" --warmup "$WARMUP" --batch "$BATCH" \
-    --size 224 --out "$OUT/e2e" > "$OUT/scaling.txt" 2>&1
+    --size 224 --timeout 120 --out "$OUT/e2e" > "$OUT/scaling.txt" 2>&1
   rc=$?
   grep -E "^scaling |^  -> " "$OUT/scaling.txt"
   note "gpuaug bench --e2e $FOLDER --gpus $GPUS (rc $rc; output $OUT/scaling.txt, runs under $OUT/e2e/scaling):"
