@@ -74,7 +74,7 @@ def main(argv=None):
     check = ddp.check_epoch(args, rk, data) if args.check else None   # one epoch all-gathered: disjoint?
 
     # ---- training ------------------------------------------------------------------------
-    step = None
+    step = None                              # --model none: the input pipeline alone
     if args.model != "none":
         import torch
 
@@ -86,7 +86,7 @@ def main(argv=None):
         loss_fn = torch.nn.CrossEntropyLoss()
         class_table = torch.as_tensor(data.classes_of, dtype=torch.int64, device=device)
 
-        def step(images, idx):
+        def train_step(images, idx):
             """One DDP step on a batch; the labels are sample indices, the class comes from a table."""
             target = class_table[ddp.as_indices(idx, torch).to(device, non_blocking=True)]
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.cpu):
@@ -96,6 +96,8 @@ def main(argv=None):
             loss.backward()
             opt.step()
             return loss
+
+        step = train_step
 
     # warm-up steps, then timed ones: images/s and the time blocked in the loader's next()
     timing = ddp.timed_steps(args, rk, data, step, first_epoch=1 if args.check else 0)
