@@ -123,7 +123,7 @@ def test_cli_dry_run_lists_the_torchrun_commands(monkeypatch, tmp_path, capsys):
     assert [r["path"] for r in doc["rows"]] == ["scheduler_gpu", "gpuaug_dali_rrc"]
     sec = doc["scaling"]
     assert sec["gpus"] == [1, 2, 8] and sec["dry_run"] is True and sec["steps"] == 7 and sec["warmup"] == 2
-    assert sec["timeout"] == 99 and sec["workers"] is None
+    assert sec["timeout"] == 99 and sec["workers"] is None and sec["not_scaled"] == []
     assert [(r["path"], r["gpus"], r["status"]) for r in sec["rows"]] == [
         (p, n, "dry run") for p in ("scheduler_gpu", "gpuaug_dali_rrc", "scheduler_memory") for n in (1, 2, 8)]
     assert E.validate(doc) == []
@@ -351,3 +351,13 @@ def test_scaling_runs_the_rank_runner_on_one_and_two_cpu_processes(path, tmp_pat
     assert sum("-> ok" in m for m in lines) == 2
     md = scaling.format_table(sec)
     assert "ranks on the CPU (--cpu)" in md and f"| {path} | 2 | " in md
+
+
+def test_paths_without_a_runner_are_named_not_scaled(tmp_path):
+    lines = []
+    sec = scaling.run(str(tmp_path), "1,2", paths=["dali", "gpuaug_dali_rrc", "torchvision"], images=64,
+                      dry_run=True, log_dir=str(tmp_path / "logs"), log=lines.append)
+    assert sec["paths"] == ["gpuaug_dali_rrc"] and sec["not_scaled"] == ["dali", "torchvision"]
+    assert lines[0] == "scaling: dali, torchvision not scaled (no multi-GPU runner); scaling gpuaug_dali_rrc"
+    assert [(r["path"], r["gpus"], r["status"]) for r in sec["rows"]] == [("gpuaug_dali_rrc", 1, "dry run"),
+                                                                         ("gpuaug_dali_rrc", 2, "dry run")]

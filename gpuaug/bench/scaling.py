@@ -70,8 +70,8 @@ RUNNER_ARGS = {
     "scheduler_cpu_threads": ("--loader", "scheduler", "--decode", "cpu"),
     "scheduler_memory": ("--loader", "scheduler"),
 }
-#: paths of the scaling alone (not rows of the single-process end-to-end table) -> label
-ONLY = {"scheduler_memory": "gpuaug Scheduler, in-memory uint8 array (pin_source; no decode)"}
+#: paths of the scaling alone (not rows of the single-process end-to-end table)
+ONLY = ("scheduler_memory",)
 #: run when no paths are named: the Scheduler with GPU decode and the DALI loader
 DEFAULT_PATHS = ("scheduler_gpu", "gpuaug_dali_rrc")
 #: paths that need a GPU whatever the rank runner's --cpu says
@@ -318,6 +318,9 @@ def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size
         timeout: seconds for one torchrun before it is ended.
     """
     counts, chosen = check(gpus, paths, cpu=cpu, dry_run=dry_run)
+    left_out = [p for p in (paths or ()) if p not in RUNNER_ARGS]
+    if left_out:
+        log(f"scaling: {', '.join(left_out)} not scaled (no multi-GPU runner); scaling {', '.join(chosen)}")
     if images is None:
         from .ddp import list_folder
 
@@ -347,7 +350,7 @@ def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size
                 + (f": {rec['result']['images_per_s']:,.0f} images/s, epoch check {row['check'] or '-'}, "
                    f"data wait % per rank {row['data_wait_pct']}" if rec["result"] else "")
                 + f" [{rec['seconds']:.1f} s; log {rec['log']}]")
-    return {"gpus": list(counts), "paths": chosen, "batch": batch, "size": size, "load_size": load_size,
+    return {"gpus": list(counts), "paths": chosen, "not_scaled": left_out, "batch": batch, "size": size, "load_size": load_size,
             "steps": steps, "warmup": warmup, "workers": workers, "seed": seed, "images": images, "timeout": timeout,
             "cpu": bool(cpu),
             "dry_run": bool(dry_run), "runner": RUNNER, "log_dir": log_dir,
