@@ -7,7 +7,8 @@
 #    they carry a skipif "needs two CUDA GPUs", no marker of their own);
 # 2. tests/test_multi_gpu.py: device placement on GPU 1 (no context on GPU 0) and the
 #    torchrun smoke test of examples/ddp_train.py (2 ranks, 2 steps, the all-gathered
-#    one-epoch disjointness check) for the Scheduler and the DALI loader;
+#    one-epoch disjointness check) for the Scheduler and the DALI loader, and the scaling
+#    bench's code (gpuaug.bench.scaling) on 1 and 2 GPUs, 2 steps, with its checks;
 # 3. scaling of the input pipelines alone, 1 vs 2 (and 4 on a machine with four GPUs) GPUs:
 #    `python3 -m gpuaug bench --e2e FOLDER --gpus 1,2[,4]` (gpuaug.bench.scaling: one torchrun of
 #    gpuaug.bench.ddp per count and path), batch 256 per rank, 224x224 float32 NCHW out, on the
