@@ -4,7 +4,7 @@
                   --backends cuda,numba --peers --json PATH --plot PATH --repeat N
                   --device gpu|cpu --case NxHxW ...]
     gpuaug bench --e2e [FOLDER] [--images 4096 --batch 256 --workers 14 --epochs 3
-                  --paths dali,gpuaug_dali_rrc,... --out DIR --dry-run]
+                  --paths dali,gpuaug_dali_rrc,... --gpus 1,2,4 --steps 20 --out DIR --dry-run]
     gpuaug bench --policies [--batch 256 --size 224 --out DIR --dry-run]
     gpuaug info
 
@@ -67,6 +67,16 @@ def _positive(text: str) -> int:
     return v
 
 
+def _gpus(text: str) -> tuple[int, ...]:
+    """``1,2,4`` -> (1, 2, 4) (gpuaug.bench.scaling.parse_gpus)."""
+    from gpuaug.bench.scaling import parse_gpus
+
+    try:
+        return parse_gpus(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("gpus: ")) from e
+
+
 def _out(msg=""):
     print(msg, flush=True)
 
@@ -110,7 +120,9 @@ def add_bench(sub):
                    help="with --peers: only these (torchvision,torch,kornia,cupy,dali,cvcuda)")
     p.add_argument("--repeat", type=_positive, default=None,
                    help="timed calls per row (default: 100 on a GPU, 10 on the CPU)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed calls first (default: 5 GPU, 2 CPU)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="untimed calls first (default: 5 GPU, 2 CPU); with --e2e --gpus: untimed steps per rank "
+                        "(5 then)")
     p.add_argument("--buffers", type=int, default=0,
                    help="input buffers rotated (default 0: at least 4, together over twice the L2 cache)")
     p.add_argument("--seed", type=int, default=0,
@@ -147,11 +159,25 @@ def add_bench(sub):
                      help="time more epochs until this many seconds (default 2; 0 with --dry-run)")
     e2e.add_argument("--paths", type=_csv, default=None,
                      help="comma-separated: dali,gpuaug_dali_rrc,gpuaug_dali,scheduler_cpu,scheduler_cpu_threads,"
-                          "scheduler_gpu,torchvision (default: all)")
+                          "scheduler_gpu,torchvision (default: all); with --gpus also scheduler_memory (an "
+                          "in-memory array, scaling only)")
+    e2e.add_argument("--gpus", type=_gpus, default=None, metavar="LIST",
+                     help="also run the paths with a multi-GPU runner (scheduler_gpu and gpuaug_dali_rrc unless "
+                          "--paths names others of scheduler_gpu,gpuaug_dali_rrc,scheduler_cpu,"
+                          "scheduler_cpu_threads,scheduler_memory) on each of these GPU counts, e.g. 1,2,4: one "
+                          "torchrun of gpuaug.bench.ddp per count; images/s summed over ranks, scaling efficiency, "
+                          "data wait per rank, the epoch's disjointness, placement (gpuaug.bench.scaling; not "
+                          "run by default)")
+    e2e.add_argument("--steps", type=_positive, default=None,
+                     help="with --gpus: timed steps per rank, after --warmup untimed ones (default 20)")
+    e2e.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                     help="with --gpus: seconds one torchrun may take before it and its ranks are ended "
+                          "(default 600)")
     e2e.add_argument("--out", default=None, metavar="DIR",
                      help="write e2e.json, e2e.md and e2e.png here (default: gpuaug-e2e)")
     e2e.add_argument("--dry-run", action="store_true",
-                     help="everything on the CPU on a tiny folder (no GPU paths): tests the machinery")
+                     help="everything on the CPU on a tiny folder (no GPU paths): tests the machinery; with "
+                          "--gpus, prints the torchrun commands without running them")
     return p
 
 
@@ -223,6 +249,11 @@ def cmd_bench(args) -> int:
 
     if args.e2e is not None:
         return cmd_bench_e2e(args)
+    given = [o for o, v in (("--gpus", args.gpus), ("--steps", args.steps), ("--timeout", args.timeout))
+             if v is not None]
+    if given:
+        _err(f"{given[0]} is an option of the end-to-end benchmark: use it with --e2e [FOLDER]")
+        return 2
     if args.policies:
         from gpuaug.bench.policies import cli
 
@@ -260,11 +291,20 @@ def cmd_bench_e2e(args) -> int:
     dry = args.dry_run
     batch = args.batch or (8 if dry else 256)
     size = args.size[0] if args.size else (64 if dry else 224)
+    out = args.out or "gpuaug-e2e"
+    for opt, v, what in (("--steps", args.steps, "the timed steps per rank"),
+                         ("--timeout", args.timeout, "the time limit of one torchrun")):
+        if v is not None and args.gpus is None:
+            _err(f"{opt}: {what} of the multi-GPU runs; use it with --gpus")
+            return 2
     try:
         doc = bench_e2e.run(args.e2e or None, images=args.images or (32 if dry else 4096), batch=batch,
                             workers=args.workers or (2 if dry else min(14, os.cpu_count() or 1)),
                             epochs=args.epochs, min_seconds=(0.0 if dry else 2.0) if args.min_seconds is None
                             else args.min_seconds, paths=args.paths, dry_run=dry, size=size, seed=args.seed,
+                            gpus=args.gpus, steps=args.steps or 20,
+                            warmup_steps=5 if args.warmup is None else args.warmup, rank_workers=args.workers,
+                            scaling_dir=os.path.join(out, "scaling"), scaling_timeout=args.timeout or 600,
                             log=lambda m: print(m, file=sys.stderr, flush=True))
     except ValueError as e:
         _err(str(e))
@@ -273,10 +313,16 @@ def cmd_bench_e2e(args) -> int:
     problems = bench_e2e.validate(doc)
     for p in problems:
         _err(f"e2e document: {p}")
-    for path in bench_e2e.write(doc, args.out or "gpuaug-e2e"):
+    failed = [r for r in (doc.get("scaling") or {}).get("rows", [])
+              if r["status"].startswith("error") or r["placement_ok"] is False]
+    for r in failed:  # a wrong epoch partition or a context on another rank's GPU is a failure, not a number
+        _err(f"scaling: {r['path']} on {r['gpus']} GPU(s): {r['status']}"
+             + ("; a rank holds a CUDA context on another GPU" if r["placement_ok"] is False else "")
+             + (f" (log {r['log']})" if r.get("log") else ""))
+    for path in bench_e2e.write(doc, out):
         if path:
             _out(f"wrote {path}")
-    return 1 if problems else 0
+    return 1 if problems or failed else 0
 
 
 # ----------------------------------------------------------------------------- info

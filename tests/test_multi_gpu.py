@@ -10,6 +10,10 @@
 - **torchrun smoke**: ``examples/ddp_train.py`` with 2 ranks and 2 steps for both loaders;
   its all-gathered one-epoch check (disjoint, covering, drop_last's tail) must pass, and
   each rank must hold a context on its own GPU only.
+- **the scaling bench** (``gpuaug bench --e2e --gpus``'s code, :mod:`gpuaug.bench.scaling`):
+  the rank runner ``gpuaug.bench.ddp`` on 1 and 2 GPUs for the Scheduler with GPU decode and
+  the DALI loader, on a small folder: every run ok, its epoch check passed, its ranks'
+  contexts on their own GPUs only.
 
 Run the probe by hand: ``python3 tests/test_multi_gpu.py --probe recipe`` (prints JSON).
 """
@@ -236,6 +240,26 @@ def test_torchrun_smoke_two_ranks(loader, tmp_path):
     assert all(r["images"] == 2 * 16 for r in res["ranks"])
     for r in res["ranks"]:
         assert r["contexts"] == [r["device"]], f"rank {r['rank']} holds contexts on GPUs {r['contexts']}"
+
+
+@pytest.mark.skipif(not _has("torch"), reason="needs PyTorch")
+@pytest.mark.parametrize("path", ["scheduler_gpu", pytest.param("gpuaug_dali_rrc", marks=pytest.mark.dali)])
+def test_scaling_bench_one_and_two_gpus(path, tmp_path):
+    """scaling.run on 1 and 2 GPUs (what gpuaug bench --e2e --gpus 1,2 runs), 2 steps of 16 per rank."""
+    from gpuaug.bench import e2e, scaling
+
+    if path == "scheduler_gpu" and not _has("nvidia.nvimgcodec"):
+        pytest.skip("needs nvImageCodec (GPU decode): pip install gpuaug[gpu-decode12]")
+    root = e2e.make_folder(str(tmp_path / "f"), 96, seed=0, classes=4, min_side=64, max_side=128, workers=4)
+    sec = scaling.run(root, "1,2", paths=[path], batch=16, size=64, load_size=80, steps=2, warmup=1,
+                      log_dir=str(tmp_path / "logs"), timeout=300)
+    print("\n" + scaling.format_table(sec))
+    assert scaling.validate(sec) == []
+    for r in sec["rows"]:
+        assert r["status"] == "ok", (r["status"], open(r["log"]).read()[-4000:])
+        assert r["check"] == "ok" and r["placement_ok"] is True, r["result"]
+        assert [x["contexts"] for x in r["result"]["ranks"]] == [[d] for d in range(r["gpus"])]
+    assert sec["rows"][0]["efficiency"] == 1.0 and sec["rows"][1]["efficiency"] > 0
 
 
 if __name__ == "__main__":

@@ -420,25 +420,17 @@ def test_dali_augment_draws_differ_per_rank(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# the check examples/ddp_train.py runs under torchrun (its pure-NumPy part)
+# the check a rank runs under torchrun (gpuaug.bench.ddp: examples/ddp_train.py's and
+# gpuaug bench --e2e --gpus's), its pure-NumPy part
 # ---------------------------------------------------------------------------------------
-def _example():
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "ddp_train.py"
-    spec = importlib.util.spec_from_file_location("ddp_train_example", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("drop_last", [False, True])
 @pytest.mark.parametrize("world", [1, 2, 3])
 def test_example_check_accepts_real_shards_and_catches_faults(world, drop_last):
-    """The all-gathered check of examples/ddp_train.py on what FakeDevice Schedulers with
-    the example's settings deliver: OK; a duplicated, a lost or a foreign sample: FAILED."""
-    ex = _example()
+    """The all-gathered check of gpuaug.bench.ddp (examples/ddp_train.py) on what FakeDevice
+    Schedulers with the example's settings deliver: OK; a duplicated, a lost or a foreign
+    sample: FAILED."""
+    from gpuaug.bench import ddp as ex
+
     n, bs = 103, 8
     parts = []
     for r in range(world):
@@ -463,9 +455,11 @@ def test_example_check_accepts_real_shards_and_catches_faults(world, drop_last):
 
 
 def test_example_synthetic_data_and_folder_listing(tmp_path):
-    """The example's synthetic array (same on every rank, class tint learnable) and its file
-    listing (sorted classes and files: the order the DALI reader and the Scheduler share)."""
-    ex = _example()
+    """The ranks' synthetic array (same on every rank, class tint learnable) and file listing
+    (sorted classes and files: the order the DALI reader and the Scheduler share), in
+    gpuaug.bench.ddp."""
+    from gpuaug.bench import ddp as ex
+
     x, cls = ex.synthetic_array(40, 8, 4, seed=3)
     x2, _ = ex.synthetic_array(40, 8, 4, seed=3)
     np.testing.assert_array_equal(x, x2)

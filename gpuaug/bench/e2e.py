@@ -31,6 +31,12 @@ consumer here does nothing else, so it is close to the batch period - the traini
 ``examples/train_loop.py`` measures it under a model). A path whose library or API is
 missing is a row with status ``unavailable: <reason>``; one that fails, ``error: <reason>``.
 
+With ``gpus`` (``--gpus 1,2,4``) the paths that have a multi-GPU twin (``scheduler_gpu``,
+``gpuaug_dali_rrc`` by default) are also run on that many GPUs, one torchrun of
+:mod:`gpuaug.bench.ddp` per count (:mod:`gpuaug.bench.scaling`): images/s summed over the
+ranks, the scaling efficiency, data wait per rank, the epoch's disjointness check and the
+placement, as ``doc["scaling"]`` and a second table.
+
 Without a FOLDER a synthetic ImageNet-like one is generated (:func:`synthetic_folder`) and
 cached. ``dry_run=True`` runs the whole machinery on the CPU (DALI CPU pipelines, the
 Scheduler on a FakeDevice, torchvision without a GPU) on a tiny folder: what CI tests.
@@ -40,6 +46,7 @@ Example::
     gpuaug bench --e2e --images 4096 --workers 14 --out bench/results/e2e
     gpuaug bench --e2e /data/imagenet/train --paths dali,gpuaug_dali_rrc --epochs 2
     gpuaug bench --e2e --dry-run --out /tmp/e2e        # CPU only, seconds
+    gpuaug bench --e2e --paths scheduler_gpu,gpuaug_dali_rrc --gpus 1,2,4 --out out/e2e
 """
 from __future__ import annotations
 
@@ -696,7 +703,8 @@ def _versions():
 
 
 def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epochs=1, min_seconds=2.0,
-        paths=None, dry_run=False, size=224, seed=0, cache=None, log=print):
+        paths=None, dry_run=False, size=224, seed=0, cache=None, gpus=None, steps=20, warmup_steps=5,
+        rank_workers=None, scaling_dir=None, scaling_timeout=600, log=print):
     """Run the end-to-end benchmark; returns the JSON document (schema ``gpuaug-bench-e2e/1``).
 
     Args:
@@ -707,18 +715,36 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
         epochs, warmup_epochs, min_seconds: timed epochs (at least; more until
             ``min_seconds``), after untimed warm-up ones.
         paths: names from :data:`PATHS` (default: all) and :data:`EXTRA_PATHS`.
-        dry_run: everything on the CPU, on a tiny folder (see the module docstring).
+        dry_run: everything on the CPU, on a tiny folder (see the module docstring); with
+            ``gpus``, the multi-GPU commands are listed, not run.
         size: output height and width.
+        gpus: GPU counts (``"1,2,4"``): also scale the paths that have a multi-GPU runner over
+            that many GPUs (:mod:`gpuaug.bench.scaling`, one torchrun per count and path, before
+            the single-process rows), into ``doc["scaling"]``; a count above the visible GPUs is
+            an error before anything runs. None: no scaling.
+        steps, warmup_steps, rank_workers, scaling_dir, scaling_timeout: the scaling's timed and
+            untimed steps per rank, workers per rank (None: the runner's share of the CPUs),
+            where its runs' logs and RESULT files go (None: a temporary folder), and the
+            seconds one of its torchruns may take before it is ended.
 
     Example::
 
         doc = run(images=4096, workers=14)
         print(format_table(doc))
     """
+    from . import scaling
+
+    named = paths is not None
     paths = list(PATHS) if paths is None else list(paths)
-    bad = [p for p in paths if p not in _ALL]
+    bad = [p for p in paths if p not in _ALL and p not in scaling.ONLY]
     if bad:
-        raise ValueError(f"paths: got {bad}; expected names from {', '.join(_ALL)}")
+        raise ValueError(f"paths: got {bad}; expected names from {', '.join([*_ALL, *scaling.ONLY])}")
+    only = [p for p in paths if p in scaling.ONLY]
+    if gpus is not None:
+        scaling.check(gpus, paths if named else None, dry_run=dry_run)  # before anything runs
+    elif only:
+        raise ValueError(f"paths: {only[0]} is a path of the multi-GPU scaling only; name GPU counts (gpus, "
+                         "--gpus) or leave it out")
     t_start = time.perf_counter()
     if folder is None:
         if dry_run:
@@ -736,8 +762,13 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
         f"{info['mean_bytes'] / 1e3:.1f} KB and {info['mean_h']:.0f}x{info['mean_w']:.0f} px on average")
     st = Settings(root=folder, batch=batch, workers=workers, size=size, seed=seed, dry_run=dry_run,
                   resize=max(size, int(round(size * 256 / 224))))
+    scaled = None
+    if gpus is not None:
+        scaled = scaling.run(folder, gpus, paths=paths if named else None, images=info["images"], batch=batch,
+                             size=size, load_size=st.resize, steps=steps, warmup=warmup_steps, workers=rank_workers,
+                             seed=seed, dry_run=dry_run, log_dir=scaling_dir, timeout=scaling_timeout, log=log)
     rows = []
-    for name in paths:
+    for name in (p for p in paths if p in _ALL):
         t = time.perf_counter()
         loader = None
         try:
@@ -764,12 +795,15 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
     ref = next((r["images_per_s"] for r in rows if r["path"] == "dali" and r["images_per_s"]), None)
     for r in rows:
         r["vs_dali"] = (r["images_per_s"] / ref) if (ref and r["images_per_s"]) else None
-    return {"schema": SCHEMA, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": _device_doc(dry_run), "versions": _versions(),
-            "config": {"batch": batch, "workers": workers, "epochs": epochs, "warmup_epochs": warmup_epochs,
-                       "min_seconds": min_seconds, "size": size, "seed": seed, "dry_run": bool(dry_run),
-                       "paths": paths},
-            "folder": info, "rows": rows, "seconds": time.perf_counter() - t_start}
+    doc = {"schema": SCHEMA, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "device": _device_doc(dry_run), "versions": _versions(),
+           "config": {"batch": batch, "workers": workers, "epochs": epochs, "warmup_epochs": warmup_epochs,
+                      "min_seconds": min_seconds, "size": size, "seed": seed, "dry_run": bool(dry_run),
+                      "paths": paths},
+           "folder": info, "rows": rows, "seconds": time.perf_counter() - t_start}
+    if scaled is not None:
+        doc["scaling"] = scaled
+    return doc
 
 
 # ----------------------------------------------------------------------------- report
@@ -798,6 +832,10 @@ def format_table(doc):
         lines.append(f"| {r['label']} | {_fmt(r['images_per_s'], ',.0f')} | {_fmt(r.get('vs_dali'), '.2f')} | "
                      f"{_fmt(r['gpu_busy_pct'], '.1f')} | {_fmt(r['cpu_cores'], '.2f')} | "
                      f"{_fmt(r['wait_ms'], '.2f')} | {r['status']} |")
+    if doc.get("scaling") is not None:
+        from . import scaling
+
+        lines += ["", scaling.format_table(doc["scaling"])]
     return "\n".join(lines)
 
 
@@ -822,6 +860,10 @@ def validate(doc):
                     out.append(f"rows[{i}].{k}: {v!r} for an ok row")
             if r.get("images", 0) <= 0:
                 out.append(f"rows[{i}].images: {r.get('images')!r} for an ok row")
+    if doc.get("scaling") is not None:
+        from . import scaling
+
+        out += [f"scaling: {p}" for p in scaling.validate(doc["scaling"])]
     return out
 
 
