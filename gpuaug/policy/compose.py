@@ -59,7 +59,7 @@ Randomness, ``draws=``:
   CuPy array of a geometry seen before (shape, strides, dtype, layout, alignment, device;
   without params, out, stream or targets) replays the first such call's allocations and
   launches from a memo (:class:`_Eager`): two allocations and three launches for a one-stage
-  policy with contrast, about 12 us of Python on a CPU stand-in. Drawn values
+  policy with contrast, about 11 us of Python on a CPU stand-in. Drawn values
   stay on the device until ``last_params`` is read. NumPy input (``backend="cpu"``) and the
   Numba backend draw the same values with the NumPy twin (:mod:`gpuaug.policy._draw`), so a
   seed gives the same parameters on every backend here too. Policies with an op transform
@@ -84,6 +84,7 @@ from gpuaug._batch import _empty, as_batch
 from gpuaug._run import choose_backend
 from gpuaug._stream import check_stream, current_device
 from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module
+from gpuaug.kernels import _cuda as _K
 from gpuaug.kernels._cuda import RECORDING
 from gpuaug.policy import _fused as F
 from gpuaug.policy import transforms as TF
@@ -829,72 +830,63 @@ class _Eager:
         fn, grid, block, prog, nrec, cst, nn, vv, pp = drawer
         self.draw = _prepared(fn, grid, block, (_PTR, _I32, _PTR, _I32, np.uint32, np.uint32, np.uint64, _PTR,
                                                 _PTR, _I32, _PTR, _I32))
-        # the device program and constants stay alive with the memo (their addresses are in draw_args)
-        self.draw_args = (prog, cst, int(nrec), int(nn), int(vv), int(pp))
+        # the device program and constants stay alive with the memo (their addresses follow them)
+        self.draw_args = (prog, cst, prog.data.ptr, int(nrec), cst.data.ptr, int(nn), int(vv), int(pp))
         stages = []
         for k, (sp, built, src_b, dst, lp, off) in enumerate(todo):
             if k and src_b.arrays[0].data.ptr & 15:
                 return None
+            # (index: 0 the source, 1 the output; the table key after its address; layout)
             tables = ()
             if lp.need_tables:
-                tables = tuple((i, ("table",) + _B._table_key(bb)[1:], bb.layout)
+                tables = tuple((i, _B._table_key(bb)[1:], bb.layout)
                                for i, bb in enumerate([src_b] if lp.dense else [src_b, dst]))
-            N, nparts = src_b.n, lp.nparts
-            sum_go = None
+            N, nparts = int(src_b.n), int(lp.nparts)
+            # launch_cuda's arguments: (tables or src, dst), par, then mid[:-1], partials, nparts
+            mid = (plan.P, N) + tuple(int(v) for v in lp.dims) + (nparts,)
+            sum_go, sum_mid = None, ()
             if lp.sum_fn is not None:
-                sg = (lp.nparts, min(N, 65535), 1)
-                sum_go = _prepared(lp.sum_fn, sg, (256, 1, 1),
-                                   (_PTR, _PTR, _I32, _I32, _I32, _PTR, _I32) if lp.gray
-                                   else (_PTR, _PTR, _I32, _I32, _PTR, _I32))
-            if lp.dense:
-                go = _prepared(lp.fn, lp.grid, (256, 1, 1), (_PTR, _PTR, _PTR, _I32, _I32) + (_I32,) * len(lp.dims)
-                               + (_PTR, _I32))
-            else:
-                go = _prepared(lp.fn, lp.grid, (256, 1, 1), (_PTR, _PTR, _PTR, _I32, _I32, _PTR, _I32))
+                sum_mid = (plan.P, N, F.P_COLOUR) if lp.gray else (plan.P, N)
+                sum_go = _prepared(lp.sum_fn, (nparts, min(N, 65535), 1), (256, 1, 1),
+                                   (_PTR, _PTR) + (_I32,) * len(sum_mid) + (_PTR, _I32))
+            go = _prepared(lp.fn, lp.grid, (256, 1, 1),
+                           (_PTR, _PTR, _PTR) + (_I32,) * (len(mid) - 1) + (_PTR, _I32) if lp.dense
+                           else (_PTR, _PTR, _PTR, _I32, _I32, _PTR, _I32))
             res = dst.arrays[0]
             stages.append((tuple(res.shape), res.dtype, 4 * sp.col, None if off is None else 8 * off, tables,
-                           sum_go, lp.gray, go, lp.dense, tuple(int(v) for v in lp.dims), int(N), int(nparts)))
+                           sum_go, sum_mid, go, mid, lp.dense))
         self.stages = tuple(stages)
         return self
 
     def run(self, policy, x, seed):
         """One call on ``x`` (on the current device and stream): (result, its :class:`_Drawn`)."""
-        from gpuaug.kernels._cuda import constants
-
         cp = cupy_module()
         outs = [_empty(cp, shape, dtype, "out") for shape, dtype, *_ in self.stages]
         buf = cp.empty(self.words, cp.float64)
         key, counter = policy._draw_key(seed)
-        plan, n = self.plan, self.n
-        prog, cst, nrec, nn, vv, pp = self.draw_args
+        _, _, prog, nrec, cst, nn, vv, pp = self.draw_args
         vptr = buf.data.ptr
         base = vptr + self.voff
         sums = base + self.soff
-        self.draw((prog.data.ptr, nrec, cst.data.ptr, nn, key[0], key[1], counter, 0, vptr, vv, base, pp))
-        P = plan.P
+        self.draw((prog, nrec, cst, nn, key[0], key[1], counter, 0, vptr, vv, base, pp))
         src = x
-        for (_, _, col, off, tables, sum_go, gray, go, dense, dims, N, nparts), dst in zip(self.stages, outs):
+        for (_, _, col, off, tables, sum_go, sum_mid, go, mid, dense), dst in zip(self.stages, outs):
             sptr, dptr = src.data.ptr, dst.data.ptr
             par = base + col
-            partials = 0 if off is None else sums + off
-            tabs = []
+            tail = (0 if off is None else sums + off,) + mid[-1:]  # (partials, nparts)
             if tables:
-                cache = constants(self.dev)
-                for i, tail, lay in tables:
-                    arr = src if i == 0 else dst
-                    tabs.append(cache.get((tail[0], sptr if i == 0 else dptr) + tail[1:],
-                                          lambda a=arr, lay=lay: _B.descriptor_table(as_batch(a, lay))).data.ptr)
-            if sum_go is not None:
-                if gray:
-                    sum_go((tabs[0], par, P, N, F.P_COLOUR, partials, nparts))
-                else:
-                    sum_go((tabs[0], par, P, N, partials, nparts))
+                cache = _K.constants(self.dev)
+                tabs = [cache.get(("table", sptr if i == 0 else dptr) + rest,
+                                  lambda a=(src if i == 0 else dst), lay=lay: _B.descriptor_table(as_batch(a, lay))
+                                  ).data.ptr for i, rest, lay in tables]
+                if sum_go is not None:  # (a contrast reduction reads the source's table)
+                    sum_go((tabs[0], par) + sum_mid + tail)
             if dense:
-                go((sptr, dptr, par, P, N) + dims + (partials, nparts))
+                go((sptr, dptr, par) + mid[:-1] + tail)
             else:
-                go((tabs[0], tabs[1], par, P, N, partials, nparts))
+                go((tabs[0], tabs[1], par) + mid[:-1] + tail)
             src = dst
-        return src, _Drawn(plan, buf, base, n, self.hw, cupy_module().cuda.get_current_stream())
+        return src, _Drawn(self.plan, buf, base, self.n, self.hw, cp.cuda.get_current_stream())
 
 
 class _Drawn:
