@@ -12,6 +12,7 @@ batch's grid, table, kernel or packed/unpacked reduction) or a changed random st
 counter) fails here."""
 import os
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -45,6 +46,18 @@ POLICIES = {
 def std(monkeypatch):
     ns = HC.standins(monkeypatch.setattr, monkeypatch.setitem)
     ns.record = True
+    # uploads (the constant cache's descriptor tables) from their own addresses: the calls
+    # below restart the allocator at one address each, as a pool would never overlap live arrays
+    region, upload = [1 << 50], K._Staging.upload
+
+    def own_region(self, arrays):
+        nxt = ns.Array._next
+        saved, nxt[0] = nxt[0], region[0]
+        try:
+            return upload(self, arrays)
+        finally:
+            region[0], nxt[0] = nxt[0], saved
+    monkeypatch.setattr(K._Staging, "upload", own_region)
     return ns
 
 
@@ -69,7 +82,9 @@ def _batches(A):
 
 
 def _call(ns, pol, x, layout, seed, general):
-    """The launches and allocations of one call, its result (shape, dtype, address) and drawn rows."""
+    """The launches of one call, its result (shape, dtype, address), drawn rows and counter, with
+    addresses inside the call's draw buffer written relative to it (a warm call may reuse the
+    previous call's buffer, the general path allocates one after the outputs); and the buffer."""
     ns.launches.clear()
     ns.Array.at(1 << 40)
     K.RECORDING[0] += general
@@ -78,7 +93,15 @@ def _call(ns, pol, x, layout, seed, general):
     finally:
         K.RECORDING[0] -= general
     d = pol._last
-    return (list(ns.launches), (y.shape, y.dtype, y.data.ptr), (d.rows, d.buf.size, d.n, d.hw), pol._counter)
+    lo, hi = d.buf.data.ptr, d.buf.data.ptr + 8 * d.buf.size
+
+    def rel(packed):
+        v = np.frombuffer(packed, np.uint64).copy()
+        inside = (v >= lo) & (v < hi)
+        v[inside] = (v[inside] - np.uint64(lo)) | np.uint64(1 << 63)
+        return v.tobytes()
+    launches = [r[:-1] + (rel(r[-1]),) for r in ns.launches]
+    return (launches, (y.shape, y.dtype, y.data.ptr), (d.rows - lo, d.buf.size, d.n, d.hw), pol._counter), d.buf
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
@@ -86,16 +109,26 @@ def test_warm_calls_launch_what_the_general_path_launches(std, name):
     make = POLICIES[name]
     warm, ref = make(3), make(3)
     batches = _batches(std.Array)
-    runs = 0
+    runs, reused, prev, seen = 0, 0, None, set()
     for rnd in range(3):
         for k, (x, layout) in enumerate(batches):
             seed = None if (k + rnd) % 2 else 100 * rnd + k
-            got = _call(std, warm, x, layout, seed, 0)
-            want = _call(std, ref, x, layout, seed, 1)
+            key = C._eager_key(x, layout)
+            got, buf = _call(std, warm, x, layout, seed, 0)
+            want, ref_buf = _call(std, ref, x, layout, seed, 1)
             assert got[0], "no launch recorded"
             assert got == want, f"batch {k} round {rnd}: the memo's call differs from the general path"
-            runs += bool(got[0])
-    assert runs == 3 * len(batches)
+            runs += 1
+            # a warm call reuses the previous call's buffer when it is free (nobody read
+            # last_params here) and of this call's size; the general path never does
+            was = prev() if prev is not None else None
+            assert (buf is was) == (key in seen and was is not None and was.size == got[2][1]), (k, rnd)
+            assert ref_buf is not buf
+            reused += buf is was
+            prev = weakref.ref(buf)  # (a reference would keep the buffer from being reused)
+            del buf, ref_buf, was
+            seen.add(key)
+    assert runs == 3 * len(batches) and reused >= 3
     # one memo per geometry the batches have (a and the last two share one): made once, reused
     keys = {C._eager_key(x, layout) for x, layout in batches}
     assert set(warm._eager) == keys and not ref._eager
@@ -129,6 +162,40 @@ def test_memo_used_once_warm_and_not_for_other_calls(std, monkeypatch):
     pol.draws = "device"
     pol(x)
     assert runs == [1, 1] and pol._counter == 5
+
+
+def test_buffer_reused_only_when_free_and_on_the_same_stream(std, monkeypatch):
+    """A warm call writes its draws into the previous call's buffer only when nothing else holds
+    it (a last_params read, a kept reference) and the call runs on the previous call's stream."""
+    import types
+
+    pol = HC.device_policy(seed=2)
+    x = std.Array((4, 10, 12, 3), np.uint8)
+    pol(x)
+    pol(x)
+    b1 = pol._last.buf
+    pol(x)
+    assert pol._last.buf is not b1  # b1 (here) held it
+    b2 = pol._last.buf
+    del b1, b2
+    b3 = pol._last.buf
+    del b3
+    d = pol._last
+    pol(x)
+    assert pol._last.buf is d.buf  # free: reused
+    del d
+    cp = sys.modules["cupy"]
+    other = types.SimpleNamespace(ptr=12345)
+    monkeypatch.setattr(cp.cuda, "get_current_stream", lambda: other)
+    monkeypatch.setattr(K, "_STREAM", cp.cuda.get_current_stream)
+    d = pol._last
+    b = id(d.buf)
+    del d
+    pol(x)
+    assert id(pol._last.buf) != b and pol._last.stream is other  # another stream: a new buffer
+    d = pol._last
+    pol(x)
+    assert pol._last.buf is d.buf
 
 
 def test_memo_not_pickled():
@@ -165,3 +232,28 @@ def test_gpu_warm_calls_equal_the_general_path(name):
             for a, b in zip(p.values, q.values):
                 assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
         assert len(warm._eager) == 1 and not ref._eager
+
+
+@pytest.mark.gpu
+def test_gpu_reused_buffer_gives_the_general_paths_bits():
+    """On the GPU: warm calls whose last_params nobody reads write their draws into the previous
+    call's buffer (the same address, not a new allocation) and still give the general path's
+    output and parameters, call after call of the counter."""
+    import cupy as cp
+
+    x = cp.asarray(np.random.default_rng(5).integers(0, 256, (6, 64, 64, 3), dtype=np.uint8))
+    warm, ref = HC.device_policy(seed=9), HC.device_policy(seed=9)
+    for call in range(4):
+        before = warm._last.buf.data.ptr if call >= 2 else None
+        y = warm(x)
+        K.RECORDING[0] += 1
+        try:
+            z = ref(x)
+        finally:
+            K.RECORDING[0] -= 1
+        assert bool((y == z).all()), call
+        if before is not None:
+            assert warm._last.buf.data.ptr == before, "the free buffer was not reused"
+    p, q = warm.last_params, ref.last_params
+    for a, b in zip(p.values, q.values):
+        assert all(np.array_equal(a[k], b[k]) for k in a)

@@ -58,8 +58,9 @@ Randomness, ``draws=``:
   per-sample host work (the program is made once per policy and input shape), and a call on a
   CuPy array of a geometry seen before (shape, strides, dtype, layout, alignment, device;
   without params, out, stream or targets) replays the first such call's allocations and
-  launches from a memo (:class:`_Eager`): two allocations and three launches for a one-stage
-  policy with contrast, about 11 us of Python on a CPU stand-in. Drawn values
+  launches from a memo (:class:`_Eager`): the output's allocation (the draw buffer is the
+  previous call's when its last_params went unread) and three launches for a one-stage policy
+  with contrast, about 10 us of Python on a CPU stand-in. Drawn values
   stay on the device until ``last_params`` is read. NumPy input (``backend="cpu"``) and the
   Numba backend draw the same values with the NumPy twin (:mod:`gpuaug.policy._draw`), so a
   seed gives the same parameters on every backend here too. Policies with an op transform
@@ -73,6 +74,7 @@ such call advances; ``seed=`` (an int or SeedSequence) keys one call with counte
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -811,8 +813,10 @@ class _Eager:
     kernels prepared with their grids and argument types, the descriptor tables' keys --
     made once by its first call. A later call (:meth:`run`) allocates the outputs and the
     buffer, takes the call's key and counter and launches the draw and the stages with the
-    same arguments, in the same order: the same launches, bit for bit (tests/
-    test_compose_eager_memo.py). Calls with params, out, stream, targets or a backend other
+    same arguments, in the same order: the same launches, bit for bit, apart from the buffer's
+    address (tests/test_compose_eager_memo.py). The buffer is the previous call's when nothing
+    else holds it (its last_params unread) and this call runs on its stream (whose order puts
+    the previous call's reads before this call's draw): one CuPy allocation less per call. Calls with params, out, stream, targets or a backend other
     than "cuda", and calls while gpuaug.kernels._cuda records, take the general path."""
 
     __slots__ = ("plan", "n", "hw", "dev", "words", "voff", "soff", "draw", "draw_args", "stages")
@@ -861,8 +865,16 @@ class _Eager:
     def run(self, policy, x, seed):
         """One call on ``x`` (on the current device and stream): (result, its :class:`_Drawn`)."""
         cp = cupy_module()
+        st = cp.cuda.get_current_stream()
         outs = [_empty(cp, shape, dtype, "out") for shape, dtype, *_ in self.stages]
-        buf = cp.empty(self.words, cp.float64)
+        prev = policy._last
+        if (type(prev) is _Drawn and prev.stream.ptr == st.ptr and prev.buf.size == self.words
+                and _buf_refs(prev) == _SOLE_REFS):
+            # the previous call's buffer, which nothing but its _Drawn holds (last_params not
+            # read), on this stream: its launches read it before this call's draw writes it
+            buf = prev.buf
+        else:
+            buf = cp.empty(self.words, cp.float64)
         key, counter = policy._draw_key(seed)
         _, _, prog, nrec, cst, nn, vv, pp = self.draw_args
         vptr = buf.data.ptr
@@ -886,7 +898,13 @@ class _Eager:
             else:
                 go((tabs[0], tabs[1], par) + mid[:-1] + tail)
             src = dst
-        return src, _Drawn(self.plan, buf, base, self.n, self.hw, cp.cuda.get_current_stream())
+        return src, _Drawn(self.plan, buf, base, self.n, self.hw, st)
+
+
+def _buf_refs(drawn):
+    """References to ``drawn.buf`` as this line sees them (compared with :data:`_SOLE_REFS`,
+    counted by this same code, so the interpreter's own stack references cancel out)."""
+    return sys.getrefcount(drawn.buf)
 
 
 class _Drawn:
@@ -912,6 +930,10 @@ class _Drawn:
         sizes = np.broadcast_to(np.asarray(self.hw, np.int64), (self.n, 2))
         return PolicyParams(self.n, np.array(sizes), D.to_params(self.plan, host, sizes),
                             (self.plan, self.buf, self.rows) if keep_rows else None)
+
+
+#: :func:`_buf_refs` of a _Drawn whose buffer nothing else holds
+_SOLE_REFS = _buf_refs(_Drawn(None, object(), 0, 0, (), None))
 
 
 class CapturedPolicy:
