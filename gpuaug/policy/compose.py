@@ -868,8 +868,8 @@ class _Eager:
         st = cp.cuda.get_current_stream()
         outs = [_empty(cp, shape, dtype, "out") for shape, dtype, *_ in self.stages]
         prev = policy._last
-        if (type(prev) is _Drawn and prev.stream.ptr == st.ptr and prev.buf.size == self.words
-                and _buf_refs(prev) == _SOLE_REFS):
+        if (type(prev) is _Drawn and prev.stream is not None and prev.stream.ptr == st.ptr
+                and prev.buf.size == self.words and _buf_refs(prev) == _SOLE_REFS):
             # the previous call's buffer, which nothing but its _Drawn holds (last_params not
             # read), on this stream: its launches read it before this call's draw writes it
             buf = prev.buf
