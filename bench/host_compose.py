@@ -22,12 +22,28 @@ Rows (median and best us per call):
 - ``compose3_cpu_tiny``: the same policy (RandomResizedCrop(4)) called on an (8, 4, 4, 3) uint8
   NumPy batch, backend="cpu" (the whole call, kernel included: a few us).
 
+Device draws (issue 13: a ``draws="device"`` call's host cost), the policy of
+tests/gpu/compose_host.py (flip + RandomAffine(10) + ColorJitter(0.2, 0.2, 0.2, 0.05) +
+Normalize, uint8 NHWC in, float32 NCHW out: one stage, the contrast reduction, three launches
+with the draw) on a stand-in CuPy (:func:`standins`: bench/host_policies.py's arrays with
+strides, real ``gpuaug.kernels._cuda.Kernel`` packing with a no-op driver launch, the real
+constant cache for the descriptor table):
+
+- ``device_call``: a warm ``policy(x)`` (its memo, ``compose._Eager``);
+- ``device_call_general``: the same call through the general path (as while launches are
+  recorded, ``gpuaug.kernels._cuda.RECORDING``): batch parsing, plan lookups, output Batch,
+  launch plans, ``launch_cuda``. On the tree before the memo both rows time this path.
+
+The stand-in's allocations are Python objects (about 2 us each here): on the GPU machine CuPy's
+allocations and the driver's launches come on top (tests/gpu/compose_host.py times those).
+
     python bench/host_compose.py [--n 256] [--size 224] [--number 1000] [--repeat 7] [--only ROW ...]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import timeit
@@ -41,6 +57,163 @@ def policy(size):
     return gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
                            gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
                            gpuaug.RandomResizedCrop(size)], seed=0)
+
+
+# -- device draws on a stand-in CuPy -----------------------------------------------------------
+def _patcher():
+    """(setattr, setitem) that change for good (the bench process); tests pass monkeypatch's."""
+    def setitem(d, k, v):
+        d[k] = v
+    return setattr, setitem
+
+
+def standins(setattr_=None, setitem_=None):
+    """Route a device-drawn Compose call to a stand-in CuPy (bench/host_policies.py's FakeArray
+    with strides and transpose; allocations are address counters, no memory) and the real
+    ``gpuaug.kernels._cuda.Kernel`` with a recording no-op in place of ``cuLaunchKernel``.
+    The module state the GPU path caches (CuPy's array type, batch and table memos, the constant
+    cache and pinned staging) is replaced by fresh containers through ``setattr_`` /
+    ``setitem_`` (monkeypatch's in tests). Returns a namespace: ``Array`` (the array class:
+    ``Array(shape, dtype)``, ``Array.at(addr)`` to set the next address), ``launches`` (one
+    ``(kernel name, grid, block, shared_mem, stream, packed argument bytes)`` per launch when
+    ``record`` is true)."""
+    import os
+    import sys
+    import types
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import host_policies as HP
+    finally:
+        sys.path.pop(0)
+    import gpuaug._batch as B
+    import gpuaug._stream as st
+    import gpuaug.kernels._cuda as kc
+    from gpuaug.policy import _fused as F
+
+    if setattr_ is None:
+        setattr_, setitem_ = _patcher()
+
+    class Mem(HP._Mem):
+        __slots__ = ()
+
+        def __add__(self, k):
+            return Mem(self.ptr + int(k))
+
+        def copy_from_host_async(self, *a):
+            pass
+
+    class Array(HP.FakeArray):
+        """A stand-in CuPy array: shape, dtype, strides, an address; no memory."""
+
+        def __init__(self, shape, dtype=np.float32, memptr=None, strides=None, **_):
+            if memptr is None:
+                memptr = Mem(HP.FakeArray._next[0])
+                nbytes = math.prod((shape,) if isinstance(shape, int) else shape) * np.dtype(dtype).itemsize
+                HP.FakeArray._next[0] += (nbytes + 511) // 512 * 512 + 512  # CuPy's pool: 512-byte aligned
+            super().__init__(shape, dtype, memptr)
+            self.itemsize = self.dtype.itemsize
+            if strides is None:
+                acc, st_ = self.itemsize, []
+                for d in reversed(self.shape):
+                    st_.append(acc)
+                    acc *= d
+                strides = tuple(reversed(st_))
+            self.strides = strides
+
+        @staticmethod
+        def at(addr):
+            HP.FakeArray._next[0] = addr
+
+        def transpose(self, *axes):
+            return Array(tuple(self.shape[i] for i in axes), self.dtype, self.data,
+                         tuple(self.strides[i] for i in axes))
+
+        def __getitem__(self, key):
+            if key is None:
+                return Array((1,) + self.shape, self.dtype, self.data, (0,) + self.strides)
+            return super().__getitem__(key)
+
+    class Event:
+        done = True
+
+        def __init__(self, **_):
+            pass
+
+        def record(self, stream=None):
+            pass
+
+        def synchronize(self):
+            pass
+
+    class Pinned(bytearray):
+        def __init__(self, size):
+            super().__init__(size)
+            self.ptr = np.frombuffer(self, np.uint8).ctypes.data
+
+    cp = HP.fake_cupy()
+    cp.ndarray = Array
+    cp.float64 = np.float64
+    cp.empty = lambda shape, dtype=np.float32: Array(shape, dtype)
+    cp.cuda.Event = Event
+    cp.cuda.alloc_pinned_memory = Pinned
+    cp.cuda.runtime.getDeviceProperties = lambda d: {"multiProcessorCount": 132}
+    cp.cuda.Device.synchronize = lambda self: None
+    cp.asarray = lambda a, dtype=None: a if isinstance(a, Array) else Array(np.shape(a), dtype or np.asarray(a).dtype)
+
+    ns = types.SimpleNamespace(Array=Array, launches=[], record=False, names={})
+
+    class Raw:
+        def __init__(self, name):
+            self.kernel = types.SimpleNamespace(ptr=0x1000 + 16 * len(ns.names))
+            ns.names[self.kernel.ptr] = name
+
+    def launch(ptr, g0, g1, g2, b0, b1, b2, shm, stream, params, extra):
+        if not ns.record:
+            return
+        spec = next(s for s in kc._SPECS.values() if getattr(s.local, "bufs", (0, 0, -1))[2] == params)
+        ns.launches.append((ns.names[ptr], (g0, g1, g2), (b0, b1, b2), shm, stream,
+                            spec.local.bufs[0][:spec.n].tobytes()))
+
+    kernels = {}
+    setitem_(sys.modules, "cupy", cp)
+    setattr_(st, "_GET_DEVICE", lambda: 0)
+    setattr_(kc, "get_function", lambda f, name: kernels.setdefault(name, kc.Kernel(Raw(name))))
+    setattr_(kc, "_LAUNCH", launch)
+    setattr_(kc, "_STREAM", cp.cuda.get_current_stream)
+    setattr_(kc, "_ARRAY", Array)
+    for mod, name, fresh in ((kc, "_staging", {}), (kc, "_constants", {}), (B, "_CP_NDARRAY", []), (B, "_SEEN", {}),
+                             (B, "_ALLOCS", {}), (B, "_TABLES", {}), (B, "_PLANS", {}), (F, "_sms", {})):
+        setattr_(mod, name, fresh)
+    return ns
+
+
+def device_policy(seed=0):
+    """tests/gpu/compose_host.py's policy, drawing on the device."""
+    import gpuaug
+
+    return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(10),
+                           gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05),
+                           gpuaug.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))], seed=seed, draws="device")
+
+
+def device_cases(n, size):
+    """The device-draw rows (``device_call``, ``device_call_general``) on the stand-ins."""
+    from gpuaug.kernels._cuda import RECORDING
+
+    ns = standins()
+    x = ns.Array((n, size, size, 3), np.uint8)
+    warm = device_policy()
+    warm(x)
+
+    def general():
+        # while launches are recorded (here: by nobody) a call takes the general path
+        RECORDING[0] += 1
+        try:
+            return warm(x)
+        finally:
+            RECORDING[0] -= 1
+    return {"device_call": lambda: warm(x), "device_call_general": general}
 
 
 def cases(n, size):
@@ -106,7 +279,10 @@ def main(argv=None):
     rows = {}
     print(f"Compose host draws and rows, n={a.n}, {a.size}x{a.size}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, NumPy {np.__version__}")
-    for name, f in cases(a.n, a.size).items():
+    todo = dict(cases(a.n, a.size))
+    if not a.only or any(r.startswith("device_call") for r in a.only):
+        todo.update(device_cases(a.n, a.size))  # last: it installs the stand-in CuPy for good
+    for name, f in todo.items():
         if a.only and name not in a.only:
             continue
         for _ in range(20):

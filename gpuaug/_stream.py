@@ -131,15 +131,20 @@ class _OnDevice:
         return False
 
 
-def on_device(dev: int, stream):
-    """``with cupy.cuda.Device(dev), on_stream(stream)``, as one context; nothing at all when
-    ``dev`` is already current and ``stream`` is None (an op call's common case: entering
-    both cost several microseconds of each call's host time)."""
+def current_device() -> int:
+    """The current CUDA device's id (CuPy's runtime ``getDevice``, looked up once)."""
     global _GET_DEVICE
     if _GET_DEVICE is None:
         from cupy_backends.cuda.api.runtime import getDevice
 
         _GET_DEVICE = getDevice
-    if stream is None and dev == _GET_DEVICE():
+    return _GET_DEVICE()
+
+
+def on_device(dev: int, stream):
+    """``with cupy.cuda.Device(dev), on_stream(stream)``, as one context; nothing at all when
+    ``dev`` is already current and ``stream`` is None (an op call's common case: entering
+    both cost several microseconds of each call's host time)."""
+    if stream is None and dev == current_device():
         return _NOTHING
     return _OnDevice(dev, stream)

@@ -55,7 +55,12 @@ Randomness, ``draws=``:
 - ``"device"``: the parameters are drawn with Philox4x32-10 keyed by (seed, call counter,
   sample index) -- the same distributions, other streams -- in ONE small launch before the
   fused stages (kernels/fused_draw.cu), which also builds the stages' rows; a call does no
-  per-sample host work (the program is made once per policy and input shape). Drawn values
+  per-sample host work (the program is made once per policy and input shape), and a call on a
+  CuPy array of a geometry seen before (shape, strides, dtype, layout, alignment, device;
+  without params, out, stream or targets) replays the first such call's allocations and
+  launches from a memo (:class:`_Eager`): the output's allocation (the draw buffer is the
+  previous call's when its last_params went unread) and three launches for a one-stage policy
+  with contrast, about 10 us of Python on a CPU stand-in. Drawn values
   stay on the device until ``last_params`` is read. NumPy input (``backend="cpu"``) and the
   Numba backend draw the same values with the NumPy twin (:mod:`gpuaug.policy._draw`), so a
   seed gives the same parameters on every backend here too. Policies with an op transform
@@ -69,16 +74,20 @@ such call advances; ``seed=`` (an int or SeedSequence) keys one call with counte
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuaug import _batch as _B
 from gpuaug import random as R
-from gpuaug._batch import as_batch
+from gpuaug._batch import _empty, as_batch
 from gpuaug._run import choose_backend
-from gpuaug._stream import check_stream
+from gpuaug._stream import check_stream, current_device
 from gpuaug._util import DTYPE_NAMES, check_choice, cupy_module
+from gpuaug.kernels import _cuda as _K
+from gpuaug.kernels._cuda import RECORDING
 from gpuaug.policy import _fused as F
 from gpuaug.policy import transforms as TF
 from gpuaug.policy._args import LAYOUTS
@@ -276,6 +285,7 @@ class Compose:
         self._lock = threading.Lock()
         self._plans = {}
         self._dplans = {}
+        self._eager = {}        # _eager_key(x, layout) -> _Eager: warm device-drawn calls
         self._last = None
 
     @property
@@ -294,13 +304,14 @@ class Compose:
         state = dict(self.__dict__)
         del state["_lock"]
         state["_dplans"] = {}
+        state["_eager"] = {}
         last = self.last_params
         state["_last"] = None if last is None else PolicyParams(last.n, last.sizes, last.values)
         return state
 
     def __setstate__(self, state):
         for k, v in (("draws", "host"), ("_seed", None), ("_key", None), ("_counter", 0), ("_captures", 0),
-                     ("_dplans", {}), ("_last", state.pop("last_params", None))):
+                     ("_dplans", {}), ("_eager", {}), ("_last", state.pop("last_params", None))):
             state.setdefault(k, v)  # pickles of older versions
         self.__dict__.update(state)
         self._lock = threading.Lock()
@@ -476,6 +487,15 @@ class Compose:
     # -- running --------------------------------------------------------------------------
     def __call__(self, x, seed=None, *, params=None, out=None, layout="NHWC", stream=None, backend=None,
                  boxes=None, keypoints=None, masks=None):
+        plain = (params is None and out is None and stream is None and (backend is None or backend == "cuda")
+                 and boxes is None and keypoints is None and masks is None and self.draws != "host"
+                 and not RECORDING[0])
+        if plain and _B._CP_NDARRAY and type(x) is _B._CP_NDARRAY[0]:
+            # a device-drawn call on a CuPy array: replayed from its memo when warm
+            got = self._eager.get(_eager_key(x, layout))
+            if got is not None and got.dev == current_device():
+                y, self._last = got.run(self, x, seed)
+                return y
         b = as_batch(x, layout)
         be = choose_backend(b, backend)
         check_stream(stream)
@@ -497,6 +517,11 @@ class Compose:
             from gpuaug._stream import on_device
 
             with on_device(b.device_id(), stream) as st:
+                if plain and b.arrays[0] is x:  # x is a CuPy array: this call makes the warm calls' memo
+                    y, self._last = self._run_device_eager(x, b, None, seed, device,
+                                                           st or cupy_module().cuda.get_current_stream(),
+                                                           _eager_key(x, layout))
+                    return y
                 y, self._last = self._run_device(x, b, out, seed, params, st or cupy_module().cuda.get_current_stream(),
                                                  plan=device if params is None else None)
             return y
@@ -569,13 +594,15 @@ class Compose:
             cur, cur_b = result, None
         if buf is None:
             return cur, params
-        return cur, _Drawn(plan, buf, base, b, st)
+        return cur, _Drawn(plan, buf, base, b.n, b.nhwc.shape[1:3], st)
 
-    def _run_device_eager(self, x, b, out, seed, plan, st):
+    def _run_device_eager(self, x, b, out, seed, plan, st, memo=None):
         """:meth:`_run_device` for an eager call that draws: the outputs first (their launch
         plans say how many contrast partial sums each stage needs), then ONE device buffer for
         the drawn values, the rows and the partial sums (one allocation a call instead of one
-        plus one per contrast stage), then the draw and the stages' launches, in that order."""
+        plus one per contrast stage), then the draw and the stages' launches, in that order.
+        ``memo``: the call's :func:`_eager_key`; the call then also keeps, under it, the
+        :class:`_Eager` that replays the same allocations and launches for later calls."""
         from gpuaug.policy import _draw as D
 
         cp = cupy_module()
@@ -605,7 +632,13 @@ class Compose:
         for sp, built, src_b, dst, lp, off in todo:
             F.launch_cuda(sp.spec, built, src_b, dst, par=base + 4 * sp.col, stride=plan.P,
                           partials=None if off is None else sums + 8 * off, lp=lp)
-        return cur, _Drawn(plan, buf, base, b, st)
+        if memo is not None:
+            eager = _Eager.make(plan, b, drawer, todo, buf.size, memo[-1])
+            if eager is not None:
+                if len(self._eager) >= 64:
+                    self._eager.clear()
+                self._eager[memo] = eager
+        return cur, _Drawn(plan, buf, base, b.n, b.nhwc.shape[1:3], st)
 
     def capture(self, shape=None, dtype="uint8", layout="NHWC", *, input=None, device=None):
         """Record this policy, for batches of one ``shape``, ``dtype`` and ``layout``, into a CUDA
@@ -753,15 +786,136 @@ def _twin_params(plan, key, counter, n, b):
     return PolicyParams(n, np.array(sizes, np.int64), D.to_params(plan, values, sizes))
 
 
+def _eager_key(x, layout):
+    """What a device-drawn call's allocations and launches depend on, of a CuPy array ``x``
+    read in ``layout``: its shape, strides, dtype, address modulo 16 (the packed reduction
+    reads 16 bytes at a time) and device (last)."""
+    mem = x.data
+    return (x.shape, x.strides, x.dtype, layout, mem.ptr & 15, mem.device_id)
+
+
+def _prepared(fn, grid, block, types):
+    """``go(args)``: ``fn`` launched on ``grid`` x ``block`` with ``args`` of ``types`` (device
+    addresses as ints), packed by gpuaug.kernels._cuda.Kernel.prepared; a kernel without it
+    (a CuPy RawKernel) is called as ``fn(grid, block, args)``."""
+    prep = getattr(fn, "prepared", None)
+    go = prep(grid, block, types) if prep is not None else None
+    return go if go is not None else (lambda args: fn(grid, block, args))
+
+
+_I32, _PTR = np.int32, int  # argument types of the prepared launches (addresses as ints)
+
+
+class _Eager:
+    """A warm device-drawn call: for one policy and input geometry (:func:`_eager_key`),
+    what :meth:`Compose._run_device_eager` works out before it allocates and launches --
+    the outputs' shapes and dtypes, the buffer's size and offsets, the launch plans, the
+    kernels prepared with their grids and argument types, the descriptor tables' keys --
+    made once by its first call. A later call (:meth:`run`) allocates the outputs and the
+    buffer, takes the call's key and counter and launches the draw and the stages with the
+    same arguments, in the same order: the same launches, bit for bit, apart from the buffer's
+    address (tests/test_compose_eager_memo.py). The buffer is the previous call's when nothing
+    else holds it (its last_params unread) and this call runs on its stream (whose order puts
+    the previous call's reads before this call's draw): one CuPy allocation less per call. Calls with params, out, stream, targets or a backend other
+    than "cuda", and calls while gpuaug.kernels._cuda records, take the general path."""
+
+    __slots__ = ("plan", "n", "hw", "dev", "words", "voff", "soff", "draw", "draw_args", "stages")
+
+    @classmethod
+    def make(cls, plan, b, drawer, todo, words, dev):
+        """The memo of a call that ran ``todo`` (:meth:`Compose._run_device_eager`'s list), or
+        None where a later call could need other launches: a stage after the first whose
+        source (the previous output, from CuPy's pool: 512-byte aligned) is not 16-byte aligned."""
+        self = cls()
+        n = b.n
+        self.plan, self.n, self.hw, self.dev, self.words = plan, n, tuple(b.nhwc.shape[1:3]), dev, words
+        self.voff = 8 * n * plan.V
+        self.soff = 8 * ((n * plan.P + 1) // 2)
+        fn, grid, block, prog, nrec, cst, nn, vv, pp = drawer
+        self.draw = _prepared(fn, grid, block, (_PTR, _I32, _PTR, _I32, np.uint32, np.uint32, np.uint64, _PTR,
+                                                _PTR, _I32, _PTR, _I32))
+        # the device program and constants stay alive with the memo (their addresses follow them)
+        self.draw_args = (prog, cst, prog.data.ptr, int(nrec), cst.data.ptr, int(nn), int(vv), int(pp))
+        stages = []
+        for k, (sp, built, src_b, dst, lp, off) in enumerate(todo):
+            if k and src_b.arrays[0].data.ptr & 15:
+                return None
+            # (index: 0 the source, 1 the output; the table key after its address; layout)
+            tables = ()
+            if lp.need_tables:
+                tables = tuple((i, _B._table_key(bb)[1:], bb.layout)
+                               for i, bb in enumerate([src_b] if lp.dense else [src_b, dst]))
+            N, nparts = int(src_b.n), int(lp.nparts)
+            # launch_cuda's arguments: (tables or src, dst), par, then mid[:-1], partials, nparts
+            mid = (plan.P, N) + tuple(int(v) for v in lp.dims) + (nparts,)
+            sum_go, sum_mid = None, ()
+            if lp.sum_fn is not None:
+                sum_mid = (plan.P, N, F.P_COLOUR) if lp.gray else (plan.P, N)
+                sum_go = _prepared(lp.sum_fn, (nparts, min(N, 65535), 1), (256, 1, 1),
+                                   (_PTR, _PTR) + (_I32,) * len(sum_mid) + (_PTR, _I32))
+            go = _prepared(lp.fn, lp.grid, (256, 1, 1),
+                           (_PTR, _PTR, _PTR) + (_I32,) * (len(mid) - 1) + (_PTR, _I32) if lp.dense
+                           else (_PTR, _PTR, _PTR, _I32, _I32, _PTR, _I32))
+            res = dst.arrays[0]
+            stages.append((tuple(res.shape), res.dtype, 4 * sp.col, None if off is None else 8 * off, tables,
+                           sum_go, sum_mid, go, mid, lp.dense))
+        self.stages = tuple(stages)
+        return self
+
+    def run(self, policy, x, seed):
+        """One call on ``x`` (on the current device and stream): (result, its :class:`_Drawn`)."""
+        cp = cupy_module()
+        st = cp.cuda.get_current_stream()
+        outs = [_empty(cp, shape, dtype, "out") for shape, dtype, *_ in self.stages]
+        prev = policy._last
+        if (type(prev) is _Drawn and prev.stream is not None and prev.stream.ptr == st.ptr
+                and prev.buf.size == self.words and _buf_refs(prev) == _SOLE_REFS):
+            # the previous call's buffer, which nothing but its _Drawn holds (last_params not
+            # read), on this stream: its launches read it before this call's draw writes it
+            buf = prev.buf
+        else:
+            buf = cp.empty(self.words, cp.float64)
+        key, counter = policy._draw_key(seed)
+        _, _, prog, nrec, cst, nn, vv, pp = self.draw_args
+        vptr = buf.data.ptr
+        base = vptr + self.voff
+        sums = base + self.soff
+        self.draw((prog, nrec, cst, nn, key[0], key[1], counter, 0, vptr, vv, base, pp))
+        src = x
+        for (_, _, col, off, tables, sum_go, sum_mid, go, mid, dense), dst in zip(self.stages, outs):
+            sptr, dptr = src.data.ptr, dst.data.ptr
+            par = base + col
+            tail = (0 if off is None else sums + off,) + mid[-1:]  # (partials, nparts)
+            if tables:
+                cache = _K.constants(self.dev)
+                tabs = [cache.get(("table", sptr if i == 0 else dptr) + rest,
+                                  lambda a=(src if i == 0 else dst), lay=lay: _B.descriptor_table(as_batch(a, lay))
+                                  ).data.ptr for i, rest, lay in tables]
+                if sum_go is not None:  # (a contrast reduction reads the source's table)
+                    sum_go((tabs[0], par) + sum_mid + tail)
+            if dense:
+                go((sptr, dptr, par) + mid[:-1] + tail)
+            else:
+                go((tabs[0], tabs[1], par) + mid[:-1] + tail)
+            src = dst
+        return src, _Drawn(self.plan, buf, base, self.n, self.hw, st)
+
+
+def _buf_refs(drawn):
+    """References to ``drawn.buf`` as this line sees them (compared with :data:`_SOLE_REFS`,
+    counted by this same code, so the interpreter's own stack references cancel out)."""
+    return sys.getrefcount(drawn.buf)
+
+
 class _Drawn:
     """A device-drawn call's parameters, still on the device: read back at the first look.
     ``buf`` holds the (n, V) values and, from address ``rows``, the stages' (n, P) rows."""
 
     __slots__ = ("plan", "buf", "rows", "n", "hw", "stream")
 
-    def __init__(self, plan, buf, rows, b, stream):
-        self.plan, self.buf, self.rows, self.n = plan, buf, rows, b.n
-        self.hw = tuple(b.nhwc.shape[1:3])  # (NumPy and CuPy shapes hold Python ints)
+    def __init__(self, plan, buf, rows, n, hw, stream):
+        self.plan, self.buf, self.rows, self.n = plan, buf, rows, n
+        self.hw = tuple(hw)  # (NumPy and CuPy shapes hold Python ints)
         self.stream = stream
 
     @property
@@ -776,6 +930,10 @@ class _Drawn:
         sizes = np.broadcast_to(np.asarray(self.hw, np.int64), (self.n, 2))
         return PolicyParams(self.n, np.array(sizes), D.to_params(self.plan, host, sizes),
                             (self.plan, self.buf, self.rows) if keep_rows else None)
+
+
+#: :func:`_buf_refs` of a _Drawn whose buffer nothing else holds
+_SOLE_REFS = _buf_refs(_Drawn(None, object(), 0, 0, (), None))
 
 
 class CapturedPolicy:

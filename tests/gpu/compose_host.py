@@ -8,6 +8,13 @@ Per case (flip + affine + jitter + normalize, uint8 NHWC in, float32 NCHW out) a
 - loop ms: 200 back-to-back calls, one sync (what a training loop gets);
 - the cProfile top functions of a loop of calls (in the .txt).
 
+Cases: host_draws, device_draws (a warm call: its memo, gpuaug.policy.compose._Eager),
+device_draws_general (the same calls through the general path, as while launches are recorded:
+what device_draws cost before the memo), graph_replay, graph_replay_copy_in. After them, where a
+warm device_draws call's host time goes ("parts": us per call of CuPy's allocations, the
+driver launches, the constant cache's table lookup, the draw key, and the rest), timed by
+tests/gpu/_timing.wrap behind a spin.
+
 Also checks, before timing, that the device-drawn output equals the host path given the same
 parameters and that a graph replay equals an eager call with the replay's parameters.
 Targets (issue 13): Compose loop <= 0.20 ms and host <= 40 us at 256; graph replay host <= 15 us.
@@ -60,7 +67,60 @@ def check(x, say):
     say(f"check: graph replay vs eager with the replay's params: max |diff| {d2:.2e}")
     y2 = g(x)
     say(f"check: two replays differ (counter advanced): {bool((y2 != yr).any())}")
-    return d < 1e-3 and d2 < 1e-3
+    # a warm call (the memo) against the general path, the same seed: the same bits
+    warm = dev(x, seed=2)
+    pw = dev.last_params
+    yg = general(lambda: dev(x, seed=2))
+    pg = dev.last_params
+    same = bool((warm == yg).all()) and all(np.array_equal(a[k], b[k]) for a, b in zip(pw.values, pg.values)
+                                            for k in a)
+    say(f"check: warm device call (memo) vs general path, same seed: identical {same}")
+    return d < 1e-3 and d2 < 1e-3 and same
+
+
+def general(f):
+    """``f()`` through Compose's general path: while launches are recorded (here by nobody) a
+    device-drawn call does not use its memo."""
+    from gpuaug.kernels._cuda import RECORDING
+
+    RECORDING[0] += 1
+    try:
+        return f()
+    finally:
+        RECORDING[0] -= 1
+
+
+def parts(f, spin, calls=200):
+    """us per call of what a warm device-drawn call spends its host time on (wrapped, behind a
+    spin so that nothing waits for the device): {label: us}, "call" the whole."""
+    import time
+
+    import _timing
+    import gpuaug.kernels._cuda as kc
+    from gpuaug.policy import compose as C
+
+    owners = [(cp, "empty"), (kc, "_LAUNCH"), (kc, "constants"), (C.Compose, "_draw_key"),
+              (C._Eager, "run")]
+    f()  # warm (and the driver's launch bound)
+    saved = [(o, nm, o.__dict__[nm]) for o, nm in owners]
+    _timing.TOTALS.clear()
+    try:
+        for o, nm in owners:
+            _timing.wrap(o, nm)
+        cp.cuda.Device().synchronize()
+        spin((1,), (1,), (np.uint64(400_000_000),))  # ~0.2 s: the 200 calls queue behind it
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            f()
+        total = time.perf_counter_ns() - t0
+    finally:
+        for o, nm, v in saved:
+            setattr(o, nm, v)
+    cp.cuda.Device().synchronize()
+    out = {k.rsplit(".", 1)[-1] if not k.endswith("run") else "_Eager.run": v / calls / 1e3
+           for k, v in _timing.TOTALS.items()}
+    out["call"] = total / calls / 1e3
+    return out
 
 
 def main():
@@ -87,7 +147,8 @@ def main():
             import traceback
             say(f"check n={n}: ERROR {traceback.format_exc()[-2000:]}")
         host, dev = policy("host"), policy("device")
-        cases = {"host_draws": lambda: host(x), "device_draws": lambda: dev(x)}
+        cases = {"host_draws": lambda: host(x), "device_draws": lambda: dev(x),
+                 "device_draws_general": lambda: general(lambda: dev(x))}
         try:
             g = dev.capture(x.shape)
             cases["graph_replay"] = lambda: g()            # input buffer filled by the caller
@@ -105,10 +166,20 @@ def main():
             res["cases"][f"{name}_{n}"] = r
             say(f"== n={n} {name}: dev {r['dev_ms']:.3f} ms  host {r['host_us']:.1f} us  loop {r['loop_ms']:.3f} ms")
             rep.write(prof[-4000:])
+        try:
+            pp = parts(lambda: dev(x), spin)
+            res["cases"][f"device_draws_parts_{n}"] = pp
+            rest = pp["call"] - sum(v for k, v in pp.items() if k not in ("call", "_Eager.run"))
+            say(f"parts n={n} device_draws (us per call): " + "  ".join(f"{k} {v:.1f}" for k, v in pp.items())
+                + f"  (call minus allocations, launches, tables, key: {rest:.1f})")
+        except Exception:  # noqa: BLE001
+            import traceback
+            say(f"parts n={n}: ERROR {traceback.format_exc()[-2000:]}")
     say("targets (issue 13):")
     for name, key, tgt, unit in (("host_draws_256", "host_us", 40.0, "us"), ("host_draws_256", "loop_ms", 0.20, "ms"),
                                  ("device_draws_256", "host_us", 40.0, "us"),
                                  ("device_draws_256", "loop_ms", 0.20, "ms"),
+                                 ("device_draws_general_256", "host_us", 40.0, "us"),
                                  ("graph_replay_256", "host_us", 15.0, "us")):
         r = res["cases"].get(name)
         if isinstance(r, dict) and key in r:

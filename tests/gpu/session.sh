@@ -31,7 +31,7 @@ for stage in "$@"; do
     plan)     timeout 150 $PT -m gpu tests/test_plan.py tests/test_host_path.py > "$OUT/plan.log" 2>&1 ;;
     compose)  timeout 200 $PT -m gpu tests/test_compose_draws.py tests/test_policy.py tests/test_policy_cuda_host.py \
                 tests/test_determinism.py -k "compose or policy or Compose" > "$OUT/compose.log" 2>&1 ;;
-    chost)    timeout 120 python3 tests/gpu/compose_host.py > "$OUT/compose_host.log" 2>&1; grep "^==\|check" "$OUT/compose_host.log" ;;
+    chost)    timeout 120 python3 tests/gpu/compose_host.py > "$OUT/compose_host.log" 2>&1; grep "^==\|check\|^parts\|(target" "$OUT/compose_host.log" ;;
     sched)    timeout 200 $PT tests/test_scheduler_gpu.py tests/test_scheduler_faults_gpu.py tests/test_scheduler_staging.py > "$OUT/sched.log" 2>&1 ;;
     inmem)    BATCHES=${BATCHES:-48} EPOCHS=${EPOCHS:-3} timeout 200 python3 tests/gpu/inmem_prof.py > "$OUT/inmem.log" 2>&1; tail -22 "$OUT/inmem.log" ;;
     split)    timeout 90 python3 tests/gpu/plansplit.py > "$OUT/plansplit.log" 2>&1; cat "$OUT/plansplit.log";
