@@ -1,0 +1,71 @@
+"""The targets' per-call host work through Compose (issue 15): the maps taken from the images'
+own stages equal the ones composed again, bit for bit."""
+import numpy as np
+import pytest
+
+import gpuaug
+from gpuaug.targets import Boxes, Keypoints, Masks
+from gpuaug.targets import _policy as P
+
+
+def _policies():
+    return {
+        "kprof": [gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
+                  gpuaug.RandomResizedCrop(24)],
+        "perspective_fill": [gpuaug.RandomPerspective(0.4, p=1.0, fill=7), gpuaug.RandomRotation(20, fill=7)],
+        "two_stages": [gpuaug.RandomRotation(10), gpuaug.GaussianBlur(3), gpuaug.RandomResizedCrop((20, 26)),
+                       gpuaug.RandomVerticalFlip()],
+        "crop_pad": [gpuaug.RandomCrop(28, padding=4), gpuaug.Resize((17, 23))],
+    }
+
+
+def _targets(rng, n, h, w):
+    x1, y1 = rng.uniform(-3, w, (n, 12)), rng.uniform(-3, h, (n, 12))
+    boxes = Boxes(np.stack([x1, y1, x1 + rng.uniform(0, 9, (n, 12)), y1 + rng.uniform(0, 9, (n, 12))], -1)
+                  .astype(np.float32), counts=rng.integers(0, 13, n), min_visibility=0.3)
+    kp = Keypoints(np.stack([rng.uniform(0, w, (n, 5)), rng.uniform(0, h, (n, 5))], -1), rng.random((n, 5)) < 0.8)
+    masks = Masks(rng.integers(0, 9, (n, h, w)).astype(np.uint8))
+    return boxes, kp, masks
+
+
+def _same(a, b):
+    if isinstance(a, Boxes):
+        for f in ("data", "counts", "index"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    elif isinstance(a, Keypoints):
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.visibility, b.visibility)
+    else:
+        np.testing.assert_array_equal(a.data, b.data)
+
+
+@pytest.mark.parametrize("name", list(_policies()))
+def test_maps_from_the_images_stages_equal_the_composed_ones(name):
+    """Compose hands the targets its stages' maps and inverses (no second composition): the
+    same bits as composing them again (_stages and the masks' inverse), and the same targets."""
+    from gpuaug._batch import as_batch
+    from gpuaug.policy.compose import batch_sizes
+
+    rng = np.random.default_rng(3)
+    n, h, w = 6, 30, 32
+    pol = gpuaug.Compose(_policies()[name], seed=1)
+    x = rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
+    boxes, kp, masks = _targets(rng, n, h, w)
+    b = as_batch(x, "NHWC")
+    sizes = batch_sizes(b)
+    params = pol._sample(n, sizes, 5)
+    built = []
+    pol._run(x, b, params, None, "cpu", built)
+    again, given = list(P._stages(pol, params, "uint8", sizes)), list(P._built_stages(built, n))
+    assert len(again) == len(given) >= 1
+    for (g1, m1, o1, c1, _), (g2, m2, o2, c2, inv2) in zip(again, given):
+        assert list(g1) == list(g2) and c1 == c2
+        np.testing.assert_array_equal(o1, o2)
+        assert m1.tobytes() == m2.tobytes()
+        assert P._stage_inverse(m1).tobytes() == np.ascontiguousarray(inv2).tobytes()
+    pt = P.PolicyTargets(b, sizes, boxes, kp, masks)
+    for got, want in zip(pt.run(pol, params, "uint8", None, "cpu", built), pt.run(pol, params, "uint8", None, "cpu")):
+        _same(got, want)
+    y, *got = pol(x, params=params, boxes=boxes, keypoints=kp, masks=masks)  # the call takes the first path
+    for g, w_ in zip(got, pt.run(pol, params, "uint8", None, "cpu")):
+        _same(g, w_)
