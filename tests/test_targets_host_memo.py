@@ -1,10 +1,13 @@
 """The targets' per-call host work through Compose (issue 15): the maps taken from the images'
-own stages equal the ones composed again, bit for bit."""
+own stages equal the ones composed again, bit for bit; the memos of shape-only rows give fresh
+rows for a new shape, count or convention and the same results as without them; the dense
+masks' size check still names the sample."""
 import numpy as np
 import pytest
 
 import gpuaug
 from gpuaug.targets import Boxes, Keypoints, Masks
+from gpuaug.targets import _apply as A
 from gpuaug.targets import _policy as P
 
 
@@ -69,3 +72,56 @@ def test_maps_from_the_images_stages_equal_the_composed_ones(name):
     y, *got = pol(x, params=params, boxes=boxes, keypoints=kp, masks=masks)  # the call takes the first path
     for g, w_ in zip(got, pt.run(pol, params, "uint8", None, "cpu")):
         _same(g, w_)
+
+
+def test_shape_memos_give_fresh_rows_for_a_new_shape():
+    """The limits and row tables kept per shape: a new n, output size or convention gets its
+    own rows, each equal to the rows built without the memo, and read-only."""
+    out = np.broadcast_to(np.array([20, 30], np.int64), (4, 2))
+    b1 = A._box_setup(np.zeros((4, 3, 4)), np.eye(3), out, out, False)
+    assert b1[-1] == (20, 30)
+    np.testing.assert_array_equal(b1[2], A._box_lims(np.asarray(out, np.float64), False))
+    assert not b1[2].flags.writeable
+    b2 = A._box_setup(np.zeros((4, 3, 4)), np.eye(3), out, np.array([[20, 31]] * 4), False)
+    np.testing.assert_array_equal(b2[2], np.array([[31, 20]] * 4))
+    b3 = A._box_setup(Boxes(np.zeros((5, 3, 4)), normalized=True), np.eye(3), out[:1].repeat(5, 0),
+                      np.array([[20, 30]] * 5), False)
+    np.testing.assert_array_equal(b3[2], np.ones((5, 2)))
+    varied = np.array([[20, 30], [21, 30], [20, 30], [20, 30]])
+    b4 = A._box_setup(np.zeros((4, 3, 4)), np.eye(3), out, varied, False)
+    assert b4[-1] is None and b4[2].flags.writeable
+    np.testing.assert_array_equal(b4[2], varied[:, ::-1])
+    for coords, norm in (("pixel", False), ("continuous", False), ("continuous", True)):
+        k = A._point_setup(Keypoints(np.zeros((4, 2, 2)), coords=coords, normalized=norm), np.eye(3), out, out,
+                           False)
+        np.testing.assert_array_equal(k[2], A._point_lims(np.asarray(out, np.float64), coords == "continuous",
+                                                          norm))
+    k1 = A._point_setup(np.zeros((4, 2, 2)), np.eye(3), out, out, False)[2]
+    k2 = A._point_setup(np.zeros((4, 2, 2)), np.eye(3), out, np.array([[7, 9]] * 4), False)[2]
+    np.testing.assert_array_equal(k1[0], [-0.5, 29.5, -0.5, 19.5])
+    np.testing.assert_array_equal(k2[0], [-0.5, 8.5, -0.5, 6.5])
+
+
+def test_memo_starts_over_past_its_limit(monkeypatch):
+    monkeypatch.setattr(A, "_MEMO", {})
+    monkeypatch.setattr(A, "_MEMO_LIMIT", 3)
+    for i in range(5):
+        got = A._memo(("t", i), lambda i=i: np.full(2, i))
+        np.testing.assert_array_equal(got, [i, i])
+        assert len(A._MEMO) <= 3
+
+
+def test_uniform_hw():
+    assert A._uniform_hw(np.broadcast_to(np.array([5, 6]), (3, 2)), 3) == (5, 6)
+    assert A._uniform_hw(np.array([[5, 6], [5, 6]]), 2) == (5, 6)
+    assert A._uniform_hw(np.array([[5, 6], [5, 7]]), 2) is None
+    assert A._uniform_hw(np.array([5, 6]), 4) == (5, 6)
+
+
+def test_dense_masks_of_another_size_are_still_named():
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=0)
+    x = np.zeros((3, 8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"masks: sample 0 is 8x9, its image 8x8; expected each mask"):
+        pol(x, masks=np.zeros((3, 8, 9), np.uint8))
+    with pytest.raises(ValueError, match="masks: holds 2 samples; the images are 3"):
+        pol(x, masks=np.zeros((2, 8, 8), np.uint8))
