@@ -125,3 +125,22 @@ def test_dense_masks_of_another_size_are_still_named():
         pol(x, masks=np.zeros((3, 8, 9), np.uint8))
     with pytest.raises(ValueError, match="masks: holds 2 samples; the images are 3"):
         pol(x, masks=np.zeros((2, 8, 8), np.uint8))
+
+
+def test_host_bench_runs_and_counts_one_allocation_for_boxes_and_keypoints():
+    """bench/host_targets.py on its stand-ins (in a process of its own: it replaces cupy):
+    a call with boxes, keypoints and masks allocates three device arrays (the images, the
+    boxes' and keypoints' outputs together, the masks) and makes two staged uploads."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    out = subprocess.run([sys.executable, os.path.join(root, "bench", "host_targets.py"), "--n", "16", "--number", "2",
+                          "--repeat", "1", "--only", "images", "all", "boxes_kp"], capture_output=True, text=True,
+                         env=env, timeout=300, check=True).stdout
+    rows = {line.split()[0]: line for line in out.splitlines() if "allocs" in line}
+    assert "allocs 1, uploads 1" in rows["images"]
+    assert "allocs 3, uploads 2" in rows["all"]
+    assert "allocs 2, uploads 2" in rows["boxes_kp"]

@@ -4,9 +4,10 @@ The policy's planner packs runs of geometric transforms into fused stages, each 
 resampling by the composition of its transforms' per-sample matrices (see
 :mod:`gpuaug.policy.compose`). The targets follow the images stage by stage:
 
-- per fused stage with geometry, the same composed matrix and output size that
-  :func:`gpuaug.policy._fused.build` computes (from the same drawn parameters, in
-  ``last_params``): boxes and keypoints are mapped once per stage (boxes clipped and filtered
+- per fused stage with geometry, the composed matrix, its inverse and the output size that
+  :func:`gpuaug.policy._fused.build` computed for the images (``Built.maps`` and the rows, handed
+  on by the call; from the drawn parameters in ``last_params``): boxes and keypoints are mapped
+  once per stage (boxes clipped and filtered
   at the end of the stage, where the image's pixels are cut; on the GPU both in one launch),
   masks are warped once per stage
   with nearest sampling from the exact destination -> source map the fused kernel uses, the
