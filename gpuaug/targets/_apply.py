@@ -591,7 +591,8 @@ def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, const
     from gpuaug._stream import on_stream
 
     out_sizes = np.asarray(out_sizes, np.int64)
-    if not _fused_masks_ok(masks, boxes, keypoints) or not bool((out_sizes == out_sizes[0]).all()):
+    hw = _uniform_hw(out_sizes, len(out_sizes)) if _fused_masks_ok(masks, boxes, keypoints) else None
+    if hw is None:
         return None
     bs = _box_setup(boxes, matrices, in_sizes, out_sizes, False, keep) if boxes is not None else None
     ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, False) if keypoints is not None else None
@@ -601,7 +602,7 @@ def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, const
         db = _DeviceBoxes(*bs, outs=outs) if bs is not None else None
         dp = _DevicePoints(*ps, outs=outs) if ps is not None else None
         # the masks' output alone: boxes kept past the step should not hold the masks' memory
-        dm = _DeviceMasks(masks, inv, out_sizes[0], constant)
+        dm = _DeviceMasks(masks, inv, hw, constant)
         _bind(outs, db, dp)
         _launch(db, dp, dm)
         if db is not None:
