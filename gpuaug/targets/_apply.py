@@ -418,7 +418,8 @@ class _DevicePoints:
         self.kp = kp
         n, k = kp.data.shape[:2]
         self.data = _contiguous(cp, kp.data)
-        self.vis = _contiguous(cp, kp.visibility).view(cp.uint8)
+        # bool flags go to the kernel as they are: it reads their bytes (a launch passes only the address)
+        self.vis = _contiguous(cp, kp.visibility)
         self.outs = _Outputs() if outs is None else outs
         self.slots = (self.outs.take(self.data.shape, self.data.dtype), self.outs.take((n, k), np.bool_))
         lims_key = None if hw is None else ("gpuaug.targets.point_lims", n, hw, kp.coords, kp.normalized)
@@ -432,8 +433,7 @@ class _DevicePoints:
         self.out, self.vout = (outs[k] for k in self.slots)
 
     def args(self, dev):
-        cp = cupy_module()
-        return (self.data, self.out, self.vis, self.vout.view(cp.uint8), dev[0], dev[1], np.int32(self.n),
+        return (self.data, self.out, self.vis, self.vout, dev[0], dev[1], np.int32(self.n),
                 np.int32(self.k))
 
     def result(self):
