@@ -94,6 +94,18 @@ class FakeArray:
             FakeArray._next[0] += (self.nbytes + 511) // 256 * 256
         self.data = memptr
 
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def strides(self):  # C-contiguous
+        out, step = [], self.dtype.itemsize
+        for d in reversed(self.shape):
+            out.append(step)
+            step *= d
+        return tuple(reversed(out))
+
     def __getitem__(self, key):
         return FakeArray(self.shape[1:] if isinstance(key, int) else self.shape, self.dtype, self.data)
 

@@ -135,6 +135,24 @@ def test_point_kernel_equals_numpy_twin(emu):
     assert kp.visibility.shape == (n, k)
 
 
+class _HostPtr:
+    """A stand-in cupy MemoryPointer: a host buffer and a byte offset."""
+
+    def __init__(self, buf, off):
+        self.buf, self.off = buf, off
+
+    def __add__(self, k):
+        return _HostPtr(self.buf, self.off + int(k))
+
+
+class _HostBuf(np.ndarray):
+    """A NumPy array whose ``.data`` is a :class:`_HostPtr` (what cupy.ndarray(memptr=) reads)."""
+
+    @property
+    def data(self):
+        return _HostPtr(self.view(np.ndarray), 0)
+
+
 class _FakeCupy:
     """What _apply.py's device path calls on CuPy, on NumPy arrays."""
 
@@ -147,8 +165,12 @@ class _FakeCupy:
     asnumpy = staticmethod(np.asarray)
 
     @staticmethod
-    def empty(shape, dtype):
-        return np.full(shape, 77, dtype) if np.dtype(dtype) != np.bool_ else np.zeros(shape, bool)
+    def empty(shape, dtype):  # poisoned (77 in every byte): every element must be written
+        return np.full(shape, 77, dtype).view(_HostBuf) if np.dtype(dtype) != np.bool_ else np.zeros(shape, bool)
+
+    @staticmethod
+    def ndarray(shape, dtype, memptr):
+        return np.ndarray(shape, dtype, buffer=memptr.buf, offset=memptr.off)
 
 
 @pytest.fixture
@@ -159,8 +181,26 @@ def glue(emu, monkeypatch):
 
     monkeypatch.setattr(_apply, "cupy_module", lambda: _FakeCupy)
     monkeypatch.setattr(K, "upload", lambda *arrays: [np.ascontiguousarray(a) for a in arrays])
+    monkeypatch.setattr(K, "constants", lambda dev=None: _FakeConstants.cache)
     monkeypatch.setattr(K, "get_function", lambda f, name: emu.get_function(f, name))
+    monkeypatch.setattr(_FakeConstants, "cache", _FakeConstants())
     return _apply
+
+
+class _FakeConstants:
+    """kernels._cuda's device constant cache on the host: a key's copy is made once (``made``
+    counts the misses) and handed back while the key repeats."""
+
+    cache = None
+
+    def __init__(self):
+        self.d, self.made = {}, []
+
+    def get(self, key, host):
+        if key not in self.d:
+            self.made.append(key)
+            self.d[key] = np.array(host() if callable(host) else host)
+        return self.d[key]
 
 
 @pytest.mark.parametrize("ragged", [False, True])
@@ -351,3 +391,51 @@ def test_device_glue_one_launch_for_a_stage(glue, monkeypatch, persp, with_boxes
         np.testing.assert_allclose(gk.data, want_k.data, atol=1e-6)
         np.testing.assert_array_equal(gk.visibility, want_k.visibility)
 
+
+
+def test_device_glue_constants_follow_the_shape(glue, monkeypatch):
+    """The rows that depend only on the shape (limits, row starts, spans, counts of a padded
+    batch without counts) come from the device's constant cache, keyed by what they depend
+    on: a new count of samples, of box rows, an output size or a convention makes new ones,
+    a repeat makes none; every launch equals the NumPy twin."""
+    import contextlib
+
+    import gpuaug._stream
+    from gpuaug.policy import _fused as F
+    from gpuaug.targets import Masks
+    from gpuaug.targets._policy import _stage_masks
+
+    monkeypatch.setattr(gpuaug._stream, "on_stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(glue, "_fused_masks_ok", lambda *a: True)
+    cache = _FakeConstants.cache
+    rng = np.random.default_rng(21)
+    h, w = 14, 20
+    made = []
+    for n, m, oh, ow, coords in [(6, 9, 12, 17, "pixel"), (6, 9, 12, 17, "pixel"), (6, 11, 12, 17, "pixel"),
+                                 (5, 11, 12, 17, "pixel"), (5, 11, 13, 17, "pixel"), (5, 11, 13, 17, "continuous")]:
+        mats = _stage_maps(n, rng, h, w, False)
+        x1, y1 = rng.uniform(-4, w, (n, m)), rng.uniform(-4, h, (n, m))
+        data = np.stack([x1, y1, x1 + rng.uniform(0, 9, (n, m)), y1 + rng.uniform(0, 9, (n, m))], -1)
+        boxes = Boxes(data.astype(np.float32), min_visibility=0.2)
+        kp = Keypoints(np.stack([rng.uniform(0, w, (n, 4)), rng.uniform(0, h, (n, 4))], -1).astype(np.float32),
+                       coords=coords)
+        masks = Masks(rng.integers(0, 200, (n, h, w)).astype(np.uint8))
+        sizes = np.broadcast_to(np.array([h, w]), (n, 2))
+        out = np.broadcast_to(np.array([oh, ow]), (n, 2))
+        before = len(cache.made)
+        gb, gk, gm = glue.map_stage(boxes, kp, masks, mats, F._inverse(mats)[0], sizes, out, True)
+        made.append(cache.made[before:])
+        wb, wk = glue.map_targets(boxes, kp, mats, sizes, out)
+        np.testing.assert_array_equal(gb.counts, wb.counts)
+        np.testing.assert_array_equal(gb.index, wb.index)
+        np.testing.assert_allclose(gb.data, wb.data, atol=1e-4)
+        np.testing.assert_allclose(gk.data, wk.data, atol=1e-5)
+        np.testing.assert_array_equal(gk.visibility, wk.visibility)
+        np.testing.assert_array_equal(np.asarray(gm.data), _stage_masks(masks, mats, out, True, None, "cpu").data)
+    kinds = [sorted(k[0].split(".")[-1] + ("." + k[-1] if k[0].endswith("rows") else "") for k in ks) for ks in made]
+    assert kinds[0] == ["box_lims", "point_lims", "rows.spans", "rows.starts"]
+    assert kinds[1] == []                                   # the same shape again: nothing new
+    assert kinds[2] == ["rows.spans", "rows.starts"]        # more box rows
+    assert kinds[3] == ["box_lims", "point_lims", "rows.spans", "rows.starts"]  # fewer samples
+    assert kinds[4] == ["box_lims", "point_lims"]           # another output size
+    assert kinds[5] == ["point_lims"]                       # keypoints in another convention

@@ -243,3 +243,50 @@ def test_compose_targets_in_one_launch_equal_the_warp_path(dtype, onehot, monkey
         cp.testing.assert_array_equal(bb.counts, bb2.counts)
         cp.testing.assert_allclose(bb.data, bb2.data, atol=1e-6)
         cp.testing.assert_allclose(kk.data, kk2.data, atol=1e-9)
+
+
+@gpu
+def test_compose_targets_across_shapes_on_the_gpu():
+    """Issue 15's host path on the GPU: calls of several shapes in turn (samples, box rows,
+    output size: what the shape memos and the device constant cache are keyed by), each equal
+    to the CPU twin of the same parameters and, bit for bit, to the targets composed again
+    (PolicyTargets.run without the images' stages); the first shape once more equals its
+    first call."""
+    cp = _cp()
+    from gpuaug._batch import as_batch
+    from gpuaug.policy.compose import batch_sizes
+    from gpuaug.targets._policy import PolicyTargets
+
+    h, w = 36, 44
+    got = []
+    for n, m, size in [(12, 30, 24), (9, 30, 24), (12, 41, 24), (12, 30, (20, 28)), (12, 30, 24)]:
+        rng = np.random.default_rng(n * m)
+        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
+                              gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
+                              gpuaug.RandomResizedCrop(size)], seed=0)
+        x = rng.integers(0, 256, (n, h, w, 3)).astype(np.uint8)
+        x1, y1 = rng.uniform(-5, w, (n, m)), rng.uniform(-5, h, (n, m))
+        b = np.stack([x1, y1, x1 + rng.uniform(0, 12, (n, m)), y1 + rng.uniform(0, 12, (n, m))], -1).astype(np.float32)
+        pts = np.stack([rng.uniform(0, w - 1, (n, 17)), rng.uniform(0, h - 1, (n, 17))], -1).astype(np.float32)
+        lab = rng.integers(0, 21, (n, h, w)).astype(np.uint8)
+        xd = cp.asarray(x)
+        tb = Boxes(cp.asarray(b), check=False, min_visibility=0.2)
+        tk = Keypoints(cp.asarray(pts), check=False)
+        tm = Masks(cp.asarray(lab))
+        y, bb, kk, mm = pol(xd, seed=7, boxes=tb, keypoints=tk, masks=tm)
+        p = pol.last_params
+        yh, bh, kh, mh = pol(x, params=p, boxes=Boxes(b, min_visibility=0.2), keypoints=pts, masks=lab)
+        np.testing.assert_array_equal(bb.counts.get(), bh.counts)
+        np.testing.assert_array_equal(bb.index.get(), bh.index)
+        _close(bb.data, bh.data, 1e-4)
+        _close(kk.data, kh.data, 1e-4)
+        np.testing.assert_array_equal(kk.visibility.get(), kh.visibility)
+        np.testing.assert_array_equal(mm.data.get(), mh.data)
+        bd = as_batch(xd, "NHWC")
+        rb, rk, rm = PolicyTargets(bd, batch_sizes(bd), tb, tk, tm).run(pol, p, "uint8", None, "cuda")
+        for a, c in ((rb.data, bb.data), (rb.counts, bb.counts), (rb.index, bb.index), (rk.data, kk.data),
+                     (rk.visibility, kk.visibility), (rm.data, mm.data)):
+            assert a.get().tobytes() == c.get().tobytes()
+        got.append((bb.data.get(), bb.counts.get(), kk.data.get(), mm.data.get()))
+    for a, c in zip(got[0], got[-1]):
+        assert a.tobytes() == c.tobytes()

@@ -171,6 +171,7 @@ class Built:
     out_dtype: str
     out_layout: str
     jidx: int               # index of the contrast JITTER step, -1 for none
+    maps: object = None     # (n, 3, 3) composed source -> destination maps (None: no geometry), what targets follow
 
 
 def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
@@ -220,8 +221,8 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
     if P_COLOUR + sum(widths) != tpl.base.shape[1]:
         return None
     rows = tpl.base.copy()
+    m = None
     if spec.geometry:
-        m = None
         for i, sizes in zip(spec.geometry, tpl.sizes_in):
             mi = transforms[i].matrices(tparams[i], sizes)
             m = mi if m is None else np.matmul(mi, m)
@@ -234,7 +235,7 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
         rows[:, o:o + wd] = np.asarray(bl, np.float64).reshape(n, wd)
         o += wd
     shapes = list(tpl.shapes) if isinstance(tpl.shapes, list) else tpl.shapes
-    return Built(rows, shapes, codes, tpl.geo, tpl.border, tpl.out_dtype, tpl.out_layout, jidx)
+    return Built(rows, shapes, codes, tpl.geo, tpl.border, tpl.out_dtype, tpl.out_layout, jidx, m)
 
 
 def _checked_inverse(m):
@@ -262,8 +263,8 @@ def _build_full(spec: StageSpec, transforms, tparams, b: Batch, layout):
     rows = np.zeros((n, P_COLOUR + sum(widths)))
     geo, border = 0, 1
     sizes_in, bilinear = [], False
+    m = None
     if spec.geometry:
-        m = None
         fill = None
         for i in spec.geometry:
             t = transforms[i]
@@ -290,7 +291,7 @@ def _build_full(spec: StageSpec, transforms, tparams, b: Batch, layout):
     rows[:, P_SCALE:P_SCALE + c] = st["scale"]
     rows[:, P_BIAS:P_BIAS + c] = st["bias"]
     shapes = [tuple(int(v) for v in s) for s in sizes] if b.varshape else b.uniform(tuple(int(v) for v in sizes[0]))
-    built = Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx)
+    built = Built(rows, shapes, codes, geo, border, st["dtype"], st["layout"], jidx, m)
     base = rows.copy()
     base[:, P_INTERP] = 0.0
     base[:, P_MAP:P_MAP + 9] = 0.0

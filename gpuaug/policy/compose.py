@@ -537,13 +537,15 @@ class Compose:
 
             cp = cupy_module()
             with cp.cuda.Device(b.device_id()), on_stream(stream):
-                y = self._run(x, b, params, out, be)
+                built = [] if targets is not None else None  # the stages' maps, for the targets
+                y = self._run(x, b, params, out, be, built)
                 if targets is not None:
-                    y = (y,) + targets.run(self, params, b.dtype.name, None, be)
+                    y = (y,) + targets.run(self, params, b.dtype.name, None, be, built)
         else:
-            y = self._run(x, b, params, out, be)
+            built = [] if targets is not None else None
+            y = self._run(x, b, params, out, be, built)
             if targets is not None:
-                y = (y,) + targets.run(self, params, b.dtype.name, None, be)
+                y = (y,) + targets.run(self, params, b.dtype.name, None, be, built)
         self.last_params = params
         return y
 
@@ -708,7 +710,8 @@ class Compose:
         """
         return self(x, params=params, **kwargs)
 
-    def _run(self, x, b, params, out, backend):
+    def _run(self, x, b, params, out, backend, built=None):
+        """Run the stages; ``built``: a list to append each fused stage's (StageSpec, Built) to."""
         name = DTYPE_NAMES[b.dtype]  # a dict lookup: numpy's dtype.name builds its string each time
         items = self._items(name)
         cur, cur_b, cur_layout, cur_dtype = x, b, b.layout, name
@@ -721,12 +724,14 @@ class Compose:
                 cur = t.run(cur, params[item], dtype=cur_dtype, layout=cur_layout, backend=backend, stream=None,
                             out=out if last else None)
             else:
-                cur, cur_layout, cur_dtype = self._fused(item, cur_b, params, out if last else None, backend)
+                cur, cur_layout, cur_dtype = self._fused(item, cur_b, params, out if last else None, backend, built)
             cur_b = None
         return cur
 
-    def _fused(self, spec, b, params, out, backend):
+    def _fused(self, spec, b, params, out, backend, keep=None):
         built = F.build(spec, self.transforms, params.values, b, b.layout)
+        if keep is not None:
+            keep.append((spec, built))
         result, dst = F.allocate(b, out, built)
         if backend == "cuda":
             F.launch_cuda(spec, built, b, dst)

@@ -8,6 +8,8 @@ normalisation) is folded into one matrix per sample here, so the kernels only ma
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuaug._util import cupy_module
@@ -45,6 +47,53 @@ def target_matrices(matrices, in_sizes, out_sizes, continuous, normalized):
 def _check_n(name, n, want):
     if n != want:
         raise ValueError(f"{name}: holds {n} samples; the images are {want}; expected one entry per image")
+
+
+#: Host arrays that depend only on the batch's shape (n, output size, the targets' conventions):
+#: made once, read-only, shared by every call with that shape (see :func:`_memo`).
+_MEMO: dict = {}
+_MEMO_LIMIT = 256
+
+
+def _memo(key, make):
+    """``make()`` kept under ``key`` (read-only: callers and kernels only read it); at most
+    ``_MEMO_LIMIT`` entries (a stream of new shapes starts over)."""
+    got = _MEMO.get(key)
+    if got is None:
+        got = make()
+        got.flags.writeable = False
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[key] = got
+    return got
+
+
+def _uniform_hw(sizes, n):
+    """(h, w) as ints when every one of the ``n`` sizes (an (n, 2) or (2,) array) is the same,
+    else None. A broadcast (zero-strided) array, as the policies' sizes are, answers at once."""
+    s = np.asarray(sizes)
+    if s.ndim == 1:
+        return int(s[0]), int(s[1])
+    if n and (s.strides[0] == 0 or bool((s == s[0]).all())):
+        return int(s[0, 0]), int(s[0, 1])
+    return None
+
+
+def _sizes_f64(sizes, n):
+    s = np.asarray(sizes, np.float64)
+    return s if s.shape == (n, 2) else np.broadcast_to(s, (n, 2))
+
+
+def _contiguous(cp, a, dtype=None):
+    """``a`` itself when it is C-contiguous (of ``dtype``), else a contiguous copy."""
+    if a.flags.c_contiguous and (dtype is None or a.dtype == dtype):
+        return a
+    return cp.ascontiguousarray(a, dtype=dtype) if dtype is not None else cp.ascontiguousarray(a)
+
+
+def _maps(matrices, n):
+    m = np.asarray(matrices, np.float64)
+    return np.broadcast_to(m, (n, 3, 3)) if m.ndim == 2 else m
 
 
 # ------------------------------------------------------------------------------ boxes
@@ -119,40 +168,91 @@ def _shape(a):
     return f"a list of {len(a)}" if isinstance(a, list) else f"shape {tuple(a.shape)}"
 
 
+def _box_lims(out_sizes, normalized):
+    """(N, 2) float64 (W, H) the mapped boxes are clipped to (1, 1 when normalised)."""
+    return np.ones((len(out_sizes), 2)) if normalized else out_sizes[:, ::-1].copy()
+
+
 def _box_setup(boxes, matrices, in_sizes, out_sizes, check, keep=None):
-    """(boxes, mats (N, 9), lims (N, 2), fmt code, min_vis, drop, keep) after the checks."""
+    """(boxes, mats (N, 9), lims (N, 2), fmt code, min_vis, drop, keep, hw) after the checks;
+    ``hw``: the one output (h, w) of every sample, or None (sizes that differ). With one
+    output size the limits come from a memo (and, on the GPU, the device's constant cache)."""
     from gpuaug.targets._types import as_boxes
 
     boxes = as_boxes(boxes)
     n = boxes.n
-    mats3 = np.asarray(matrices, np.float64)
-    if mats3.ndim == 2:
-        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    mats3 = _maps(matrices, n)
     _check_n("boxes", n, mats3.shape[0])
-    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
-    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    given = out_sizes
+    in_sizes, out_sizes = _sizes_f64(in_sizes, n), _sizes_f64(out_sizes, n)
     if check and boxes.check:
         check_boxes_values(boxes)
     mats = target_matrices(mats3, in_sizes, out_sizes, True, boxes.normalized)
-    lims = np.ones((n, 2)) if boxes.normalized else out_sizes[:, ::-1].copy()
+    hw = _uniform_hw(given, n)
+    if hw is None:
+        lims = _box_lims(out_sizes, boxes.normalized)
+    else:
+        lims = _memo(("box_lims", n, hw, boxes.normalized), lambda: _box_lims(out_sizes, boxes.normalized))
     return (boxes, mats, lims, FORMATS[boxes.format], boxes.min_visibility or 0.0, boxes.min_visibility is not None,
-            _check_keep(keep, boxes))
+            _check_keep(keep, boxes), hw)
+
+
+class _Outputs:
+    """The outputs of one launch carved from ONE device allocation (one call into CuPy's pool
+    instead of one per array): :meth:`take` books an array and returns its slot, :meth:`make`
+    allocates them all; ``outs[slot]`` is the array. Each starts on a 256-byte boundary."""
+
+    def __init__(self):
+        self.parts, self.arrays = [], None
+
+    def take(self, shape, dtype):
+        self.parts.append((tuple(shape), np.dtype(dtype)))
+        return len(self.parts) - 1
+
+    def make(self):
+        if not self.parts:
+            self.arrays = []
+            return self
+        cp = cupy_module()
+        offs, total = [], 0
+        for shape, dt in self.parts:
+            offs.append(total)
+            total += -(-math.prod(shape) * dt.itemsize // 256) * 256
+        buf = cp.empty(max(total, 256), cp.uint8)
+        self.arrays = [cp.ndarray(shape, dt, memptr=buf.data + o) for (shape, dt), o in zip(self.parts, offs)]
+        return self
+
+    def __getitem__(self, slot):
+        return self.arrays[slot]
+
+
+def _bound(target, outs):
+    """``target`` (a _DeviceBoxes / _DevicePoints) with its outputs: from
+    ``outs`` (an :class:`_Outputs` that other targets share, made later by the caller) or, when
+    None, one allocation of its own now."""
+    if outs is None:
+        target.bind(target.outs.make())
+    return target
 
 
 class _DeviceBoxes:
     """The device side of one map_boxes call: inputs flattened (padded: as is; ragged: one
-    concatenation), outputs allocated, the host rows to upload and the kernel arguments."""
+    concatenation), outputs booked (``outs``: an :class:`_Outputs` shared with the stage's other
+    targets, allocated by the caller, who then calls :meth:`bind`; None: allocated here), the
+    host rows to upload and the kernel arguments."""
 
-    def __init__(self, boxes, mats, lims, fmt, mv, drop, keep=None):
+    def __init__(self, boxes, mats, lims, fmt, mv, drop, keep=None, hw=None, outs=None):
         cp = cupy_module()
         n = boxes.n
         self.boxes, self.n = boxes, n
+        rows_key = None
         if boxes.padded:
-            data = cp.ascontiguousarray(boxes.data)
+            data = _contiguous(cp, boxes.data)
             m = data.shape[1]
-            counts = boxes.counts if boxes.counts is not None else np.full(n, m, np.int32)
-            self.starts = np.arange(n, dtype=np.int64) * m
-            spans = np.full(n, m, np.int32)
+            rows_key = ("gpuaug.targets.rows", n, m)
+            self.starts = _memo(rows_key + ("starts",), lambda: np.arange(n, dtype=np.int64) * m)
+            spans = _memo(("full", n, m), lambda: np.full(n, m, np.int32))
+            counts = boxes.counts if boxes.counts is not None else spans
         else:
             sizes = np.array([a.shape[0] for a in boxes.data], np.int64)
             self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -161,25 +261,37 @@ class _DeviceBoxes:
                     else cp.zeros((0, 4), dt))
             counts = spans = sizes.astype(np.int32)
         self.data = data
-        self.out = cp.empty_like(data)
-        self.index = cp.empty(data.shape[:-1], cp.int32)
+        self.outs = _Outputs() if outs is None else outs
+        self.slots = (self.outs.take(data.shape, data.dtype), self.outs.take(data.shape[:-1], np.int32),
+                      self.outs.take((n,), np.int32))
         if keep is None:
-            self.keep = self.index  # not read (has_keep 0)
+            self.keep = None  # the index (not read: has_keep 0)
         elif boxes.padded:
-            self.keep = cp.ascontiguousarray(cp.asarray(keep).astype(cp.uint8))
+            self.keep = _contiguous(cp, cp.asarray(keep).astype(cp.uint8))
         else:
             self.keep = (cp.concatenate([cp.asarray(k).astype(cp.uint8) for k in keep]) if data.shape[0]
                          else cp.zeros(0, cp.uint8))
-        self.count_out = cp.empty(n, cp.int32)
-        self.host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims, np.float64), self.starts, spans]
+        # (key, host row): keyed rows are functions of the key, uploaded once (the device's
+        # constant cache); the per-call ones travel together in one staged copy
+        lims_key = None if hw is None else ("gpuaug.targets.box_lims", n, hw, boxes.normalized)
+        self.host = [(None, np.ascontiguousarray(mats)), (lims_key, np.ascontiguousarray(lims, np.float64)),
+                     (rows_key and rows_key + ("starts",), self.starts), (rows_key and rows_key + ("spans",), spans)]
         self.dev_counts = None
         if isinstance(counts, np.ndarray):
-            self.host.append(counts.astype(np.int32))
+            fixed = boxes.counts is None and rows_key is not None  # every row valid: a function of (n, m)
+            self.host.append((rows_key + ("spans",) if fixed else None, counts.astype(np.int32, copy=False)))
         else:
-            self.dev_counts = cp.ascontiguousarray(counts, dtype=cp.int32)
+            self.dev_counts = _contiguous(cp, counts, cp.int32)
         self.scalars = (np.int32(n), np.int32(fmt), np.float64(mv), np.int32(drop), np.int32(keep is not None))
         self.ctype = "float" if data.dtype == np.float32 else "double"
         self.blocks = (n * 32 + _BLOCK - 1) // _BLOCK
+        _bound(self, outs)
+
+    def bind(self, outs):
+        """Take the outputs from ``outs`` (made)."""
+        self.out, self.index, self.count_out = (outs[k] for k in self.slots)
+        if self.keep is None:
+            self.keep = self.index
 
     def args(self, dev):
         """Kernel arguments, with ``dev`` the uploaded ``host`` rows."""
@@ -266,48 +378,62 @@ def _points_numpy(pts, vis, mats, lims):
 
 
 def _point_setup(keypoints, matrices, in_sizes, out_sizes, check):
-    """(keypoints, mats (N, 9), lims (N, 4)) after the checks."""
+    """(keypoints, mats (N, 9), lims (N, 4), hw) after the checks; ``hw`` and the limits as
+    :func:`_box_setup`."""
     from gpuaug.targets._types import as_keypoints
 
     kp = as_keypoints(keypoints)
     n = kp.n
-    mats3 = np.asarray(matrices, np.float64)
-    if mats3.ndim == 2:
-        mats3 = np.broadcast_to(mats3, (n, 3, 3))
+    mats3 = _maps(matrices, n)
     _check_n("keypoints", n, mats3.shape[0])
-    in_sizes = np.broadcast_to(np.asarray(in_sizes, np.float64), (n, 2))
-    out_sizes = np.broadcast_to(np.asarray(out_sizes, np.float64), (n, 2))
+    given = out_sizes
+    in_sizes, out_sizes = _sizes_f64(in_sizes, n), _sizes_f64(out_sizes, n)
     if check and kp.check:
         check_keypoints_values(kp)
     cont = kp.coords == "continuous"
     mats = target_matrices(mats3, in_sizes, out_sizes, cont, kp.normalized)
-    # inside the output image: [0, W) continuous, [-0.5, W - 0.5) at pixel centres; normalised
-    # coordinates divide both ends by W
+    hw = _uniform_hw(given, n)
+    if hw is None:
+        lims = _point_lims(out_sizes, cont, kp.normalized)
+    else:
+        lims = _memo(("point_lims", n, hw, cont, kp.normalized), lambda: _point_lims(out_sizes, cont, kp.normalized))
+    return kp, mats, lims, hw
+
+
+def _point_lims(out_sizes, cont, normalized):
+    """(N, 4) float64 (x lo, x hi, y lo, y hi): inside the output image, [0, W) continuous,
+    [-0.5, W - 0.5) at pixel centres; normalised coordinates divide both ends by W."""
+    n = len(out_sizes)
     lo = 0.0 if cont else -0.5
     ow, oh = out_sizes[:, 1], out_sizes[:, 0]
     lims = np.stack([np.full(n, lo), ow + lo, np.full(n, lo), oh + lo], axis=1)
-    if kp.normalized:
+    if normalized:
         lims /= np.stack([ow, ow, oh, oh], axis=1)
-    return kp, mats, lims
+    return lims
 
 
 class _DevicePoints:
-    def __init__(self, kp, mats, lims):
+    def __init__(self, kp, mats, lims, hw=None, outs=None):
         cp = cupy_module()
         self.kp = kp
         n, k = kp.data.shape[:2]
-        self.data = cp.ascontiguousarray(kp.data)
-        self.vis = cp.ascontiguousarray(kp.visibility).view(cp.uint8)
-        self.out = cp.empty_like(self.data)
-        self.vout = cp.empty((n, k), cp.bool_)
-        self.host = [np.ascontiguousarray(mats), np.ascontiguousarray(lims)]
+        self.data = _contiguous(cp, kp.data)
+        # bool flags go to the kernel as they are: it reads their bytes (a launch passes only the address)
+        self.vis = _contiguous(cp, kp.visibility)
+        self.outs = _Outputs() if outs is None else outs
+        self.slots = (self.outs.take(self.data.shape, self.data.dtype), self.outs.take((n, k), np.bool_))
+        lims_key = None if hw is None else ("gpuaug.targets.point_lims", n, hw, kp.coords, kp.normalized)
+        self.host = [(None, np.ascontiguousarray(mats)), (lims_key, np.ascontiguousarray(lims))]
         self.n, self.k = n, k
         self.ctype = "float" if self.data.dtype == np.float32 else "double"
         self.blocks = (n * k + _BLOCK - 1) // _BLOCK
+        _bound(self, outs)
+
+    def bind(self, outs):
+        self.out, self.vout = (outs[k] for k in self.slots)
 
     def args(self, dev):
-        cp = cupy_module()
-        return (self.data, self.out, self.vis, self.vout.view(cp.uint8), dev[0], dev[1], np.int32(self.n),
+        return (self.data, self.out, self.vis, self.vout, dev[0], dev[1], np.int32(self.n),
                 np.int32(self.k))
 
     def result(self):
@@ -359,7 +485,7 @@ def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, 
     ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, check) if keypoints is not None else None
     rb = rk = None
     if bs is not None and not bs[0].device:
-        rb = _follow(bs[0], _map_boxes_host(*bs))
+        rb = _follow(bs[0], _map_boxes_host(*bs[:7]))
         bs = None
     if ps is not None and not ps[0].device:
         rk = ps[0].like(*_points_numpy(ps[0].data, ps[0].visibility, ps[1], ps[2]))
@@ -369,8 +495,10 @@ def map_targets(boxes, keypoints, matrices, in_sizes, out_sizes, *, check=True, 
     from gpuaug._stream import on_stream
 
     with on_stream(stream):
-        db = _DeviceBoxes(*bs) if bs is not None else None
-        dp = _DevicePoints(*ps) if ps is not None else None
+        outs = _Outputs()  # every output of the launch: one allocation
+        db = _DeviceBoxes(*bs, outs=outs) if bs is not None else None
+        dp = _DevicePoints(*ps, outs=outs) if ps is not None else None
+        _bind(outs, db, dp)
         _launch(db, dp)
         if db is not None:
             rb = _follow(bs[0], db.result())
@@ -410,6 +538,9 @@ def mask_blocks(planes, h, w, px=MASK_PX):
     return -(-(planes * h * (-(-w // px))) // _BLOCK)
 
 
+_AFFINE_ROW = np.array([0.0, 0.0, 1.0])
+
+
 class _DeviceMasks:
     """The device side of a stage's masks in :func:`map_stage`: dense planes (N, H, W) or
     (N, K, H, W) of uint8 / bool / int32, their per-sample destination -> source maps (float32,
@@ -422,13 +553,13 @@ class _DeviceMasks:
         self.k = d.shape[1] if masks.onehot else 1
         self.n = d.shape[0]
         self.h, self.w = d.shape[-2:]
-        self.H, self.W = (int(v) for v in out_hw)
-        self.src = d.view(cp.uint8) if d.dtype == np.bool_ else d
-        self.out = cp.empty(d.shape[:-2] + (self.H, self.W), d.dtype)
-        self.dst = self.out.view(cp.uint8) if d.dtype == np.bool_ else self.out
+        self.H, self.W = int(out_hw[0]), int(out_hw[1])
+        self.src = d.view(np.uint8) if d.dtype == np.bool_ else d
+        self.out = cp.empty(d.shape[:-2] + (self.H, self.W), d.dtype)  # an allocation of its own (see map_stage)
+        self.dst = self.out.view(np.uint8) if d.dtype == np.bool_ else self.out
         inv = np.asarray(inv, np.float64).reshape(-1, 9)
-        self.persp = not (np.all(inv[:, 6:8] == 0) and np.all(inv[:, 8] == 1))  # as warp_masks decides
-        self.host = [np.ascontiguousarray(inv, np.float32)]
+        self.persp = not (inv[:, 6:] == _AFFINE_ROW).all()  # as warp_masks decides: a last row of 0, 0, 1
+        self.host = [(None, np.ascontiguousarray(inv, np.float32))]
         self.ctype = "int" if d.dtype == np.int32 else "unsigned char"
         self.constant = bool(constant)
         self.blocks = mask_blocks(self.n * self.k, self.H, self.W)
@@ -460,15 +591,19 @@ def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, const
     from gpuaug._stream import on_stream
 
     out_sizes = np.asarray(out_sizes, np.int64)
-    if not _fused_masks_ok(masks, boxes, keypoints) or not bool((out_sizes == out_sizes[0]).all()):
+    hw = _uniform_hw(out_sizes, len(out_sizes)) if _fused_masks_ok(masks, boxes, keypoints) else None
+    if hw is None:
         return None
     bs = _box_setup(boxes, matrices, in_sizes, out_sizes, False, keep) if boxes is not None else None
     ps = _point_setup(keypoints, matrices, in_sizes, out_sizes, False) if keypoints is not None else None
     rb = rk = None
     with on_stream(stream):
-        db = _DeviceBoxes(*bs) if bs is not None else None
-        dp = _DevicePoints(*ps) if ps is not None else None
-        dm = _DeviceMasks(masks, inv, out_sizes[0], constant)
+        outs = _Outputs()  # every output of the launch: one allocation
+        db = _DeviceBoxes(*bs, outs=outs) if bs is not None else None
+        dp = _DevicePoints(*ps, outs=outs) if ps is not None else None
+        # the masks' output alone: boxes kept past the step should not hold the masks' memory
+        dm = _DeviceMasks(masks, inv, hw, constant)
+        _bind(outs, db, dp)
         _launch(db, dp, dm)
         if db is not None:
             rb = _follow(bs[0], db.result())
@@ -477,14 +612,22 @@ def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, const
         return rb, rk, dm.result()
 
 
+def _bind(outs, *targets):
+    """Allocate ``outs`` (booked by ``targets``) and hand each target its arrays."""
+    outs.make()
+    for t in targets:
+        if t is not None:
+            t.bind(outs)
+
+
 def _launch(db, dp, dm=None):
     """Upload the rows and launch: gpuaug_target_both when there are boxes and keypoints;
     gpuaug_target_all with masks."""
-    from gpuaug.kernels._cuda import get_function, upload
+    from gpuaug.kernels._cuda import get_function, stage
 
     if dm is not None:
         parts = [t for t in (db, dp, dm) if t is not None]
-        dev = upload(*[a for t in parts for a in t.host])
+        dev = stage(*[a for t in parts for a in t.host])
         rows, k = {}, 0
         for t in parts:
             rows[id(t)] = dev[k:k + len(t.host)]
@@ -504,7 +647,7 @@ def _launch(db, dp, dm=None):
         return
 
     if db is not None and dp is not None:
-        dev = upload(*(db.host + dp.host))
+        dev = stage(*(db.host + dp.host))
         nb = len(db.host)
         fn = get_function("targets.cu", f"gpuaug_target_both<{db.ctype}, {dp.ctype}>")
         blocks = db.blocks + dp.blocks
@@ -512,7 +655,7 @@ def _launch(db, dp, dm=None):
             fn((blocks,), (_BLOCK,), db.args(dev[:nb]) + dp.args(dev[nb:]) + (np.int32(db.blocks),))
     else:
         one = db if db is not None else dp
-        dev = upload(*one.host)
+        dev = stage(*one.host)
         name = "gpuaug_target_boxes" if db is not None else "gpuaug_target_points"
         if one.blocks:
             get_function("targets.cu", f"{name}<{one.ctype}>")((one.blocks,), (_BLOCK,), one.args(dev))

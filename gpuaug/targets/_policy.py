@@ -4,9 +4,10 @@ The policy's planner packs runs of geometric transforms into fused stages, each 
 resampling by the composition of its transforms' per-sample matrices (see
 :mod:`gpuaug.policy.compose`). The targets follow the images stage by stage:
 
-- per fused stage with geometry, the same composed matrix and output size that
-  :func:`gpuaug.policy._fused.build` computes (from the same drawn parameters, in
-  ``last_params``): boxes and keypoints are mapped once per stage (boxes clipped and filtered
+- per fused stage with geometry, the composed matrix, its inverse and the output size that
+  :func:`gpuaug.policy._fused.build` computed for the images (``Built.maps`` and the rows, handed
+  on by the call; from the drawn parameters in ``last_params``): boxes and keypoints are mapped
+  once per stage (boxes clipped and filtered
   at the end of the stage, where the image's pixels are cut; on the GPU both in one launch),
   masks are warped once per stage
   with nearest sampling from the exact destination -> source map the fused kernel uses, the
@@ -91,32 +92,36 @@ class PolicyTargets:
             sizes = out
         return params
 
-    def run(self, policy, params, dtype, stream=None, backend=None):
+    def run(self, policy, params, dtype, stream=None, backend=None, built=None):
         """Apply the policy's stages to the targets; returns them in the order given
-        (boxes, keypoints, masks)."""
+        (boxes, keypoints, masks). ``built``: the (StageSpec, Built) of each fused stage the
+        images just ran (:meth:`Compose._run`), whose maps and inverses the targets take
+        (else they are composed here again, :func:`_stages`)."""
         bx, kp, ms = self.boxes, self.keypoints, self.masks
         sizes = self.sizes
-        for geo, m, out, fill in _stages(policy, params, dtype, sizes):
+        stages = _stages(policy, params, dtype, sizes) if built is None else _built_stages(built, len(sizes))
+        for geo, m, out, constant, inv in stages:
             keep = _stage_keep(policy, params, geo) if bx is not None else None
             one = None
             if ms is not None and backend == "cuda":  # boxes, keypoints and masks in one launch
-                one = map_stage(bx, kp, ms, m, _stage_inverse(m), sizes, out, fill is not None, stream=stream,
-                                keep=keep)
+                one = map_stage(bx, kp, ms, m, _stage_inverse(m) if inv is None else inv, sizes, out, constant,
+                                stream=stream, keep=keep)
             if one is not None:
                 bx, kp, ms = one
             else:
                 if bx is not None or kp is not None:
                     bx, kp = map_targets(bx, kp, m, sizes, out, check=False, stream=stream, keep=keep)
                 if ms is not None:
-                    ms = _stage_masks(ms, m, out, fill is not None, stream, backend)
+                    ms = _stage_masks(ms, m, out, constant, stream, backend, inv)
             sizes = out
         res = {"boxes": bx, "keypoints": kp, "masks": ms}
         return tuple(res[k] for k in self.given)
 
 
 def _stages(policy, params, dtype, sizes):
-    """Per fused stage with geometry: (policy indices, composed matrix, output sizes, the
-    stage's fill or None): the composition :func:`gpuaug.policy._fused.build` makes."""
+    """Per fused stage with geometry: (policy indices, composed matrix, output sizes, whether
+    the stage has a fill (constant border), None): the composition
+    :func:`gpuaug.policy._fused.build` makes."""
     for kind, spec in policy._items(dtype):
         if kind != "fused" or not spec.geometry:
             continue
@@ -128,8 +133,22 @@ def _stages(policy, params, dtype, sizes):
             out = np.asarray(t.out_sizes(out), np.int64)
             if t.needs_fill() and fill is None:
                 fill = t.fill
-        yield list(spec.geometry), m, out, fill
+        yield list(spec.geometry), m, out, fill is not None, None
         sizes = out
+
+
+def _built_stages(built, n):
+    """:func:`_stages` from the images' own stages (``built``: their (StageSpec, Built)), with
+    the inverse maps the fused kernel got ((n, 9) float64 views of its rows): nothing composed
+    or inverted again."""
+    from gpuaug.policy import _fused as F
+
+    for spec, b in built:
+        if not spec.geometry:
+            continue
+        hw = getattr(b.shapes, "hw", None)
+        out = F.uniform_sizes(n, *hw) if hw is not None else np.asarray(b.shapes, np.int64).reshape(n, 2)
+        yield spec.geometry, b.maps, out, b.border == 0, b.rows[:, F.P_MAP:F.P_MAP + 9]
 
 
 def _aware(t):
@@ -184,9 +203,10 @@ def _stage_inverse(m):
     return F._inverse(np.ascontiguousarray(m, np.float64))[0]
 
 
-def _stage_masks(ms, m, out, constant, stream, backend):
-    """One nearest warp of every mask plane by the stage's destination -> source map."""
-    inv = _stage_inverse(m).reshape(-1, 3, 3)
+def _stage_masks(ms, m, out, constant, stream, backend, inv=None):
+    """One nearest warp of every mask plane by the stage's destination -> source map (``inv``,
+    (n, 9); None: the inverse of ``m``)."""
+    inv = (_stage_inverse(m) if inv is None else np.asarray(inv)).reshape(-1, 3, 3)
     views, k, fill, back = _planes(ms)
     p = len(inv) * k
     data = warp_masks(views, np.repeat(inv, k, axis=0), np.repeat(out, k, axis=0),

@@ -124,9 +124,12 @@ def _fills(fill, p):
 
 
 def _check_masks(masks, sizes):
-    ms = masks.sizes
     if masks.n != len(sizes):
         raise ValueError(f"masks: holds {masks.n} samples; the images are {len(sizes)}; expected one mask per image")
+    if (not isinstance(masks.data, list) and isinstance(sizes, np.ndarray) and sizes.ndim == 2 and sizes.strides[0] == 0
+            and tuple(masks.data.shape[-2:]) == tuple(sizes[0])):
+        return  # a dense batch of masks and images of one size (a broadcast, as the policies' sizes are)
+    ms = masks.sizes
     bad = np.nonzero((ms != sizes).any(axis=1))[0]
     if bad.size:
         i = int(bad[0])
