@@ -17,7 +17,7 @@ stage() {  # stage NAME TIMEOUT CMD...: run unless past the budget; log to $OUT/
   timeout "$t" "$@" > "$OUT/$name.txt" 2>&1
   echo "== $name (rc $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/$name.txt")"
 }
-stage gpu_tests 150 python3 -m pytest -q -x -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_auto_policies.py tests/test_compose_eager_memo.py tests/test_compose_draws.py}
+stage gpu_tests 150 python3 -m pytest -q -x -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_auto_policies.py tests/test_compose_eager_memo.py tests/test_compose_draws.py tests/test_targets_gpu.py tests/test_targets_host_memo.py tests/test_targets_cuda_host.py}
 stage ra_px 90 python3 tests/gpu/ra_px.py
 cat "$OUT/ra_px.txt" | grep -E "fused|stats" | cut -c1-120
 stage kprof 60 python3 tests/gpu/kprof.py ra ta
