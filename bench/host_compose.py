@@ -112,14 +112,11 @@ def standins(setattr_=None, setitem_=None):
                 nbytes = math.prod((shape,) if isinstance(shape, int) else shape) * np.dtype(dtype).itemsize
                 HP.FakeArray._next[0] += (nbytes + 511) // 512 * 512 + 512  # CuPy's pool: 512-byte aligned
             super().__init__(shape, dtype, memptr)
-            self.itemsize = self.dtype.itemsize
-            if strides is None:
-                acc, st_ = self.itemsize, []
-                for d in reversed(self.shape):
-                    st_.append(acc)
-                    acc *= d
-                strides = tuple(reversed(st_))
-            self.strides = strides
+            self._strides = strides  # None: C-contiguous (HP.FakeArray.strides)
+
+        @property
+        def strides(self):
+            return HP.FakeArray.strides.fget(self) if self._strides is None else self._strides
 
         @staticmethod
         def at(addr):
