@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 source tests/gpu/setup.sh > "$OUT/setup.txt" 2>&1; tail -3 "$OUT/setup.txt"
-BUDGET_S=${BUDGET_S:-200}
+BUDGET_S=${BUDGET_S:-180}
 stage() {  # stage NAME TIMEOUT CMD...: run unless past the budget; log to $OUT/NAME.txt
   local name=$1 t=$2; shift 2
   if [ "$SECONDS" -ge "$BUDGET_S" ]; then echo "SKIPPED (budget, ${SECONDS}s): $name"; return; fi
@@ -29,7 +29,7 @@ tail -8 "$OUT/compose_host.txt"
 # the multi-GPU bench's code path on this one GPU (gpuaug bench --e2e --gpus 1: one torchrun of
 # gpuaug.bench.ddp per path), with the single-process rows of the same paths
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-stage e2e_gpus1 120 python3 -m gpuaug bench --e2e --images 2048 --epochs 1 --min-seconds 0 \
-  --paths scheduler_memory,scheduler_gpu,gpuaug_dali_rrc --gpus 1 --steps 20 --warmup 5 --timeout 60 --out "$OUT/e2e"
+stage e2e_gpus1 60 python3 -m gpuaug bench --e2e --images 2048 --epochs 1 --min-seconds 0 \
+  --paths ${E2E_PATHS:-scheduler_memory} --gpus 1 --steps 20 --warmup 5 --timeout 60 --out "$OUT/e2e"
 grep -vE "^\s*$" "$OUT/e2e_gpus1.txt" | tail -16 | cut -c1-160
 echo "total ${SECONDS}s"
