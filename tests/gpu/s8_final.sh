@@ -33,3 +33,4 @@ stage e2e_gpus1 60 python3 -m gpuaug bench --e2e --images 2048 --epochs 1 --min-
   --paths ${E2E_PATHS:-scheduler_memory} --gpus 1 --steps 20 --warmup 5 --timeout 60 --out "$OUT/e2e"
 grep -vE "^\s*$" "$OUT/e2e_gpus1.txt" | tail -16 | cut -c1-160
 echo "total ${SECONDS}s"
+tar czf /tmp/s8_final.tgz -C "$OUT" . && mv /tmp/s8_final.tgz "$OUT/all.tgz"  # a call returns few files
