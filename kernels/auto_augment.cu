@@ -378,55 +378,6 @@ struct AAEval<C, 0> {
     for (int c = 0; c < C; ++c) v[c] = (float)q[c];
   }
 };
-
-// Point-wise samples: when each of a sample's first K ops reads only the pixel it writes
-// (no warp, no Sharpness), the image after K steps is aa_point applied K times per pixel, and
-// the pixels can go 16 at a time through three 16-byte loads (RGB, images of a multiple of 16
-// pixels on 16-byte boundaries): the same float operations per pixel in the same order, so the
-// same bytes as AAEval.
-#ifndef GPUAUG_AA_POINT16  // 0: no 16-pixel path (tests/gpu/ra_px.py times both)
-#define GPUAUG_AA_POINT16 1
-#endif
-template <int K>
-__device__ __forceinline__ bool aa_pointwise(const float* rows, int n, int s) {
-  bool ok = GPUAUG_AA_POINT16 != 0 || K == 0;  // K == 0: the input itself
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int op = (int)rows[((aa_i64)k * n + s) * AA_P];
-    ok = ok && !(op >= OP_SHEARX && op <= OP_ROTATE) && op != OP_SHARPNESS;
-  }
-  return ok;
-}
-
-__device__ __forceinline__ bool aa_vec16(const unsigned char* p, int npix) {
-  return (npix & 15) == 0 && (reinterpret_cast<size_t>(p) & 15) == 0;
-}
-
-// The first K steps on 16 RGB pixels held as 12 words (3 x 16 bytes), in place.
-template <int K>
-__device__ __forceinline__ void aa_point16(const AACtx& t, unsigned* w) {
-  const float* p[K > 0 ? K : 1];
-  int op[K > 0 ? K : 1];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    p[k] = t.rows + ((aa_i64)k * t.n + t.s) * AA_P;
-    op[k] = (int)p[k][0];
-  }
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    float v[3];
-#pragma unroll
-    for (int c = 0; c < 3; ++c) v[c] = (float)((w[(3 * j + c) >> 2] >> (8 * ((3 * j + c) & 3))) & 0xffu);
-#pragma unroll
-    for (int k = 0; k < K; ++k) aa_point<3>(t, k, op[k], p[k], v);
-#pragma unroll
-    for (int c = 0; c < 3; ++c) {
-      const int sh = 8 * ((3 * j + c) & 3);
-      unsigned& word = w[(3 * j + c) >> 2];
-      word = (word & ~(0xffu << sh)) | ((unsigned)(int)v[c] << sh);
-    }
-  }
-}
 }  // namespace
 
 // Pixels per thread of gpuaug_autoaug_fused: pixel j of a thread is blockDim.x j pixels after
@@ -456,24 +407,6 @@ __global__ void __launch_bounds__(256, GPUAUG_AA_MINB(K)) gpuaug_autoaug_fused(c
   const int npix = H * W;
   const AACtx t{src + (aa_i64)s * npix * C, H, W, n, s, LP, rows, minmax, gsum, lut};
   unsigned char* o = dst + (aa_i64)s * npix * C;
-  if (C == 3 && aa_vec16(t.img, npix) && aa_vec16(o, npix) && aa_pointwise<K>(rows, n, s)) {
-    // 16 pixels a thread: the first of every 16 / GPUAUG_AA_PX blocks covers their pixels
-    // (H100, RandAugment(2, 9): a third of the samples are point-wise)
-    static_assert(16 % GPUAUG_AA_PX == 0, "GPUAUG_AA_PX divides 16");
-    constexpr int FB = 16 / GPUAUG_AA_PX;
-    if (blockIdx.x % FB) return;
-    const int k = (blockIdx.x / FB) * blockDim.x + threadIdx.x;
-    if (k >= npix / 16) return;
-    const uint4* q = reinterpret_cast<const uint4*>(t.img) + 3 * (aa_i64)k;
-    const uint4 a = q[0], b = q[1], d = q[2];
-    unsigned w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, d.x, d.y, d.z, d.w};
-    aa_point16<K>(t, w);
-    uint4* r = reinterpret_cast<uint4*>(o) + 3 * (aa_i64)k;
-    r[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    r[1] = make_uint4(w[4], w[5], w[6], w[7]);
-    r[2] = make_uint4(w[8], w[9], w[10], w[11]);
-    return;
-  }
 #pragma unroll
   for (int j = 0; j < GPUAUG_AA_PX; ++j) {
     const int i = (blockIdx.x * GPUAUG_AA_PX + j) * blockDim.x + threadIdx.x;
@@ -523,15 +456,13 @@ __global__ void __launch_bounds__(256, GPUAUG_AA_SMINB) gpuaug_autoaug_stats_fus
     if (op == OP_CONTRAST) sum += (unsigned)(C == 3 ? gray_floor(b) : (float)b[0]);
   };
   const int i0 = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
-  if (C == 3 && aa_vec16(t.img, npix) && aa_pointwise<I>(rows, n, s)) {
-    // the input (or, after point-wise steps, its pixels mapped through them), 16 pixels
-    // (three 16-byte loads) at a time: byte loads kept too few bytes in flight, this launch
-    // was latency bound at a tenth of the memory's speed
+  if (I == 0 && C == 3 && (npix & 15) == 0 && (reinterpret_cast<size_t>(t.img) & 15) == 0) {
+    // the input itself, 16 pixels (three 16-byte loads) at a time: byte loads kept too few
+    // bytes in flight, this launch was latency bound at a tenth of the memory's speed
     const uint4* q = reinterpret_cast<const uint4*>(t.img);
     for (int k = i0; k < npix / 16; k += step) {
       const uint4 a = q[3 * k], b = q[3 * k + 1], d = q[3 * k + 2];
-      unsigned w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, d.x, d.y, d.z, d.w};
-      if (I > 0) aa_point16<I>(t, w);
+      const unsigned w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, d.x, d.y, d.z, d.w};
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         unsigned char px[C];

@@ -335,42 +335,6 @@ def test_fused_kernel_grid_covers_every_pixel():
     np.testing.assert_array_equal(_emulated_fused(x, rows, emu), apply_ops(x, p))
 
 
-@pytest.mark.parametrize("misaligned", [False, True])
-def test_fused_kernels_pointwise_fast_path(misaligned):
-    """Samples whose every step is point-wise go 16 pixels a thread through 16-byte loads in
-    gpuaug_autoaug_fused (the first of every 16 / _FUSED_PX blocks covers them) and in
-    gpuaug_autoaug_stats_fused after point-wise steps: RGB images of a multiple of 16 pixels,
-    several such 16-pixel-a-thread blocks and a part of one, mixed in one batch with samples
-    that warp or sharpen, equal the NumPy twin; an input off 16-byte boundaries takes the
-    pixel path with the same result."""
-    import cuda_emu
-
-    why = cuda_emu.available()
-    if why:
-        pytest.skip(f"CUDA C emulation needs g++ with C++20: {why}")
-    emu = _fused_emulator(3)
-    rng = np.random.default_rng(23)
-    h, w = 40, 64  # 2560 pixels: with 64-thread blocks, 2.5 blocks of 16 pixels a thread
-    n = 12
-    x = _images(rng, n, h, w, 3)
-    if misaligned:
-        buf = np.empty(x.size + 1, np.uint8)
-        buf[1:] = x.ravel()
-        x = buf[1:].reshape(x.shape)
-    point = np.array([0, 6, 7, 8, 10, 11, 12, 13, 14])
-    for k in (1, 2, 3):
-        ops = point[rng.integers(0, len(point), (n, k))]
-        ops[1::4, rng.integers(0, k)] = rng.choice([1, 2, 3, 4, 5, 9], len(ops[1::4]))  # warps, Sharpness
-        ops[2, :] = [8, 12, 13][:k]  # reductions after point-wise steps
-        mags = np.array([[MAGS[o][(i + j) % len(MAGS[o])] for j, o in enumerate(row)] for i, row in enumerate(ops)])
-        p = AutoParams(ops, mags)
-        rows = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), h, w, False).reshape(k, n, -1)
-        got = _emulated_fused(x, rows, emu)
-        ref = apply_ops(np.ascontiguousarray(x), p)
-        bad = np.nonzero((got != ref).reshape(n, -1).any(1))[0]
-        assert not len(bad), (k, [p.names()[i] for i in bad])
-
-
 def test_augmix_fused_kernel_host_emulation():
     """gpuaug_augmix_fused (chains evaluated per pixel, mixed in float32) equals AugMix's NumPy path."""
     import cuda_emu

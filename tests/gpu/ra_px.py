@@ -1,11 +1,15 @@
 """gpuaug_autoaug_fused / _stats_fused variants on the GPU: kernels/auto_augment.cu compiled
 with other macros (GPUAUG_AA_PX pixels per thread, GPUAUG_AA_MINB_ALL launch bounds,
-GPUAUG_AA_SMINB statistics launch bounds, GPUAUG_AA_POINT16=0 without the 16-pixel path of
-point-wise samples), timed on the launches RandAugment(2, 9) and a few forced op pairs make
+GPUAUG_AA_SMINB statistics launch bounds), timed on the launches RandAugment(2, 9) and a few forced op pairs make
 (their grids and arguments recorded from the real calls), each output checked bit for bit
 against the production kernel's (the first variant).
 
-    python3 tests/gpu/ra_px.py [--set point16|px]
+    python3 tests/gpu/ra_px.py
+
+Session 8 (H200, bench/results/2026-11-28-h200-s8/ra_px.txt) timed a 16-pixel-a-thread path
+for samples whose steps are all point-wise (GPUAUG_AA_POINT16, since removed) this way: faster
+when every sample took it (Identity->Identity 111 -> 81 us) but slower for RandAugment(2, 9)
+(fused 176 -> 189 us, statistics after one step 67 -> 75 us), where a third of the samples do.
 """
 import os
 import sys
@@ -78,12 +82,9 @@ def main():
         cp.cuda.Device().synchronize()
         cases[label] = list(CALLS)
     print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; {n}x{s}x{s}x3 uint8; us per launch (median)")
-    if "px" in sys.argv[1:]:
-        fused_v = [("default", ())] + [(f"px{px}/mb{mb}", (f"-DGPUAUG_AA_PX={px}", f"-DGPUAUG_AA_MINB_ALL={mb}"))
-                                       for px, mb in ((1, 5), (2, 5), (2, 7), (4, 6))]
-        stats_v = [("default", ()), ("smb6", ("-DGPUAUG_AA_SMINB=6",))]
-    else:
-        fused_v = stats_v = [("default", ()), ("no-point16", ("-DGPUAUG_AA_POINT16=0",))]
+    fused_v = [("default", ())] + [(f"px{px}/mb{mb}", (f"-DGPUAUG_AA_PX={px}", f"-DGPUAUG_AA_MINB_ALL={mb}"))
+                                   for px, mb in ((1, 5), (2, 5), (2, 7), (4, 6))]
+    stats_v = [("default", ()), ("smb6", ("-DGPUAUG_AA_SMINB=6",))]
     for label, calls in cases.items():
         for name, grid, args in calls:
             stats = "stats" in name
