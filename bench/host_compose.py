@@ -41,14 +41,11 @@ allocations and the driver's launches come on top (tests/gpu/compose_host.py tim
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
-import statistics
-import timeit
 
 import numpy as np
+
+import _hostbench as HB  # noqa: E402  (bench/, the script's own folder)
 
 
 def policy(size):
@@ -265,31 +262,20 @@ def cases(n, size):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=256)
+    ap = HB.parser(__doc__, 1000)
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--number", type=int, default=1000, help="calls per timing")
-    ap.add_argument("--repeat", type=int, default=7, help="timings per row")
-    ap.add_argument("--only", nargs="*", help="row names")
-    ap.add_argument("--json", help="write the rows here")
     a = ap.parse_args(argv)
     rows = {}
-    print(f"Compose host draws and rows, n={a.n}, {a.size}x{a.size}, {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, NumPy {np.__version__}")
+    print(f"Compose host draws and rows, n={a.n}, {a.size}x{a.size}, {HB.machine()}")
     todo = dict(cases(a.n, a.size))
     if not a.only or any(r.startswith("device_call") for r in a.only):
         todo.update(device_cases(a.n, a.size))  # last: it installs the stand-in CuPy for good
     for name, f in todo.items():
         if a.only and name not in a.only:
             continue
-        for _ in range(20):
-            f()  # warm-up: imports, memos, compiles
-        ts = [t / a.number * 1e6 for t in timeit.repeat(f, number=a.number, repeat=a.repeat)]
-        rows[name] = {"median_us": statistics.median(ts), "best_us": min(ts)}
+        rows[name] = HB.time_us(f, a.number, a.repeat, warmup=20)  # imports, memos, compiles
         print(f"  {name:20s} {rows[name]['median_us']:8.2f} us (best {rows[name]['best_us']:.2f})", flush=True)
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"n": a.n, "size": a.size, "rows": rows}, fh, indent=1)
+    HB.write_json(a.json, {"n": a.n, "size": a.size, "rows": rows})
     return rows
 
 

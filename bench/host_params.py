@@ -18,13 +18,10 @@ Rows:
 """
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import statistics
-import timeit
 
 import numpy as np
+
+import _hostbench as HB  # noqa: E402  (bench/, the script's own folder)
 
 
 def cases(n):
@@ -67,26 +64,16 @@ def cases(n):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--number", type=int, default=2000, help="calls per timing")
-    ap.add_argument("--repeat", type=int, default=7, help="timings per row")
-    ap.add_argument("--only", nargs="*", help="row names")
-    ap.add_argument("--json", help="write the rows here")
+    ap = HB.parser(__doc__, 2000)
     a = ap.parse_args(argv)
     rows = {}
-    print(f"host parameter maths, n={a.n}, {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, NumPy {np.__version__}")
+    print(f"host parameter maths, n={a.n}, {HB.machine()}")
     for name, f in cases(a.n).items():
         if a.only and name not in a.only:
             continue
-        f()  # warm-up: imports, memos
-        ts = [t / a.number * 1e6 for t in timeit.repeat(f, number=a.number, repeat=a.repeat)]
-        rows[name] = {"median_us": statistics.median(ts), "best_us": min(ts)}
+        rows[name] = HB.time_us(f, a.number, a.repeat)
         print(f"  {name:22s} {rows[name]['median_us']:8.2f} us (best {rows[name]['best_us']:.2f})", flush=True)
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"n": a.n, "rows": rows}, fh, indent=1)
+    HB.write_json(a.json, {"n": a.n, "rows": rows})
     return rows
 
 

@@ -31,16 +31,13 @@ On the GPU machine, device ms / host us / loop ms of the real calls:
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import statistics
 import sys
-import timeit
 import types
 
 import numpy as np
+
+import _hostbench as HB  # noqa: E402  (bench/, the script's own folder)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -137,12 +134,6 @@ def cases(n):
     return calls, pieces
 
 
-def _time(f, number, repeat):
-    f()  # warm-up: imports, memos, the constant cache
-    ts = [t / number * 1e6 for t in timeit.repeat(f, number=number, repeat=repeat)]
-    return {"median_us": statistics.median(ts), "best_us": min(ts)}
-
-
 def _counts(f):
     COUNTS.update(allocs=0, uploads=0)
     f()
@@ -150,12 +141,7 @@ def _counts(f):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--number", type=int, default=300, help="calls per timing")
-    ap.add_argument("--repeat", type=int, default=7, help="timings per row")
-    ap.add_argument("--only", nargs="*", help="row names")
-    ap.add_argument("--json", help="write the rows here")
+    ap = HB.parser(__doc__, 300)
     ap.add_argument("--profile", help="print a cProfile excerpt of this row instead")
     a = ap.parse_args(argv)
     calls, pieces = cases(a.n)
@@ -173,13 +159,12 @@ def main(argv=None):
         pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(30)
         return None
-    print(f"targets host work, n={a.n}, {SIZE}x{SIZE}, stand-in CuPy; {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, NumPy {np.__version__}")
+    print(f"targets host work, n={a.n}, {SIZE}x{SIZE}, stand-in CuPy; {HB.machine()}")
     rows = {}
     for name, f in list(calls.items()) + [(f"pieces.{k}", v) for k, v in pieces.items()]:
         if a.only and name not in a.only:
             continue
-        rows[name] = _time(f, a.number, a.repeat)
+        rows[name] = HB.time_us(f, a.number, a.repeat)  # after a warm-up: the constant cache
         extra = ""
         if name in calls:
             c = _counts(f)
@@ -192,9 +177,7 @@ def main(argv=None):
                 d = rows[k]["median_us"] - rows["images"]["median_us"]
                 rows[f"extra.{k}"] = {"median_us": d}
                 print(f"  {'extra.' + k:22s} {d:8.1f} us")
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"n": a.n, "size": SIZE, "rows": rows}, fh, indent=1)
+    HB.write_json(a.json, {"n": a.n, "size": SIZE, "rows": rows})
     return rows
 
 
