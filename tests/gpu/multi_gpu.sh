@@ -23,7 +23,7 @@
 # Writes to $OUT: multi_gpu_summary.txt (the summary printed at the end), bad_input_2gpu.txt,
 # test_multi_gpu.txt, scaling.txt (the bench's output), e2e/e2e.json|md|png (the bench's
 # document and tables) and e2e/scaling/scale-<path>-<n>.json / .txt (each torchrun's RESULT
-# and log). Knobs (environment): STEPS=20 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400
+# and log). Knobs (environment): STEPS=60 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400
 # (stages that would start after BUDGET_S seconds are skipped and listed as such); TESTS=0 or
 # SCALING=0 leaves out parts 1-2 or part 3.
 set -uo pipefail
@@ -35,7 +35,7 @@ source tests/gpu/setup.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # torchrun sets OMP_NUM_THREADS=1 for nproc > 1 only: the same for every run keeps 1 vs 2 fair
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
-STEPS=${STEPS:-20}; WARMUP=${WARMUP:-5}; BATCH=${BATCH:-256}; N_FOLDER=${N_FOLDER:-4096}
+STEPS=${STEPS:-60}; WARMUP=${WARMUP:-5}; BATCH=${BATCH:-256}; N_FOLDER=${N_FOLDER:-4096}
 BUDGET_S=${BUDGET_S:-400}
 TESTS=${TESTS:-1}; SCALING=${SCALING:-1}
 SUMMARY="$OUT/multi_gpu_summary.txt"
