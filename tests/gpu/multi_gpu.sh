@@ -23,7 +23,8 @@
 # Writes to $OUT: multi_gpu_summary.txt (the summary printed at the end), bad_input_2gpu.txt,
 # test_multi_gpu.txt, scaling.txt (the bench's output), e2e/e2e.json|md|png (the bench's
 # document and tables) and e2e/scaling/scale-<path>-<n>.json / .txt (each torchrun's RESULT
-# and log). Knobs (environment): STEPS=60 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400
+# and log), and all.tgz: all of these in one file (a device call brings back only a few files).
+# Knobs (environment): STEPS=60 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400
 # (stages that would start after BUDGET_S seconds are skipped and listed as such); TESTS=0 or
 # SCALING=0 leaves out parts 1-2 or part 3.
 set -uo pipefail
@@ -96,3 +97,4 @@ fi
 echo
 echo "================ SUMMARY ($SECONDS s) ================"
 cat "$SUMMARY"
+tar czf /tmp/multi_gpu_all.tgz -C "$OUT" . && mv /tmp/multi_gpu_all.tgz "$OUT/all.tgz"
