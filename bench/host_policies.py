@@ -122,6 +122,25 @@ class FakeArray:
         pass
 
 
+class FakeStream:
+    """A CuPy stream's stand-in: what gpuaug._stream (on_stream, Fork) calls."""
+
+    def __init__(self, null=False, non_blocking=False, ptr=0, priority=None):
+        self.ptr = ptr
+
+    def is_capturing(self):
+        return False
+
+    def wait_event(self, event):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def fake_cupy():
     """A module object standing in for ``cupy`` (what the policies' GPU paths call)."""
     cp = types.ModuleType("cupy")
@@ -134,8 +153,8 @@ def fake_cupy():
     cp.asarray = lambda a, dtype=None: a if isinstance(a, FakeArray) else \
         FakeArray(np.shape(a), dtype or np.asarray(a).dtype)
     cp.ascontiguousarray = lambda a, dtype=None: FakeArray(a.shape, dtype or a.dtype)
-    stream = types.SimpleNamespace(ptr=0)
-    cp.cuda = types.SimpleNamespace(Device=_Device, Stream=type("Stream", (), {}),
+    stream = FakeStream()
+    cp.cuda = types.SimpleNamespace(Device=_Device, Stream=FakeStream,
                                     runtime=types.SimpleNamespace(getDevice=lambda: 0),
                                     get_current_stream=lambda: stream)
     return cp

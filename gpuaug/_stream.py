@@ -148,3 +148,57 @@ def on_device(dev: int, stream):
     if stream is None and dev == current_device():
         return _NOTHING
     return _OnDevice(dev, stream)
+
+
+# -- a second stream for work that may overlap the caller's ---------------------------------
+import threading as _threading
+
+#: CUDA priority of the side streams (lower is higher; None: the default priority). Read when a
+#: thread's side stream for a device is first made.
+SIDE_PRIORITY = None
+_SIDES = _threading.local()
+
+
+class Fork:
+    """Work queued on a second stream that overlaps what the caller's stream ``main`` runs after
+    the fork: :meth:`start` makes this thread's side stream of the current device wait (on the
+    device) for everything queued on ``main`` so far; :meth:`join` makes ``main`` wait for
+    everything queued on the side stream. Between the two, work on the side stream may read
+    only what was queued on ``main`` before the fork, and arrays handed back to the caller must
+    be allocated on ``main`` (CuPy's pool gives memory back to the stream that allocated it).
+
+    A Policy call with targets uses it: the targets' launch runs beside the images' kernel
+    instead of after it (gpuaug.targets._policy). No fork while ``main`` is being captured into
+    a CUDA graph (:meth:`maybe` returns None)."""
+
+    __slots__ = ("main", "side", "_join")
+
+    def __init__(self, main, side, join_event):
+        self.main, self.side, self._join = main, side, join_event
+
+    @classmethod
+    def maybe(cls, main):
+        """A started fork from ``main`` (a CuPy stream), or None when ``main`` is capturing."""
+        import cupy
+
+        if main.is_capturing():
+            return None
+        dev = current_device()
+        d = getattr(_SIDES, "d", None)
+        if d is None:
+            d = _SIDES.d = {}
+        e = d.get(dev)
+        if e is None:
+            side = cupy.cuda.Stream(non_blocking=True) if SIDE_PRIORITY is None else \
+                cupy.cuda.Stream(non_blocking=True, priority=SIDE_PRIORITY)
+            e = d[dev] = (side, cupy.cuda.Event(block=False, disable_timing=True),
+                          cupy.cuda.Event(block=False, disable_timing=True))
+        side, start, join = e
+        start.record(main)
+        side.wait_event(start)  # waits for the record above, whatever is recorded on `start` later
+        return cls(main, side, join)
+
+    def join(self):
+        """``main`` waits (on the device) for everything queued on the side stream so far."""
+        self._join.record(self.side)
+        self.main.wait_event(self._join)

@@ -290,3 +290,60 @@ def test_compose_targets_across_shapes_on_the_gpu():
         got.append((bb.data.get(), bb.counts.get(), kk.data.get(), mm.data.get()))
     for a, c in zip(got[0], got[-1]):
         assert a.tobytes() == c.tobytes()
+
+
+@gpu
+def test_compose_targets_on_a_side_stream_equal_and_are_ready_on_the_callers_stream(monkeypatch):
+    """A call with targets launches them on a side stream beside the images (gpuaug._stream.Fork):
+    the same bytes as the call without the fork, and its outputs ready on the caller's stream without a synchronisation: the masks (eight int32 planes a sample, far more
+    work than the one-channel images) are copied on the caller's stream right after the call."""
+    cp = _cp()
+    from gpuaug.policy import compose as C
+
+    n, h, w = 64, 160, 192
+    rng = np.random.default_rng(11)
+    x = cp.asarray(rng.integers(0, 256, (n, h, w, 1)).astype(np.uint8))
+    lab = cp.asarray(rng.integers(0, 1000, (n, 8, h, w)).astype(np.int32))
+    b = cp.asarray(_boxes(n, 40, h, w))
+    pts = cp.asarray(np.stack([rng.uniform(0, w - 1, (n, 17)), rng.uniform(0, h - 1, (n, 17))], -1))
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(20, scale=(0.8, 1.2)),
+                          gpuaug.RandomResizedCrop((120, 150))], seed=0)
+
+    def call(s, **kw):
+        with s:
+            got = pol(x, boxes=Boxes(b, check=False), keypoints=Keypoints(pts, check=False),
+                      masks=Masks(lab, onehot=True), **kw)
+            return got, [a.copy() for a in (got[0], got[1].data, got[1].counts, got[2].data, got[3].data)]
+
+    forks = []
+    from gpuaug import _stream
+
+    real_maybe = _stream.Fork.maybe
+    monkeypatch.setattr(_stream.Fork, "maybe", classmethod(lambda cls, main: forks.append(main.ptr) or
+                                                           real_maybe.__func__(cls, main)))
+    s = cp.cuda.Stream(non_blocking=True)
+    ref = None
+    for k in range(3):
+        got, copies = call(s, seed=5)
+        if ref is None:
+            monkeypatch.setattr(C, "OVERLAP_TARGETS", False)
+            _, ref = call(s, params=pol.last_params)
+            monkeypatch.setattr(C, "OVERLAP_TARGETS", True)
+        s.synchronize()
+        for a, r in zip(copies, ref):
+            assert a.get().tobytes() == r.get().tobytes()
+    assert forks == [s.ptr] * 3  # the reference call (OVERLAP_TARGETS False) did not fork
+
+
+@gpu
+def test_no_fork_while_the_stream_is_captured():
+    cp = _cp()
+    from gpuaug._stream import Fork
+
+    s = cp.cuda.Stream(non_blocking=True)
+    assert Fork.maybe(s) is not None
+    s.begin_capture()
+    try:
+        assert Fork.maybe(s) is None
+    finally:
+        s.end_capture()

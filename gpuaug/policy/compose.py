@@ -96,6 +96,10 @@ from gpuaug.policy._fused import StageSpec
 __all__ = ["Compose", "PolicyParams", "Stage", "CapturedPolicy"]
 
 DRAWS = ("host", "device", "auto")
+#: A call with targets on the GPU runs their launches on a side stream, beside the images'
+#: kernels (gpuaug._stream.Fork); False: after them, on the call's stream (tests/gpu/targets_bench.py
+#: times both).
+OVERLAP_TARGETS = True
 #: captured graphs draw with call counters from here on (capture k: (k + 1) * 2**48 + the
 #: policy's counter), so that eager calls and replays never share a counter
 _CAPTURE_SPACE = 1 << 48
@@ -538,9 +542,20 @@ class Compose:
             cp = cupy_module()
             with cp.cuda.Device(b.device_id()), on_stream(stream):
                 built = [] if targets is not None else None  # the stages' maps, for the targets
-                y = self._run(x, b, params, out, be, built)
-                if targets is not None:
-                    y = (y,) + targets.run(self, params, b.dtype.name, None, be, built)
+                # the targets' launches on a side stream, beside the images' kernels (forked
+                # before them: the targets read only the call's inputs)
+                fork = None
+                if targets is not None and OVERLAP_TARGETS and not RECORDING[0] and targets.fusable(be):
+                    from gpuaug._stream import Fork
+
+                    fork = Fork.maybe(cp.cuda.get_current_stream())
+                try:
+                    y = self._run(x, b, params, out, be, built)
+                    if targets is not None:
+                        y = (y,) + targets.run(self, params, b.dtype.name, None, be, built, fork)
+                finally:
+                    if fork is not None:
+                        fork.join()
         else:
             built = [] if targets is not None else None
             y = self._run(x, b, params, out, be, built)

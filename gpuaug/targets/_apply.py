@@ -581,14 +581,17 @@ def _fused_masks_ok(masks, boxes, keypoints):
     return all(t is None or t.device for t in (boxes, keypoints))
 
 
-def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, constant, *, stream=None, keep=None):
+def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, constant, *, stream=None, keep=None,
+              out_stream=None):
     """A policy stage's targets: boxes and keypoints mapped by ``matrices`` ((N, 3, 3) source
     -> destination), masks warped (nearest) by ``inv`` ((N, 9) float64 destination -> source,
     the fused kernel's own inverse) to ``out_sizes`` (one size for the batch) with the masks'
     fill (``constant``) or the nearest edge. On the GPU, with dense masks, all three go in ONE
     upload and ONE launch (gpuaug_target_all); otherwise :func:`map_targets` and the warp ops.
-    Returns ``(boxes, keypoints, masks)``; the targets must be checked already."""
-    from gpuaug._stream import on_stream
+    Returns ``(boxes, keypoints, masks)``; the targets must be checked already. ``out_stream``:
+    the stream whose pool the returned arrays come from (default: the launch's stream; a
+    :class:`gpuaug._stream.Fork`'s main stream when this runs on its side stream)."""
+    from gpuaug._stream import _NOTHING, on_stream
 
     out_sizes = np.asarray(out_sizes, np.int64)
     hw = _uniform_hw(out_sizes, len(out_sizes)) if _fused_masks_ok(masks, boxes, keypoints) else None
@@ -601,9 +604,10 @@ def map_stage(boxes, keypoints, masks, matrices, inv, in_sizes, out_sizes, const
         outs = _Outputs()  # every output of the launch: one allocation
         db = _DeviceBoxes(*bs, outs=outs) if bs is not None else None
         dp = _DevicePoints(*ps, outs=outs) if ps is not None else None
-        # the masks' output alone: boxes kept past the step should not hold the masks' memory
-        dm = _DeviceMasks(masks, inv, hw, constant)
-        _bind(outs, db, dp)
+        with on_stream(out_stream) if out_stream is not None else _NOTHING:
+            # the masks' output alone: boxes kept past the step should not hold the masks' memory
+            dm = _DeviceMasks(masks, inv, hw, constant)
+            _bind(outs, db, dp)
         _launch(db, dp, dm)
         if db is not None:
             rb = _follow(bs[0], db.result())

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._util import cupy_module
-from gpuaug.targets._apply import map_stage, map_targets
+from gpuaug.targets._apply import _fused_masks_ok, map_stage, map_targets
 from gpuaug.targets._types import as_boxes, as_keypoints, as_masks, check_boxes_values, check_keypoints_values
 from gpuaug.targets.ops import _check_masks, _planes, warp_masks
 
@@ -92,20 +92,37 @@ class PolicyTargets:
             sizes = out
         return params
 
-    def run(self, policy, params, dtype, stream=None, backend=None, built=None):
+    def fusable(self, backend):
+        """Whether every stage can go through :func:`map_stage` (one launch: dense device masks,
+        device boxes and keypoints), so that :meth:`run` may put it on a side stream."""
+        return backend == "cuda" and _fused_masks_ok(self.masks, self.boxes, self.keypoints)
+
+    def run(self, policy, params, dtype, stream=None, backend=None, built=None, fork=None):
         """Apply the policy's stages to the targets; returns them in the order given
         (boxes, keypoints, masks). ``built``: the (StageSpec, Built) of each fused stage the
         images just ran (:meth:`Compose._run`), whose maps and inverses the targets take
-        (else they are composed here again, :func:`_stages`)."""
+        (else they are composed here again, :func:`_stages`). ``fork``: a started
+        :class:`gpuaug._stream.Fork` from the stream of the images: the stages that go through
+        :func:`map_stage` run on its side stream, beside the images' kernels, with their
+        outputs allocated on the images' stream; at the first that does not, the fork is
+        joined and the rest runs on the images' stream. The caller joins it at the end."""
+        from gpuaug._stream import _NOTHING, on_stream
+
         bx, kp, ms = self.boxes, self.keypoints, self.masks
         sizes = self.sizes
         stages = _stages(policy, params, dtype, sizes) if built is None else _built_stages(built, len(sizes))
+        side = fork.side if fork is not None else None
         for geo, m, out, constant, inv in stages:
-            keep = _stage_keep(policy, params, geo) if bx is not None else None
             one = None
-            if ms is not None and backend == "cuda":  # boxes, keypoints and masks in one launch
-                one = map_stage(bx, kp, ms, m, _stage_inverse(m) if inv is None else inv, sizes, out, constant,
-                                stream=stream, keep=keep)
+            with on_stream(side) if side is not None else _NOTHING:
+                keep = _stage_keep(policy, params, geo) if bx is not None else None
+                if ms is not None and backend == "cuda":  # boxes, keypoints and masks in one launch
+                    one = map_stage(bx, kp, ms, m, _stage_inverse(m) if inv is None else inv, sizes, out,
+                                    constant, stream=stream if side is None else None, keep=keep,
+                                    out_stream=fork.main if side is not None else None)
+            if one is None and side is not None:  # the rest on the images' stream, after the side's work
+                fork.join()
+                side = None
             if one is not None:
                 bx, kp, ms = one
             else:
