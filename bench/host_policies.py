@@ -155,7 +155,8 @@ def fake_cupy():
     cp.ascontiguousarray = lambda a, dtype=None: FakeArray(a.shape, dtype or a.dtype)
     stream = FakeStream()
     cp.cuda = types.SimpleNamespace(Device=_Device, Stream=FakeStream,
-                                    runtime=types.SimpleNamespace(getDevice=lambda: 0),
+                                    runtime=types.SimpleNamespace(getDevice=lambda: 0,
+                                                           getDeviceProperties=lambda d: {"multiProcessorCount": 132}),
                                     get_current_stream=lambda: stream)
     return cp
 

@@ -420,7 +420,10 @@ __global__ void __launch_bounds__(256, GPUAUG_AA_MINB(K)) gpuaug_autoaug_fused(c
 
 
 // Statistics of step I's input (the image after I steps) for the samples whose op at step I
-// reduces. Grid (blocks per sample, N), 256 threads. Buffers as gpuaug_autoaug_stats, per step.
+// reduces. Grid (blocks per sample, samples), 256 threads: grid row y is sample active[y]
+// (the host lists the samples that reduce at step I, so that no block is spent on the others
+// and the blocks per sample fill the GPU), or sample y when active is null. Buffers as
+// gpuaug_autoaug_stats, per step.
 #ifndef GPUAUG_AA_SMINB  // blocks per SM of the statistics launches (tests/gpu/ra_px.py)
 #define GPUAUG_AA_SMINB 1
 #endif
@@ -429,12 +432,12 @@ template <int C, int I>
 __global__ void __launch_bounds__(256, GPUAUG_AA_SMINB) gpuaug_autoaug_stats_fused(const unsigned char* __restrict__ src, int H, int W,
                                            const float* __restrict__ rows, int n, unsigned* __restrict__ minmax,
                                            unsigned* __restrict__ hist, unsigned long long* __restrict__ gsum,
-                                           const float* __restrict__ lut, int LP) {
+                                           const float* __restrict__ lut, int LP, const int* __restrict__ active) {
   __shared__ unsigned sh[C * 256];
   __shared__ unsigned smm[2 * C];
   __shared__ unsigned long long ssum;
-  const int s = blockIdx.y;
-  if (s >= n) return;
+  const int s = active ? active[blockIdx.y] : (int)blockIdx.y;
+  if (s < 0 || s >= n) return;
   const int op = (int)rows[((aa_i64)I * n + s) * AA_P];
   if (op != OP_CONTRAST && op != OP_AUTOCONTRAST && op != OP_EQUALIZE) return;  // uniform per block
   const bool eq = op == OP_EQUALIZE;

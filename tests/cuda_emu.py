@@ -164,6 +164,8 @@ class Emulator:
 
 
 def _slot(a):
+    if a is None:  # a null pointer, as gpuaug.kernels._cuda.Kernel passes None
+        return 0
     if isinstance(a, DeviceView):
         return a.data.ptr
     if isinstance(a, np.ndarray):

@@ -265,8 +265,10 @@ def _emulated_fused(x, rows, emu):
     for i in range(kk):
         if np.isin(rows[i, :, 0], A._STATS).any():
             # one block of 32 threads: 32 < h w, so each thread steps (y, x) through several rows
+            # grid rows: the samples that reduce at step i, as _run_cuda_fused lists them
+            act = np.flatnonzero(np.isin(rows[i, :, 0], A._STATS)).astype(np.int32)
             emu.get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<{c}, {i}>")(
-                (1, n), (32,), (src, h, w, rows, n, minmax, hist, gsum, lut, lp))
+                (1, len(act)), (32,), (src, h, w, rows, n, minmax, hist, gsum, lut, lp, act))
             lut[i, :, :c * 256] = A._luts_from_hist(hist[i]).reshape(n, -1)  # equalize.cu's table step
     dst = np.full_like(src, 0xAB)
     emu.get_function("auto_augment.cu", f"gpuaug_autoaug_fused<{c}, {kk}>")(
@@ -368,7 +370,8 @@ def test_augmix_fused_kernel_host_emulation():
             if np.isin(rows[st + i, :, 0], A._STATS).any():
                 emu.get_function("auto_augment.cu", f"gpuaug_autoaug_stats_fused<3, {i}>")(
                     (2, n), (64,), (x, h, w, np.ascontiguousarray(rows[st:st + d]), n, minmax[st * n * 2 * c:],
-                                    hist[st:], gsum[st * n:], np.ascontiguousarray(lut[st:st + d]), lp))
+                                    hist[st:], gsum[st * n:], np.ascontiguousarray(lut[st:st + d]), lp,
+                                    np.arange(n, dtype=np.int32)))
                 lut[st + i, :, :c * 256] = A._luts_from_hist(hist[st + i]).reshape(n, -1)
     out = np.full_like(x, 0xAB)
     weights = np.ascontiguousarray(p.extra["weights"], np.float32)

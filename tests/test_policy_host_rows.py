@@ -264,7 +264,8 @@ def auto_gpu(monkeypatch):
         return d
     cp.ascontiguousarray = ascontiguous
     cp.asarray = lambda a: a
-    cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
+    cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0,
+                                                           getDeviceProperties=lambda d: {"multiProcessorCount": 132}),
                                     get_current_stream=lambda: types.SimpleNamespace(ptr=0))
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setattr(st, "_GET_DEVICE", lambda: 0)

@@ -614,6 +614,31 @@ def _stats_buffers(cp, m, c, lp, equalize, dummy):
     return buf, _at(cp, buf, 4 * a, (b - a,), cp.uint32), _at(cp, buf, 4 * b, (m,), cp.uint64), lut
 
 
+def _stats_blocks(fn, npix, m):
+    """Blocks per sample of a statistics launch over ``m`` samples of ``npix`` pixels: about 16
+    pixels a thread (at most 64 blocks a sample), then spread so that the launch is whole waves
+    of the blocks the GPU holds at once (the kernel's registers decide how many an SM holds):
+    a launch of 1.35 waves took as long as two."""
+    base = max(1, min(64, -(-npix // (256 * 16))))
+    slots = _SLOTS.get(fn)
+    if slots is None:  # SMs x blocks of 256 threads an SM holds by registers (8 warps, 8-register steps)
+        from gpuaug.ops._colour import _multiprocessors
+
+        regs = (-(-max(1, int(getattr(fn, "num_regs", 64))) // 8) * 8) * 256
+        slots = _SLOTS[fn] = _multiprocessors(cupy_module()) * max(1, min(8, 65536 // regs))
+    waves = max(1, round(m * base / slots))
+    return max(1, min(2 * base, -(-waves * slots // m)))
+
+
+#: The fused path's statistics launches take only the samples that reduce at their step, in
+#: whole waves (:func:`_stats_blocks`); False: a grid row per sample (before session 9; timed
+#: beside it by tests/gpu/ra_px.py and kprof.py).
+COMPACT_STATS = True
+
+#: _stats_blocks' blocks the GPU holds at once, per kernel (a kernel is one device's)
+_SLOTS: dict = {}
+
+
 def _run_cuda_fused(x, rows, out, stream, ops=None):
     """All K steps in ceil(K / 4) fused launches (plus a statistics launch, and a table launch
     for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`.
@@ -630,12 +655,15 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
             out[...] = x
             return out
         codes = _step_codes(ops, rows)
-        (rows_all,) = _kc.upload(rows)
+        # per reducing step, the samples that reduce there (the statistics launches' grid rows)
+        red_ops = _RED.take(ops.T if ops is not None else rows[:, :, 0].astype(np.intp), mode="clip")
+        acts = [np.flatnonzero(red_ops[k]).astype(np.int32) for k in range(k_all) if codes[k]]
+        rows_all, *acts_d = _kc.upload(rows, *acts)
+        act_at = iter(zip(acts, acts_d))
         nchunks = -(-k_all // FUSED_MAX_STEPS)
         tmp = cp.empty_like(x) if nchunks > 1 else None
         i32 = np.int32
         hh, ww, nn, lpp = i32(h), i32(w), i32(n), i32(lp)
-        bps = max(1, min(64, -(-npix // (256 * 16))))
         src = x
         for ci in range(nchunks):
             start = ci * FUSED_MAX_STEPS
@@ -649,8 +677,14 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
                 for i in range(kk):
                     if not red[i]:
                         continue
-                    _kernel(dev, "stats", c, i)((bps, n), (256,), (src, hh, ww, rows_d, nn, minmax, hist, gsum,
-                                                                    lut, lpp))
+                    act, act_d = next(act_at)
+                    fn = _kernel(dev, "stats", c, i)
+                    if COMPACT_STATS:
+                        fn((_stats_blocks(fn, npix, len(act)), len(act)), (256,),
+                           (src, hh, ww, rows_d, nn, minmax, hist, gsum, lut, lpp, act_d))
+                    else:  # every sample a grid row (the blocks of the others return at once)
+                        fn((max(1, min(64, -(-npix // 4096))), n), (256,),
+                           (src, hh, ww, rows_d, nn, minmax, hist, gsum, lut, lpp, None))
                     if red[i] == 2:  # step i's histograms and tables (step 0's: where hist and lut start)
                         hist_i = _at(cp, hist, 4 * i * n * c * 256, (n * c * 256,), cp.uint32) if i else hist
                         lut_i = _at(cp, lut, 4 * i * n * lp, (n, lp), cp.float32) if i else lut
@@ -710,7 +744,7 @@ def _augmix_cuda(x, rows, k, d, weights, out, stream, ops=None):
                     if not cj[i]:
                         continue
                     _kernel(dev, "stats", c, i)((bps, n), (256,), (x, hh, ww, rows_j, nn, mm_j, hist_j, gsum_j, lut_j,
-                                                                    lpp))
+                                                                    lpp, None))
                     if cj[i] == 2:
                         s_i = st + i
                         hist_i = _at(cp, buf, 4 * (a + s_i * n * c * 256), (b - a - s_i * n * c * 256,), cp.uint32) \

@@ -6,7 +6,8 @@ excerpt of the loop.
     OUT=dir python3 tests/gpu/kprof.py [workload ...]
 
 Workloads: targets (Compose flip + affine + RRC, images alone and with 50 boxes, 17 keypoints and
-a mask per image), ra (RandAugment(2, 9)), ta (TrivialAugmentWide), mixup, cutmix.
+a mask per image), ra (RandAugment(2, 9)), ra3 (RandAugment(3, 9)), ta (TrivialAugmentWide),
+mixup, cutmix; ra, ra3 and ta also with gpuaug.policy.auto.COMPACT_STATS False.
 256x224x224x3 uint8, random data.
 """
 import os
@@ -72,12 +73,29 @@ def workloads(names):
         out["targets: images+boxes+kp+masks"] = lambda: pol(x, boxes=tb, keypoints=tk, masks=tm)
         out["targets: images+boxes+kp"] = lambda: pol(x, boxes=tb, keypoints=tk)
         out["targets: images+masks"] = lambda: pol(x, masks=tm)
+    from gpuaug.policy import auto as A
+
+    def loose(f):  # the statistics launches as before session 9: a grid row per sample
+        def g():
+            A.COMPACT_STATS = False
+            try:
+                return f()
+            finally:
+                A.COMPACT_STATS = True
+        return g
+
     if "ra" in names:
         ra = gpuaug.RandAugment(2, 9, seed=0)
         out["RandAugment(2, 9)"] = lambda: ra(x)
+        out["RandAugment(2, 9), statistics a row per sample"] = loose(lambda: ra(x))
+    if "ra3" in names:
+        ra3 = gpuaug.RandAugment(3, 9, seed=0)
+        out["RandAugment(3, 9)"] = lambda: ra3(x)
+        out["RandAugment(3, 9), statistics a row per sample"] = loose(lambda: ra3(x))
     if "ta" in names:
         ta = gpuaug.TrivialAugmentWide(seed=0)
         out["TrivialAugmentWide"] = lambda: ta(x)
+        out["TrivialAugmentWide, statistics a row per sample"] = loose(lambda: ta(x))
     labels = cp.asarray(rng.integers(0, 1000, n))
     if "mixup" in names:
         mu = gpuaug.MixUp(0.8, num_classes=1000, seed=0)
