@@ -57,8 +57,15 @@ FAST = {
 }
 
 
+# os.environ's bytes mapping (CPython's os._Environ keeps it in step with os.environ):
+# a lookup there skips the str -> bytes encoding of every os.environ.get (about 1 us a call)
+_ENV_BYTES = getattr(os.environ, "_data", None) if os.name == "posix" else None
+
+
 def enabled() -> bool:
     """Whether the fast paths run: on unless ``GPUAUG_CPU_FAST=0``."""
+    if _ENV_BYTES is not None:
+        return _ENV_BYTES.get(b"GPUAUG_CPU_FAST", b"1") not in (b"", b"0")
     return os.environ.get("GPUAUG_CPU_FAST", "1") not in ("", "0")
 
 
@@ -140,7 +147,14 @@ def per_plane(a, per):
 
 def kernel(fn):
     """``fn`` compiled as a CPU kernel (``prange`` threads per GPUAUG_CPU_PARALLEL, nogil,
-    disk cache), lazily, memoised."""
-    from .._dual import specialize
+    disk cache), lazily, memoised (here by ``fn`` alone: specialize's own key is built from
+    its bindings on every call)."""
+    k = _KERNELS.get(fn)
+    if k is None:
+        from .._dual import specialize
 
-    return specialize(fn, "cpu", "kernel")
+        k = _KERNELS[fn] = specialize(fn, "cpu", "kernel")
+    return k
+
+
+_KERNELS: dict = {}
