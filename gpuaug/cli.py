@@ -119,7 +119,8 @@ def add_bench(sub):
     p.add_argument("--libraries", type=_csv, default=None,
                    help="with --peers: only these (torchvision,torch,kornia,cupy,dali,cvcuda)")
     p.add_argument("--repeat", type=_positive, default=None,
-                   help="timed calls per row (default: 100 on a GPU, 10 on the CPU)")
+                   help="timed calls per row (default: 100 on a GPU, 10 on the CPU); with --e2e --gpus: runs of "
+                        "every path and count, in rounds, each row the median run (1 unless given)")
     p.add_argument("--warmup", type=int, default=None,
                    help="untimed calls first (default: 5 GPU, 2 CPU); with --e2e --gpus: untimed steps per rank "
                         "(5 then)")
@@ -293,7 +294,8 @@ def cmd_bench_e2e(args) -> int:
     size = args.size[0] if args.size else (64 if dry else 224)
     out = args.out or "gpuaug-e2e"
     for opt, v, what in (("--steps", args.steps, "the timed steps per rank"),
-                         ("--timeout", args.timeout, "the time limit of one torchrun")):
+                         ("--timeout", args.timeout, "the time limit of one torchrun"),
+                         ("--repeat", args.repeat, "the runs of every path and count")):
         if v is not None and args.gpus is None:
             _err(f"{opt}: {what} of the multi-GPU runs; use it with --gpus")
             return 2
@@ -305,6 +307,7 @@ def cmd_bench_e2e(args) -> int:
                             gpus=args.gpus, steps=args.steps or 20,
                             warmup_steps=5 if args.warmup is None else args.warmup, rank_workers=args.workers,
                             scaling_dir=os.path.join(out, "scaling"), scaling_timeout=args.timeout or 600,
+                            scaling_repeat=args.repeat or 1,
                             log=lambda m: print(m, file=sys.stderr, flush=True))
     except ValueError as e:
         _err(str(e))

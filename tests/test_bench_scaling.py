@@ -242,6 +242,48 @@ def test_summary_failures_and_a_base_above_one():
     assert "rows[1].efficiency: None for an ok row" in probs and "rows[0]: missing check" in probs
 
 
+def test_repeated_runs_give_the_median_run_and_list_every_run():
+    """repeat: one row per path and count, the median run's (its waits and log too), every run's
+    images/s in run order; the efficiency from the medians; a failed run makes the row that
+    run's error (with the images/s of the runs that passed)."""
+    def rec(n, ips, waits, k, **kw):
+        r = _rec("p", n, _result(n, ips, waits) if ips else None, **kw)
+        r["log"] = f"/logs/scale-p-{n}-run{k}.txt"
+        return r
+
+    recs = [rec(1, 21399.0, [1.0], 1), rec(4, 51360.0, [9.0] * 4, 1),
+            rec(1, 22931.0, [2.0], 2), rec(4, 74590.0, [8.0] * 4, 2),
+            rec(1, 17265.0, [3.0], 3), rec(4, 61022.0, [7.0] * 4, 3),
+            _rec("q", 1, _result(1, 100.0, [1.0])), _rec("q", 2, _result(2, 190.0, [1.0, 1.0])),
+            _rec("q", 1, _result(1, 110.0, [1.0])), _rec("q", 2, None, rc=1, why="NCCL error")]
+    got = {(r["path"], r["gpus"]): r for r in scaling.summarize(recs)}
+    assert len(got) == 4
+    assert got["p", 1]["runs"] == [21399.0, 22931.0, 17265.0] and got["p", 1]["images_per_s"] == 21399.0
+    assert got["p", 4]["runs"] == [51360.0, 74590.0, 61022.0] and got["p", 4]["images_per_s"] == 61022.0
+    assert got["p", 4]["data_wait_pct"] == [7.0] * 4 and got["p", 4]["log"] == "/logs/scale-p-4-run3.txt"
+    assert got["p", 4]["efficiency"] == pytest.approx(61022 / (4 * 21399))
+    assert got["p", 1]["seconds"] == 90.0
+    assert got["q", 1]["images_per_s"] == 100.0 and got["q", 1]["runs"] == [100.0, 110.0]  # the lower middle
+    assert got["q", 2]["status"] == "error: exit 1: NCCL error" and got["q", 2]["runs"] == [190.0]
+    assert got["q", 2]["efficiency"] is None
+    sec = {"gpus": [1, 4], "paths": ["p"], "batch": 256, "size": 224, "steps": 60, "warmup": 5, "repeat": 3,
+           "runner": scaling.RUNNER, "rows": [got["p", 1], got["p", 4]]}
+    assert scaling.validate(sec) == []
+    md = scaling.format_table(sec)
+    assert "each row the median of 3 runs" in md
+    assert "| p | 4 | 61,022 (runs: 51,360, 74,590, 61,022) | 15,256 | 71% |" in md
+
+
+def test_repeat_is_checked_and_a_dry_run_lists_each_command_once(tmp_path):
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="repeat: got"):
+            scaling.run(str(tmp_path), "1,2", images=64, dry_run=True, repeat=bad, log=lambda m: None)
+    lines = []
+    sec = scaling.run(str(tmp_path), "1,2", paths=["gpuaug_dali_rrc"], images=64, dry_run=True, repeat=3,
+                      log_dir=str(tmp_path / "logs"), log=lines.append)
+    assert sec["repeat"] == 3 and len(lines) == 2 and len(sec["rows"]) == 2
+
+
 def test_why_a_run_failed():
     log = ("[rank1]: Traceback (most recent call last):\n"
            "[rank1]:   File \"x.py\", line 3, in <module>\n"

@@ -704,7 +704,7 @@ def _versions():
 
 def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epochs=1, min_seconds=2.0,
         paths=None, dry_run=False, size=224, seed=0, cache=None, gpus=None, steps=20, warmup_steps=5,
-        rank_workers=None, scaling_dir=None, scaling_timeout=600, log=print):
+        rank_workers=None, scaling_dir=None, scaling_timeout=600, scaling_repeat=1, log=print):
     """Run the end-to-end benchmark; returns the JSON document (schema ``gpuaug-bench-e2e/1``).
 
     Args:
@@ -726,6 +726,7 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
             untimed steps per rank, workers per rank (None: the runner's share of the CPUs),
             where its runs' logs and RESULT files go (None: a temporary folder), and the
             seconds one of its torchruns may take before it is ended.
+        scaling_repeat: runs of every path and count (:func:`gpuaug.bench.scaling.run`'s ``repeat``).
 
     Example::
 
@@ -766,7 +767,8 @@ def run(folder=None, *, images=4096, batch=256, workers=14, epochs=3, warmup_epo
     if gpus is not None:
         scaled = scaling.run(folder, gpus, paths=paths if named else None, images=info["images"], batch=batch,
                              size=size, load_size=st.resize, steps=steps, warmup=warmup_steps, workers=rank_workers,
-                             seed=seed, dry_run=dry_run, log_dir=scaling_dir, timeout=scaling_timeout, log=log)
+                             seed=seed, dry_run=dry_run, log_dir=scaling_dir, timeout=scaling_timeout,
+                             repeat=scaling_repeat, log=log)
     rows = []
     for name in (p for p in paths if p in _ALL):
         t = time.perf_counter()

@@ -80,7 +80,8 @@ GPU_ONLY = ("scheduler_gpu",)
 RUNNER = "gpuaug.bench.ddp"
 ROW_KEYS = {"path": str, "gpus": int, "status": str, "command": list, "images_per_s": (float, type(None)),
             "per_gpu": (float, type(None)), "efficiency": (float, type(None)), "data_wait_pct": list,
-            "check": (str, type(None)), "placement_ok": (bool, type(None)), "what": str, "seconds": float}
+            "check": (str, type(None)), "placement_ok": (bool, type(None)), "what": str, "seconds": float,
+            "runs": list}
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -290,7 +291,36 @@ def summarize(records):
             "check": None if chk is None else ("ok" if chk.get("ok") else "FAILED"),
             "placement_ok": all(r["contexts"] == [r["device"]] for r in probed) if probed else None,
             "what": (res or {}).get("what", ""), "seconds": float(rec.get("seconds", 0.0)),
-            "log": rec.get("log"), "result": res})
+            "log": rec.get("log"), "result": res,
+            "runs": [float(res["images_per_s"])] if res and status == "ok" else []})
+    return _efficiency(_median_runs(rows))
+
+
+def _median_runs(rows):
+    """One row per (path, count) of repeated runs (:func:`run`'s ``repeat``), in first-seen
+    order: the run with the median images/s (the lower middle of an even number), its
+    ``runs`` the images/s of every run in run order; a (path, count) with a failed run gives
+    that run's row (status, log) with the images/s of the runs that passed."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["path"], r["gpus"]), []).append(r)
+    out = []
+    for group in groups.values():
+        runs = [v for r in group for v in r["runs"]]
+        bad = [r for r in group if r["status"] != "ok"]
+        if bad:
+            row = dict(bad[0])
+        else:
+            ranked = sorted(group, key=lambda r: r["images_per_s"])
+            row = dict(ranked[(len(ranked) - 1) // 2])
+        row["runs"] = runs
+        row["seconds"] = float(sum(r["seconds"] for r in group))
+        out.append(row)
+    return out
+
+
+def _efficiency(rows):
+    """Each ok row's efficiency against its path's smallest count that ran."""
     for path in dict.fromkeys(r["path"] for r in rows):
         ok = sorted((r for r in rows if r["path"] == path and r["images_per_s"]), key=lambda r: r["gpus"])
         if ok:
@@ -301,7 +331,7 @@ def summarize(records):
 
 
 def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size=256, steps=20, warmup=5,
-        workers=None, seed=0, cpu=False, dry_run=False, log_dir=None, timeout=600, log=print):
+        workers=None, seed=0, cpu=False, dry_run=False, log_dir=None, timeout=600, repeat=1, log=print):
     """Scale the input pipelines over ``gpus`` (e.g. ``"1,2,4"``); returns the section of the
     end-to-end document (``gpus``, the settings, ``rows``: see :func:`summarize`).
 
@@ -316,7 +346,13 @@ def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size
         cpu: run the ranks without a GPU (``--cpu``); dry_run: run nothing, list the commands.
         log_dir: where the runs' logs and RESULT files go (default: a new temporary folder).
         timeout: seconds for one torchrun before it is ended.
+        repeat: runs of every path and count (rounds of all of them in turn, so that a slow
+            spell of the machine does not land on one count); each row is the median run and
+            lists every run's images/s. A run's timed window is short (60 steps of 256 images a
+            rank: 1-3 s), and one run of a DALI row on the H200 x4 moved 60-81% between calls.
     """
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat: got {repeat!r}; expected an int >= 1 (runs of every path and count)")
     counts, chosen = check(gpus, paths, cpu=cpu, dry_run=dry_run)
     left_out = [p for p in (paths or ()) if p not in RUNNER_ARGS]
     if left_out:
@@ -332,26 +368,29 @@ def run(folder, gpus, *, paths=None, images=None, batch=256, size=224, load_size
     os.makedirs(log_dir, exist_ok=True)
     env = rank_env()
     records = []
-    for path in chosen:
-        for n in counts:
-            stem = os.path.join(log_dir, f"scale-{path}-{n}")
-            cmd = command(path, n, folder, images=images, batch=batch, size=size, load_size=load_size, steps=steps,
-                          warmup=warmup, workers=workers, seed=seed, cpu=cpu, json_path=stem + ".json")
-            rec = {"path": path, "gpus": n, "command": cmd}
-            if dry_run:
-                log(f"scaling {path} on {n} GPU(s), not run (dry run): {shlex.join(cmd)}")
-                records.append({**rec, "dry_run": True, "seconds": 0.0})
-                continue
-            log(f"scaling {path} on {n} GPU(s): {shlex.join(cmd)}")
-            rec.update(launch(cmd, stem, env=env, timeout=timeout))
-            records.append(rec)
-            row = summarize([rec])[0]
-            log(f"  -> {row['status']}"
-                + (f": {rec['result']['images_per_s']:,.0f} images/s, epoch check {row['check'] or '-'}, "
-                   f"data wait % per rank {row['data_wait_pct']}" if rec["result"] else "")
-                + f" [{rec['seconds']:.1f} s; log {rec['log']}]")
+    for k, path, n in ((k, path, n) for k in range(repeat) for path in chosen for n in counts):
+        stem = os.path.join(log_dir, f"scale-{path}-{n}" + (f"-run{k + 1}" if repeat > 1 else ""))
+        cmd = command(path, n, folder, images=images, batch=batch, size=size, load_size=load_size, steps=steps,
+                      warmup=warmup, workers=workers, seed=seed, cpu=cpu, json_path=stem + ".json")
+        rec = {"path": path, "gpus": n, "command": cmd}
+        if dry_run and k:
+            continue
+        if dry_run:
+            log(f"scaling {path} on {n} GPU(s), not run (dry run): {shlex.join(cmd)}")
+            records.append({**rec, "dry_run": True, "seconds": 0.0})
+            continue
+        log(f"scaling {path} on {n} GPU(s)" + (f", run {k + 1} of {repeat}" if repeat > 1 else "")
+            + f": {shlex.join(cmd)}")
+        rec.update(launch(cmd, stem, env=env, timeout=timeout))
+        records.append(rec)
+        row = summarize([rec])[0]
+        log(f"  -> {row['status']}"
+            + (f": {rec['result']['images_per_s']:,.0f} images/s, epoch check {row['check'] or '-'}, "
+               f"data wait % per rank {row['data_wait_pct']}" if rec["result"] else "")
+            + f" [{rec['seconds']:.1f} s; log {rec['log']}]")
     return {"gpus": list(counts), "paths": chosen, "not_scaled": left_out, "batch": batch, "size": size, "load_size": load_size,
             "steps": steps, "warmup": warmup, "workers": workers, "seed": seed, "images": images, "timeout": timeout,
+            "repeat": repeat,
             "cpu": bool(cpu),
             "dry_run": bool(dry_run), "runner": RUNNER, "log_dir": log_dir,
             "env": {k: env[k] for k in ("OMP_NUM_THREADS", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST")},
@@ -371,7 +410,9 @@ def format_table(sec):
     lines = [f"scaling over GPUs ({','.join(map(str, sec['gpus']))}): the input pipeline alone, one torchrun "
              f"per count (python -m {sec['runner']}), batch {sec['batch']} per rank, {sec['size']}x{sec['size']} "
              f"float32 NCHW, {sec['steps']} timed steps after {sec['warmup']}; images/s summed over ranks; "
-             f"efficiency = {eff}" + ("; ranks on the CPU (--cpu)" if sec.get("cpu") else ""), "",
+             f"efficiency = {eff}" + ("; ranks on the CPU (--cpu)" if sec.get("cpu") else "")
+             + (f"; each row the median of {sec['repeat']} runs (runs: every run's images/s)"
+                if sec.get("repeat", 1) > 1 else ""), "",
              "| path | GPUs | images/s | per GPU | efficiency | data wait % per rank | epoch check | "
              "contexts only on own GPU | status |",
              "|---|---:|---:|---:|---:|---|---|---|---|"]
@@ -380,6 +421,8 @@ def format_table(sec):
         ips = "-" if r["images_per_s"] is None else f"{r['images_per_s']:,.0f}"
         per = "-" if r["per_gpu"] is None else f"{r['per_gpu']:,.0f}"
         waits = ", ".join(f"{w:.0f}" for w in r["data_wait_pct"]) or "-"
+        if sec.get("repeat", 1) > 1 and r.get("runs"):
+            ips += " (runs: " + ", ".join(f"{v:,.0f}" for v in r["runs"]) + ")"
         lines.append(f"| {r['path']} | {r['gpus']} | {ips} | {per} | {_pct(r['efficiency'])} | {waits} | "
                      f"{r['check'] or '-'} | {yes[r['placement_ok']]} | {r['status']} |")
     whats = {}

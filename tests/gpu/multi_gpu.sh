@@ -24,7 +24,8 @@
 # test_multi_gpu.txt, scaling.txt (the bench's output), e2e/e2e.json|md|png (the bench's
 # document and tables) and e2e/scaling/scale-<path>-<n>.json / .txt (each torchrun's RESULT
 # and log), and all.tgz: all of these in one file (a device call brings back only a few files).
-# Knobs (environment): STEPS=60 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400
+# Knobs (environment): STEPS=60 WARMUP=5 BATCH=256 N_FOLDER=4096 BUDGET_S=400 REPEAT=1 (runs of every
+# path and count, each row the median: gpuaug bench --repeat)
 # (stages that would start after BUDGET_S seconds are skipped and listed as such); TESTS=0 or
 # SCALING=0 leaves out parts 1-2 or part 3.
 set -uo pipefail
@@ -36,7 +37,7 @@ source tests/gpu/setup.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # torchrun sets OMP_NUM_THREADS=1 for nproc > 1 only: the same for every run keeps 1 vs 2 fair
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
-STEPS=${STEPS:-60}; WARMUP=${WARMUP:-5}; BATCH=${BATCH:-256}; N_FOLDER=${N_FOLDER:-4096}
+STEPS=${STEPS:-60}; WARMUP=${WARMUP:-5}; REPEAT=${REPEAT:-1}; BATCH=${BATCH:-256}; N_FOLDER=${N_FOLDER:-4096}
 BUDGET_S=${BUDGET_S:-400}
 TESTS=${TESTS:-1}; SCALING=${SCALING:-1}
 SUMMARY="$OUT/multi_gpu_summary.txt"
@@ -81,7 +82,7 @@ wait "$FOLDER_PID"; cat "$OUT/folder.txt"; FOLDER=$(tail -1 "$OUT/folder.txt")
 GPUS=1,2; [ "$NGPU" -ge 4 ] && GPUS=1,2,4
 if [ "$SCALING" = 1 ] && budget "scaling (gpuaug bench --e2e --gpus $GPUS)"; then
   timeout 600 python3 -m gpuaug bench --e2e "$FOLDER" --gpus "$GPUS" \
-    --paths scheduler_gpu,gpuaug_dali_rrc,scheduler_memory --steps "$STEPS" --warmup "$WARMUP" --batch "$BATCH" \
+    --paths scheduler_gpu,gpuaug_dali_rrc,scheduler_memory --steps "$STEPS" --warmup "$WARMUP" --repeat "$REPEAT" --batch "$BATCH" \
     --size 224 --timeout 120 --out "$OUT/e2e" > "$OUT/scaling.txt" 2>&1
   rc=$?
   grep -E "^scaling |^  -> " "$OUT/scaling.txt"
