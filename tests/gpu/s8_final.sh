@@ -7,16 +7,8 @@
 #   OUT=/some/dir bash tests/gpu/s8_final.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
-source tests/gpu/setup.sh > "$OUT/setup.txt" 2>&1; tail -3 "$OUT/setup.txt"
 BUDGET_S=${BUDGET_S:-180}
-stage() {  # stage NAME TIMEOUT CMD...: run unless past the budget; log to $OUT/NAME.txt
-  local name=$1 t=$2; shift 2
-  if [ "$SECONDS" -ge "$BUDGET_S" ]; then echo "SKIPPED (budget, ${SECONDS}s): $name"; return; fi
-  local t0=$SECONDS
-  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1
-  echo "== $name (rc $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/$name.txt")"
-}
+source tests/gpu/stage.sh
 stage gpu_tests 150 python3 -m pytest -q -x -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_auto_policies.py tests/test_compose_eager_memo.py tests/test_compose_draws.py tests/test_targets_gpu.py tests/test_targets_host_memo.py tests/test_targets_cuda_host.py}
 stage ra_px 90 python3 tests/gpu/ra_px.py
 cat "$OUT/ra_px.txt" | grep -E "fused|stats" | cut -c1-120

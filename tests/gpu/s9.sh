@@ -5,16 +5,8 @@
 #   OUT=/some/dir bash tests/gpu/s9.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
-source tests/gpu/setup.sh > "$OUT/setup.txt" 2>&1; tail -3 "$OUT/setup.txt"
 BUDGET_S=${BUDGET_S:-240}
-stage() {  # stage NAME TIMEOUT CMD...: run unless past the budget; log to $OUT/NAME.txt
-  local name=$1 t=$2; shift 2
-  if [ "$SECONDS" -ge "$BUDGET_S" ]; then echo "SKIPPED (budget, ${SECONDS}s): $name"; return; fi
-  local t0=$SECONDS
-  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1
-  echo "== $name (rc $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/$name.txt")"
-}
+source tests/gpu/stage.sh
 nvidia-smi -L
 stage gpu_tests 150 python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_targets_gpu.py tests/test_targets_host_memo.py tests/test_targets_cuda_host.py tests/test_compose_eager_memo.py}
 grep -E "FAILED|Error" "$OUT/gpu_tests.txt" | head -10

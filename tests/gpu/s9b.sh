@@ -6,16 +6,8 @@
 #   OUT=/some/dir bash tests/gpu/s9b.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
-source tests/gpu/setup.sh > "$OUT/setup.txt" 2>&1; tail -1 "$OUT/setup.txt"
 BUDGET_S=${BUDGET_S:-200}
-stage() {
-  local name=$1 t=$2; shift 2
-  if [ "$SECONDS" -ge "$BUDGET_S" ]; then echo "SKIPPED (budget, ${SECONDS}s): $name"; return; fi
-  local t0=$SECONDS
-  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1
-  echo "== $name (rc $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/$name.txt")"
-}
+source tests/gpu/stage.sh
 stage gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_auto_policies.py tests/test_mixing.py tests/test_policy_host_rows.py}
 grep -E "FAILED|Error" "$OUT/gpu_tests.txt" | head -10
 stage kprof 120 python3 tests/gpu/kprof.py ra ra3 ta
