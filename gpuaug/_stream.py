@@ -8,6 +8,7 @@ CuPy streams (``.ptr``), Numba streams (``.handle``), PyTorch streams
 """
 from __future__ import annotations
 
+import threading as _threading
 
 
 def stream_ptr(stream) -> int:
@@ -151,8 +152,6 @@ def on_device(dev: int, stream):
 
 
 # -- a second stream for work that may overlap the caller's ---------------------------------
-import threading as _threading
-
 #: CUDA priority of the side streams (lower is higher; None: the default priority). Read when a
 #: thread's side stream for a device is first made.
 SIDE_PRIORITY = None
@@ -161,7 +160,7 @@ _SIDES = _threading.local()
 
 class Fork:
     """Work queued on a second stream that overlaps what the caller's stream ``main`` runs after
-    the fork: :meth:`start` makes this thread's side stream of the current device wait (on the
+    the fork: :meth:`maybe` makes this thread's side stream of the current device wait (on the
     device) for everything queued on ``main`` so far; :meth:`join` makes ``main`` wait for
     everything queued on the side stream. Between the two, work on the side stream may read
     only what was queued on ``main`` before the fork, and arrays handed back to the caller must

@@ -93,8 +93,10 @@ class PolicyTargets:
         return params
 
     def fusable(self, backend):
-        """Whether every stage can go through :func:`map_stage` (one launch: dense device masks,
-        device boxes and keypoints), so that :meth:`run` may put it on a side stream."""
+        """Whether the targets' kinds let the stages go through :func:`map_stage` (one launch:
+        dense device masks, device boxes and keypoints), so that :meth:`run` may put them on a
+        side stream (a stage whose output sizes differ across samples still goes the other way:
+        :meth:`run` joins the fork there)."""
         return backend == "cuda" and _fused_masks_ok(self.masks, self.boxes, self.keypoints)
 
     def run(self, policy, params, dtype, stream=None, backend=None, built=None, fork=None):
