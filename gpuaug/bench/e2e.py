@@ -54,7 +54,6 @@ import dataclasses
 import datetime
 import gc
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -849,19 +848,12 @@ def validate(doc):
     for key in ("date", "device", "versions", "config", "folder", "rows"):
         if key not in doc:
             out.append(f"missing {key}")
-    for i, r in enumerate(doc.get("rows", [])):
-        for k, t in ROW_KEYS.items():
-            if k not in r:
-                out.append(f"rows[{i}]: missing {k}")
-            elif not isinstance(r[k], t) or isinstance(r[k], bool):
-                out.append(f"rows[{i}].{k}: {type(r[k]).__name__}")
-        if r.get("status") == "ok":
-            for k in ("images_per_s", "cpu_cores", "wait_ms"):
-                v = r.get(k)
-                if not isinstance(v, float) or not math.isfinite(v) or v < 0:
-                    out.append(f"rows[{i}].{k}: {v!r} for an ok row")
-            if r.get("images", 0) <= 0:
-                out.append(f"rows[{i}].images: {r.get('images')!r} for an ok row")
+    from .schema import row_errors
+
+    rows = doc.get("rows", [])
+    out += row_errors(rows, ROW_KEYS, ok_nonnegative=("images_per_s", "cpu_cores", "wait_ms"))
+    out += [f"rows[{i}].images: {r.get('images')!r} for an ok row" for i, r in enumerate(rows)
+            if r.get("status") == "ok" and r.get("images", 0) <= 0]
     if doc.get("scaling") is not None:
         from . import scaling
 

@@ -52,7 +52,6 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shlex
@@ -442,15 +441,7 @@ def validate(sec):
     for key in ("gpus", "paths", "batch", "steps", "warmup", "rows"):
         if key not in sec:
             out.append(f"missing {key}")
-    for i, r in enumerate(sec.get("rows", [])):
-        for k, t in ROW_KEYS.items():
-            if k not in r:
-                out.append(f"rows[{i}]: missing {k}")
-            elif not isinstance(r[k], t) or (isinstance(r[k], bool) and k != "placement_ok"):
-                out.append(f"rows[{i}].{k}: {type(r[k]).__name__}")
-        if r.get("status") == "ok":
-            for k in ("images_per_s", "per_gpu", "efficiency"):
-                v = r.get(k)
-                if not isinstance(v, float) or not math.isfinite(v) or v <= 0:
-                    out.append(f"rows[{i}].{k}: {v!r} for an ok row")
-    return out
+    from .schema import row_errors
+
+    return out + row_errors(sec.get("rows", []), ROW_KEYS, bools=("placement_ok",),
+                            ok_positive=("images_per_s", "per_gpu", "efficiency"))

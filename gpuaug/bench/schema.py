@@ -215,3 +215,23 @@ def validate(doc) -> list:
     if errs:
         return errs
     return consistency_errors(doc)
+
+
+def row_errors(rows, keys, *, bools=(), ok_positive=(), ok_nonnegative=()):
+    """Problems with the rows of a table document (the end-to-end bench and its scaling
+    section): each row has every key of ``keys`` (name -> type or tuple of types; a bool
+    passes only for the names in ``bools``), and an ok row (``status == "ok"``) has finite
+    floats > 0 under ``ok_positive`` and >= 0 under ``ok_nonnegative``."""
+    out = []
+    for i, r in enumerate(rows):
+        for k, t in keys.items():
+            if k not in r:
+                out.append(f"rows[{i}]: missing {k}")
+            elif not isinstance(r[k], t) or (isinstance(r[k], bool) and k not in bools):
+                out.append(f"rows[{i}].{k}: {type(r[k]).__name__}")
+        if r.get("status") == "ok":
+            for k, low_ok in [(k, False) for k in ok_positive] + [(k, True) for k in ok_nonnegative]:
+                v = r.get(k)
+                if not isinstance(v, float) or not math.isfinite(v) or v < 0 or (v == 0 and not low_ok):
+                    out.append(f"rows[{i}].{k}: {v!r} for an ok row")
+    return out
