@@ -678,3 +678,43 @@ def test_gpu_decode_in_processes_equals_in_process(folder):
     for (a, la), (b, lb) in zip(*outs):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(la, lb)
+
+
+_TRACKER_SCRIPT = r"""
+import sys
+from multiprocessing import resource_tracker
+import numpy as np
+from PIL import Image
+from gpuaug.scheduler import FakeDevice, ImageFolder, Scheduler
+
+# a training process has usually started the tracker before (a spawn pool, a DataLoader): the
+# forked decoding processes then share it
+resource_tracker.ensure_running()
+root = sys.argv[1]
+rng = np.random.default_rng(0)
+import os
+os.makedirs(root + "/a", exist_ok=True)
+for i in range(12):
+    Image.fromarray(rng.integers(0, 256, (24, 20, 3), dtype=np.uint8)).save(f"{root}/a/{i:02d}.jpg")
+src = ImageFolder(root, size=(16, 16), decode="process", processes=2)
+sched = Scheduler(src, None, batch_size=4, workers=2, device=FakeDevice())
+for _ in range(2):
+    n = sum(len(x) for x, _ in sched)
+sched.close()
+src.close()
+print("images", n)
+"""
+
+
+def test_process_decode_leaves_the_resource_tracker_quiet(tmp_path):
+    """The decoding processes attach to the parent's shared memory without taking its entry out
+    of the resource tracker they share with it: the parent's unlink left the tracker printing
+    ``KeyError: '/psm_...'`` tracebacks (seen on the H200 with Python 3.12) - or, with a tracker
+    of the child's own, the segment could be unlinked when a child exits."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-c", _TRACKER_SCRIPT, str(tmp_path / "f")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "images 12" in r.stdout
+    assert "KeyError" not in r.stderr and "resource_tracker" not in r.stderr, r.stderr

@@ -216,6 +216,29 @@ def file_shape(path, mode="RGB", max_pixels=DEFAULT_MAX_PIXELS):
 _child_shm = {}
 
 
+def _attach_untracked(shared_memory, name):
+    """The parent's segment ``name``, attached without telling the resource tracker: the parent
+    owns (and unlinks) it. Python >= 3.13 says so with ``track=False``. Before it, attaching
+    registers the name, and taking it out again is no answer: a forked child shares the
+    parent's tracker (started before the fork by any spawn pool or DataLoader), so that took
+    out the *parent's* entry, and the parent's unlink made the tracker print a
+    ``KeyError: '/psm_...'`` traceback; with a tracker of the child's own, leaving it
+    registered would unlink the segment when the child exits. So the child skips the
+    registration (the decoding child runs one task at a time)."""
+    try:
+        return shared_memory.SharedMemory(name=name, track=False)
+    except TypeError:
+        pass
+    from multiprocessing import resource_tracker
+
+    register = resource_tracker.register
+    resource_tracker.register = lambda n, rtype: None if rtype == "shared_memory" else register(n, rtype)
+    try:
+        return shared_memory.SharedMemory(name=name)
+    finally:
+        resource_tracker.register = register
+
+
 def _child_decode(paths, size, mode, max_pixels, shm_name, offsets, shapes):
     """In a worker process: decode ``paths`` into the shared memory ``shm_name`` at
     ``offsets`` (expected ``shapes``); returns one error message (or None) per path."""
@@ -227,17 +250,7 @@ def _child_decode(paths, size, mode, max_pixels, shm_name, offsets, shapes):
             for old in _child_shm.values():
                 old.close()
             _child_shm.clear()
-        try:
-            shm = shared_memory.SharedMemory(name=shm_name, track=False)  # Python >= 3.13
-        except TypeError:
-            shm = shared_memory.SharedMemory(name=shm_name)
-            try:  # the parent owns (and unlinks) the segment, not this process's tracker
-                from multiprocessing import resource_tracker
-
-                resource_tracker.unregister(shm._name, "shared_memory")
-            except Exception:  # noqa: BLE001
-                pass
-        _child_shm[shm_name] = shm
+        shm = _child_shm[shm_name] = _attach_untracked(shared_memory, shm_name)
     errs = []
     for p, off, sh in zip(paths, offsets, shapes):
         try:
