@@ -88,7 +88,8 @@ def train(name, loader, model, opt, steps, warmup, print_every):
     it.close()  # ends the loader's epoch in progress (the Scheduler's run, DALI's iterator)
     return {"loader": name, "images_per_s": n_images / wall, "gpu_busy_pct": gpu,
             "wait_ms": 1000 * float(np.mean(waits)), "wait_pct": 100 * float(np.sum(waits) / np.sum(times)),
-            "step_ms": 1000 * float(np.mean(times)), "steps": steps}
+            "step_ms": 1000 * float(np.mean(times)), "steps": steps,
+            "waits_ms": [round(1000 * w, 3) for w in waits]}  # per step: where the wait falls (epoch starts?)
 
 
 def main(argv=None):

@@ -537,9 +537,13 @@ class FakeProcessDecoder:
     def __init__(self, src):
         self.src, self.ahead, self.jobs, self.pending_, self.drains = src, 3, [], {}, 0
 
-    def drain(self):
+    def drain(self, keep=None):
         self.drains += 1
-        self.pending_.clear()
+        for key in [key for key in self.pending_ if keep is None or not keep(key)]:
+            del self.pending_[key]
+
+    def pending(self, key):
+        return key in self.pending_
 
     def submit(self, key, paths, seed):
         assert key not in self.pending_
@@ -591,7 +595,8 @@ def test_gpu_decode_in_processes_batches_in_order(folder, process_decoder, crop)
     assert [x.shape for x, _ in got] == [(8, 20, 24, 3), (8, 20, 24, 3), (5, 20, 24, 3)]
     np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), labels)
     (pd,) = process_decoder
-    assert [k for k, _, _ in pd.jobs] == [0, 1, 2]  # each batch submitted once, in order
+    # each batch submitted once, in order; then the next epoch's first two (the window of 3)
+    assert [k[1:] for k, _, _ in pd.jobs] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
     seeds = np.random.default_rng(5)
     for b, (x, _) in enumerate(got):
         _, paths, seed = pd.jobs[b]
@@ -601,6 +606,52 @@ def test_gpu_decode_in_processes_batches_in_order(folder, process_decoder, crop)
         boxes = (gpuaug.random.resized_crop_boxes(np.random.default_rng(seed), sizes) if crop else
                  np.concatenate([np.zeros_like(sizes), sizes], axis=1))
         np.testing.assert_array_equal(x, np.stack(gpuaug.resized_crop(full, boxes.astype(np.float32), size)))
+
+
+def _expected_batch(paths, seed, src):
+    full = [pil_decode(f) for f in paths]
+    boxes = D.crop_boxes([a.shape[:2] for a in full], seed, src.crop, src.scale, src.ratio)
+    return np.stack(gpuaug.resized_crop(full, boxes.astype(np.float32), src.size))
+
+
+def test_gpu_decode_in_processes_runs_on_into_the_next_epoch(folder, process_decoder):
+    """Near an epoch's end the decoding window takes the next epoch's first batches (its
+    shuffled order), which the next run fetches instead of submitting them again; the crop
+    seeds keep their order; a run of another epoch (set_epoch) drops them."""
+    root, files, labels = folder
+    src = ImageFolder(root, size=(12, 10), decode="gpu", crop="random", gpu_processes=2, seed=7)
+    sched = Scheduler(src, None, batch_size=4, workers=2, shuffle=True, seed=3, device=FakeDevice())
+    seeds = np.random.default_rng(7)
+    runs = []
+    for epoch in (0, 1, 5):
+        if epoch == 5:
+            sched.set_epoch(5)
+        order = epoch_batches_of(len(files), 4, epoch)
+        got = collect(sched)
+        runs.append(got)
+        np.testing.assert_array_equal(np.concatenate([lab for _, lab in got]), np.asarray(labels)[np.concatenate(order)])
+    (pd,) = process_decoder
+    keys = [k[1:] for k, _, _ in pd.jobs]
+    n = len(epoch_batches_of(len(files), 4, 0))
+    # epoch 0's batches; while its last two are fetched, epoch 1's first two (a window of 3
+    # from the batch fetched); the rest of epoch 1, epoch 2's first two (dropped: the next run
+    # is epoch 5), epoch 5's, epoch 6's first two
+    assert keys == ([(0, j) for j in range(n)] + [(1, j) for j in range(n)] + [(2, 0), (2, 1)]
+                    + [(5, j) for j in range(n)] + [(6, 0), (6, 1)])
+    assert pd.drains >= 3
+    assert len(set(k for k, _, _ in pd.jobs)) == len(pd.jobs)
+    for key, paths, seed in pd.jobs:  # seeds drawn in submission order
+        assert seed == int(seeds.integers(2 ** 63))
+        assert paths == [files[i] for i in epoch_batches_of(len(files), 4, key[1])[key[2]]]
+    by_key = {k[1:]: (p, sd) for k, p, sd in pd.jobs}
+    for epoch, got in zip((0, 1, 5), runs):
+        for j, (x, _) in enumerate(got):
+            np.testing.assert_array_equal(x, _expected_batch(*by_key[(epoch, j)], src))
+    sched.close()
+
+
+def epoch_batches_of(n, bs, epoch):
+    return gpuaug.scheduler.epoch_batches(n, bs, epoch=epoch, shuffle=True, seed=3)
 
 
 def test_gpu_decode_in_processes_skips_and_raises_bad_files(bad_folder, process_decoder):

@@ -563,14 +563,18 @@ class GpuProcessDecoder:
                                                  initargs=(self.device_id, self.mode, self.size, self.ahead + 2))
         return self._pool
 
-    def drain(self):
-        """Wait for every batch in flight and drop its result (a run that ended early)."""
-        for fut in self._pending.values():
+    def drain(self, keep=None):
+        """Wait for every batch in flight, but those whose key ``keep(key)`` is true, and drop
+        its result (a run that ended early, batches submitted ahead for another epoch)."""
+        for key in [key for key in self._pending if keep is None or not keep(key)]:
             try:
-                fut.result()
+                self._pending.pop(key).result()
             except Exception:  # noqa: BLE001 - a dropped batch's failure is not this run's
                 pass
-        self._pending.clear()
+
+    def pending(self, key):
+        """Whether the batch ``key`` is in flight (submitted, not fetched)."""
+        return key in self._pending
 
     def submit(self, key, paths, seed):
         pool = self.start()
