@@ -245,12 +245,15 @@ def _scheduler(x, epochs, pool, trace, **kw):
 
 
 def main():
+    if os.environ.get("SWITCH_MS"):  # the interpreter's switch interval (GIL hand-over), default 5 ms
+        sys.setswitchinterval(float(os.environ["SWITCH_MS"]) / 1e3)
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (N * B, 224, 224, 3), np.uint8)
     gpuaug.flip(cp.asarray(x[:B]))  # compile the kernel once
     cp.cuda.Device().synchronize()
     h2d = H2D(x)
-    limits = {"memcpy_4": memcpy_gbps(x, 4), "memcpy_8": memcpy_gbps(x, 8), "h2d": h2d.gbps()}
+    limits = {f"memcpy_{t}": memcpy_gbps(x, t) for t in (4, 6, 8, 12)}
+    limits["h2d"] = h2d.gbps()
     limits["memcpy_8_beside_h2d"] = memcpy_gbps(x, 8, beside=h2d.spin)
     limits["ideal_staging_4"] = ideal_staging(x, 4)
     limits["ideal_staging_8"] = ideal_staging(x, 8)
@@ -293,6 +296,10 @@ def main():
         ("batch 8 workers", {"staging": "batch", "workers": 8}, None),
         ("batch 8 workers shuffled", {"staging": "batch", "workers": 8, "shuffle": True, "seed": 0}, None),
         ("batch keep_buffers", {"staging": "batch", "keep_buffers": True}, None),
+        ("batch 6 workers", {"staging": "batch", "workers": 6}, None),
+        ("batch 8 workers depth 5", {"staging": "batch", "workers": 8, "depth": 5}, None),
+        ("batch 8 workers depth 8", {"staging": "batch", "workers": 8, "depth": 8}, None),
+        ("batch 12 workers depth 6", {"staging": "batch", "workers": 12, "depth": 6}, None),
         ("pin_source", {"pin_source": True}, None),
     ]
     print(f"{'path':32s} {'workers':>7s} {'epoch 1':>8s} {'epoch 2+':>8s} {'of target':>9s}  cudaHostAlloc "
