@@ -180,7 +180,7 @@ def _fold_mirror(items, cmn):
 
 def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_shards, mean, std, *, training,
               num_threads, seed, random_shuffle, scale, ratio, crop_pct, dtype, output_layout, backend,
-              interpolation, reader_name, reader_kwargs, pipeline_kwargs, roi="dali"):
+              interpolation, reader_name, reader_kwargs, pipeline_kwargs, roi="dali", decoder_kwargs=None):
     from nvidia.dali import fn, pipeline_def, types
 
     from ._compose import Compose
@@ -209,7 +209,7 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
             # image_slice with the same kind of boxes gave 11,026 (bench/results, 2026-11-24).
             images = fn.decoders.image_random_crop(jpegs, device=device, output_type=types.RGB,
                                                    random_area=[float(v) for v in scale],
-                                                   random_aspect_ratio=[float(v) for v in ratio])
+                                                   random_aspect_ratio=[float(v) for v in ratio], **decoder_kwargs)
         else:
             shape = fn.peek_image_shape(jpegs)
             if training:
@@ -217,7 +217,8 @@ def _pipeline(file_root, augment, size, batch_size, device_id, shard_id, num_sha
             else:
                 anchor, extent = int_boxes(center_boxes, shape, crop_pct)
             images = fn.decoders.image_slice(jpegs, anchor, extent, axis_names="HW", normalized_anchor=False,
-                                             normalized_shape=False, device=device, output_type=types.RGB)
+                                             normalized_shape=False, device=device, output_type=types.RGB,
+                                             **decoder_kwargs)
         images = fn.resize(images, resize_y=float(size[0]), resize_x=float(size[1]),
                            interp_type=getattr(types, interp), antialias=antialias)
         items = _augment_items(augment) if training else []
@@ -234,7 +235,8 @@ def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64,
                           num_shards=1, mean=IMAGENET_MEAN, std=IMAGENET_STD, *, training=True, num_threads=4,
                           seed=None, random_shuffle=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), crop_pct=0.875,
                           dtype="float32", output_layout="CHW", backend=None, interpolation="bilinear",
-                          reader_name="Reader", reader_kwargs=None, roi="dali", **pipeline_kwargs):
+                          reader_name="Reader", reader_kwargs=None, roi="dali", decoder_kwargs=None,
+                          **pipeline_kwargs):
     """A DALI training pipeline over a class-per-folder image tree -> ``(images, labels)``.
 
     Per sample: decode only the random resized crop's box (DALI's region-of-interest
@@ -267,6 +269,10 @@ def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64,
             downscaling) or "nearest".
         reader_name: name of the reader (the PyTorch iterator sizes epochs by it).
         reader_kwargs: more ``fn.readers.file`` arguments; other keywords go to the pipeline.
+        decoder_kwargs: more arguments of the decoder (``fn.decoders.image_random_crop`` /
+            ``image_slice``), e.g. ``{"hw_decoder_load": 0.9}``: the share of images nvJPEG's
+            hardware decoder takes on GPUs that have one (A100, H100, H200), the rest going
+            to the CUDA decoder and CPU threads.
         roi: who draws the training crop boxes. "dali" (default): DALI's fused random-crop
             decoder (``random_area=scale``, ``random_aspect_ratio=ratio``, log-uniform aspect
             as torchvision; after 10 failed draws it falls back to the whole image where
@@ -289,7 +295,7 @@ def image_folder_pipeline(file_root, augment="default", size=224, batch_size=64,
                      scale=scale, ratio=ratio, crop_pct=crop_pct, dtype=dtype, output_layout=output_layout,
                      backend=backend, interpolation=interpolation, reader_name=reader_name,
                      reader_kwargs=dict(reader_kwargs or {}),
-                     pipeline_kwargs=pipeline_kwargs, roi=roi)
+                     pipeline_kwargs=pipeline_kwargs, roi=roi, decoder_kwargs=dict(decoder_kwargs or {}))
 
 
 def validation_pipeline(file_root, size=224, batch_size=64, device_id=0, shard_id=0, num_shards=1,

@@ -363,6 +363,23 @@ def test_image_folder_pipeline_cpu(tmp_path, training, augment):
     del pipe
 
 
+@pytest.mark.parametrize("roi", ["dali", "gpuaug"])
+def test_image_folder_pipeline_decoder_kwargs_reach_the_decoder(tmp_path, roi):
+    """decoder_kwargs go to the decoder (hw_decoder_load on the GPU): an argument the decoder does
+    not know is DALI's error naming it; a known one runs."""
+    import gpuaug.dali as gd
+
+    root = _jpeg_tree(tmp_path / "imgs", classes=2, per_class=2)
+    with pytest.raises(Exception, match="not_a_decoder_argument"):
+        gd.image_folder_pipeline(str(root), "flip", size=8, batch_size=4, device_id=None, num_threads=1, seed=1,
+                                 roi=roi, decoder_kwargs={"not_a_decoder_argument": 1}).build()
+    pipe = gd.image_folder_pipeline(str(root), "flip", size=8, batch_size=4, device_id=None, num_threads=1, seed=1,
+                                    roi=roi, decoder_kwargs={"use_fast_idct": True})
+    pipe.build()
+    assert np.stack([np.array(t) for t in pipe.run()[0]]).shape == (4, 3, 8, 8)
+    del pipe
+
+
 def test_validation_pipeline_is_deterministic(tmp_path):
     import gpuaug.dali as gd
 
