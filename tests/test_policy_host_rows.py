@@ -245,7 +245,7 @@ def auto_gpu(monkeypatch):
         pytest.skip(f"CUDA C emulation needs g++ with C++20: {cuda_emu.available()}")
     names = [f"gpuaug_autoaug_fused<{c}, {k}>" for c in (1, 3) for k in (1, 2, 3, 4)] + \
         [f"gpuaug_autoaug_stats_fused<{c}, {k}>" for c in (1, 3) for k in (0, 1, 2, 3)] + \
-        [f"gpuaug_augmix_fused<3, {d}>" for d in (2, 3)]
+        [f"gpuaug_autoaug_apply<{c}>" for c in (1, 3)] + [f"gpuaug_augmix_fused<3, {d}>" for d in (2, 3)]
     emu = cuda_emu.patch(monkeypatch, ["auto_augment.cu"], names)
     import gpuaug._stream as st
     import gpuaug.kernels._cuda as kc
@@ -309,12 +309,15 @@ def _to_dev(Dev, a):
     return d
 
 
-def test_gpu_path_on_host_standins(auto_gpu):
+@pytest.mark.parametrize("per", [1, 4])
+def test_gpu_path_on_host_standins(auto_gpu, monkeypatch, per):
     """Every policy's whole GPU call (fresh draw, replay of last_params, edited params) on host
     stand-ins, its kernels emulated, equals the NumPy twin of the same params bit for bit; the
-    launches are the ones the drawn ops need: per chunk of <= 4 steps, a statistics launch for
-    each step in which some sample reduces, a table launch where one draws Equalize, one fused
-    launch."""
+    launches are the ones the drawn ops need: per chunk of ``STEPS_PER_LAUNCH`` steps (1, the
+    default, and 4), a statistics launch for each step in which some sample reduces, a table
+    launch where one draws Equalize, one launch (gpuaug_autoaug_apply for a chunk of one step,
+    gpuaug_autoaug_fused for more)."""
+    monkeypatch.setattr(A, "STEPS_PER_LAUNCH", per)
     Dev, log = auto_gpu
     rng = np.random.default_rng(8)
     x = rng.integers(0, 256, (12, 17, 19, 3), dtype=np.uint8)  # > 255 pixels: Equalize is not the identity
@@ -339,7 +342,11 @@ def test_gpu_path_on_host_standins(auto_gpu):
                 codes = A._step_codes(p.ops)
                 k = len(codes)
                 fused = [m for m in log if m.startswith("gpuaug_autoaug_fused")]
-                assert len(fused) == -(-k // 4) if k else not log, (repr(pol), log)
+                single = [m for m in log if m.startswith("gpuaug_autoaug_apply")]
+                chunks = [min(per, k - a) for a in range(0, k, per)]
+                assert len(fused) == sum(kk > 1 for kk in chunks), (repr(pol), log)
+                assert len(single) == sum(kk == 1 for kk in chunks), (repr(pol), log)
+                assert k or not log, (repr(pol), log)
                 assert sum(m.startswith("gpuaug_autoaug_stats") for m in log) == sum(c > 0 for c in codes), log
                 assert log.count("gpuaug_equalize_lut") == sum(c == 2 for c in codes), log
             np.testing.assert_array_equal(pol(_to_dev(Dev, x), params=p).view, ref)  # replay (remembered rows)

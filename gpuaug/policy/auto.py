@@ -3,17 +3,20 @@
 torchvision draws one op list per call and applies it to the whole batch; here every sample
 draws its own ops and magnitudes (host NumPy draws, vectorised over the batch, uploaded once
 as a small (K, N, 9) float32 table) for a policy of K ops per sample (RandAugment:
-``num_ops``; TrivialAugmentWide: 1; AutoAugment: 2; AugMix: width x depth). On the GPU the
-K steps run fused, up to 4 per launch of ``gpuaug_autoaug_fused`` (kernels/auto_augment.cu):
-each output pixel evaluates its sample's chain (warps as index maps, point-wise ops on the
-way, Sharpness and bilinear warps through nested evaluation), so the batch is written once.
-A step in which some sample draws Contrast, AutoContrast or Equalize first needs statistics
-of the image it sees: one statistics launch that evaluates the steps before it on the fly,
-and for Equalize the 256-bin table launch of :func:`gpuaug.equalize`. RandAugment(2, 9) on
-a batch is one fused launch plus one memset and, per step in which some sample drew a
-reduction op, a statistics launch (and a table launch for Equalize): at most 6, whatever
-ops were drawn. The step-by-step kernel (one launch per step) stays as the
-reference path (``_run_cuda(..., fused=False)``); both give the same bits.
+``num_ops``; TrivialAugmentWide: 1; AutoAugment: 2; AugMix: width x depth). On the GPU each
+step is one launch of ``gpuaug_autoaug_apply`` (kernels/auto_augment.cu; every sample its own
+op), after, when some sample draws Contrast, AutoContrast or Equalize at that step, one
+statistics launch over those samples only (and for Equalize the 256-bin table launch of
+:func:`gpuaug.equalize`). ``STEPS_PER_LAUNCH`` (up to 4) fuses that many steps into one
+``gpuaug_autoaug_fused`` pass instead: each output pixel evaluates its sample's chain (warps as
+index maps, point-wise ops on the way, Sharpness and bilinear warps through nested
+evaluation), so the batch is written once, but a later step's Sharpness (9 taps) or bilinear
+warp (4) evaluates the earlier steps again at each tap, and the statistics of a later step
+evaluate them on the fly. On the H200 the fused passes were the slower:
+RandAugment(2, 9) 0.274 ms against 0.213 ms step by step, RandAugment(3, 9) 0.624 against
+0.315, TrivialAugmentWide 0.124 against 0.112 (bench/results/2026-11-28-h200-s10/). All paths
+give the same bits (``_run_cuda(..., fused=False)``, the first step-by-step path, is the
+reference).
 
 Host cost (the policies are host-bound at ImageNet sizes): a fresh draw indexes memoised
 tables, per (policy space, H, W, interpolation), of the signed magnitudes and kernel rows of
@@ -564,8 +567,13 @@ def _run_cuda(x, rows, out, stream, fused=True, ops=None):
     return out
 
 
-#: Steps per fused launch (kernels/auto_augment.cu instantiates gpuaug_autoaug_fused<C, 1..4>).
+#: Steps per fused launch at most (kernels/auto_augment.cu instantiates gpuaug_autoaug_fused<C, 1..4>).
 FUSED_MAX_STEPS = 4
+#: Steps per launch of the policies' GPU path (1..FUSED_MAX_STEPS): 1 (the default) runs every step
+#: as its own gpuaug_autoaug_apply launch after its statistics launch; 2-4 fuse that many steps
+#: per gpuaug_autoaug_fused pass (a chunk of one step still takes gpuaug_autoaug_apply, which
+#: was the faster single step: 75 against 88 us on the H200). See the module docstring.
+STEPS_PER_LAUNCH = 1
 #: Pixels per thread of gpuaug_autoaug_fused (GPUAUG_AA_PX in kernels/auto_augment.cu): a block
 #: covers 256 * _FUSED_PX pixels.
 _FUSED_PX = 2
@@ -576,6 +584,7 @@ _FUSED_PX = 2
 _KERNELS = {}
 _KERNEL_NAMES = {
     "fused": ("auto_augment.cu", "gpuaug_autoaug_fused<{}, {}>"),
+    "apply": ("auto_augment.cu", "gpuaug_autoaug_apply<{}>"),
     "stats": ("auto_augment.cu", "gpuaug_autoaug_stats_fused<{}, {}>"),
     "augmix": ("auto_augment.cu", "gpuaug_augmix_fused<{}, {}>"),
     "lut": ("equalize.cu", "gpuaug_equalize_lut"),
@@ -640,9 +649,11 @@ _SLOTS: dict = {}
 
 
 def _run_cuda_fused(x, rows, out, stream, ops=None):
-    """All K steps in ceil(K / 4) fused launches (plus a statistics launch, and a table launch
-    for Equalize, per step in which some sample reduces); same results as :func:`_run_cuda`.
-    ``ops``: the (N, K) int op ids, if the caller has them (else read from the rows)."""
+    """All K steps in chunks of ``STEPS_PER_LAUNCH``: one launch per chunk (gpuaug_autoaug_apply
+    for a chunk of one step, gpuaug_autoaug_fused for more), after a statistics launch (and a
+    table launch for Equalize) per step in which some sample reduces; same results as
+    :func:`_run_cuda`. ``ops``: the (N, K) int op ids, if the caller has them (else read from
+    the rows)."""
     cp = cupy_module()
     k_all, n = rows.shape[0], rows.shape[1]
     _, h, w, c = x.shape
@@ -660,15 +671,16 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
         acts = [np.flatnonzero(red_ops[k]).astype(np.int32) for k in range(k_all) if codes[k]]
         rows_all, *acts_d = _kc.upload(rows, *acts)
         act_at = iter(zip(acts, acts_d))
-        nchunks = -(-k_all // FUSED_MAX_STEPS)
+        per = max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
+        nchunks = -(-k_all // per)
         tmp = cp.empty_like(x) if nchunks > 1 else None
         i32 = np.int32
         hh, ww, nn, lpp = i32(h), i32(w), i32(n), i32(lp)
         src = x
         for ci in range(nchunks):
-            start = ci * FUSED_MAX_STEPS
-            kk = min(FUSED_MAX_STEPS, k_all - start)
-            rows_d = rows_all if nchunks == 1 else rows_all[start:start + kk]
+            start = ci * per
+            kk = min(per, k_all - start)
+            rows_d = rows_all if nchunks == 1 else _at(cp, rows_all, 4 * start * n * _P, (kk, n, _P), cp.float32)
             dst = out if (nchunks - 1 - ci) % 2 == 0 else tmp
             red = codes[start:start + kk]
             minmax = gsum = lut = rows_d
@@ -689,8 +701,12 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
                         hist_i = _at(cp, hist, 4 * i * n * c * 256, (n * c * 256,), cp.uint32) if i else hist
                         lut_i = _at(cp, lut, 4 * i * n * lp, (n, lp), cp.float32) if i else lut
                         _kernel(dev, "lut")((n * c,), (256,), (hist_i, lut_i, lpp, i32(c), i32(0)))
-            _kernel(dev, "fused", c, kk)((-(-npix // (256 * _FUSED_PX)), n), (256,),
-                                         (src, dst, hh, ww, rows_d, nn, minmax, gsum, lut, lpp))
+            if kk == 1:  # the step's (N, P) rows, its statistics rows 0..N-1
+                _kernel(dev, "apply", c)((-(-npix // 256), n), (256,),
+                                         (src, dst, hh, ww, rows_d, minmax, gsum, lut, lpp, nn))
+            else:
+                _kernel(dev, "fused", c, kk)((-(-npix // (256 * _FUSED_PX)), n), (256,),
+                                             (src, dst, hh, ww, rows_d, nn, minmax, gsum, lut, lpp))
             src = dst
     return out
 
@@ -970,14 +986,17 @@ class _Policy(Transform):
         return y
 
     def plan(self):
-        """The launches of one call on the GPU: per chunk of up to 4 steps, one fused launch,
-        after a statistics launch (and Equalize's table launch) for each step in which some
-        sample drew Contrast, AutoContrast or Equalize."""
+        """The launches of one call on the GPU: per chunk of ``STEPS_PER_LAUNCH`` steps (default
+        1), one launch (gpuaug_autoaug_apply for one step, gpuaug_autoaug_fused for more), after
+        a statistics launch (and Equalize's table launch) for each step in which some sample
+        drew Contrast, AutoContrast or Equalize."""
+        per = max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
         lines = []
-        for start in range(0, self.num_steps, FUSED_MAX_STEPS):
-            kk = min(FUSED_MAX_STEPS, self.num_steps - start)
+        for start in range(0, self.num_steps, per):
+            kk = min(per, self.num_steps - start)
             pre = " ".join(f"[stats<{i}> + equalize_lut if drawn]" for i in range(kk))
-            lines.append(f"steps {start}..{start + kk - 1}: {pre} gpuaug_autoaug_fused<C, {kk}>")
+            main = "gpuaug_autoaug_apply<C>" if kk == 1 else f"gpuaug_autoaug_fused<C, {kk}>"
+            lines.append(f"steps {start}..{start + kk - 1}: {pre} {main}")
         return lines
 
 

@@ -6,7 +6,8 @@ excerpt of the loop.
     OUT=dir python3 tests/gpu/kprof.py [workload ...]
 
 Workloads: targets (Compose flip + affine + RRC, images alone and with 50 boxes, 17 keypoints and
-a mask per image), ra (RandAugment(2, 9)), ra3 (RandAugment(3, 9)), ta (TrivialAugmentWide),
+a mask per image), unfused (RandAugment(1|2|3, 9), TrivialAugmentWide, AutoAugment: the fused
+launches against one launch per step), ra (RandAugment(2, 9)), ra3 (RandAugment(3, 9)), ta (TrivialAugmentWide),
 mixup, cutmix; ra, ra3 and ta also with gpuaug.policy.auto.COMPACT_STATS False.
 256x224x224x3 uint8, random data.
 """
@@ -84,6 +85,23 @@ def workloads(names):
                 A.COMPACT_STATS = True
         return g
 
+    def unfused(f):  # one gpuaug_autoaug_apply launch per step (the reference path) instead of the fused ones
+        def g():
+            A._run_cuda.__defaults__ = (False, None)
+            try:
+                return f()
+            finally:
+                A._run_cuda.__defaults__ = (True, None)
+        return g
+
+    if "unfused" in names:
+        for label, pol in (("RandAugment(2, 9)", gpuaug.RandAugment(2, 9, seed=0)),
+                           ("RandAugment(3, 9)", gpuaug.RandAugment(3, 9, seed=0)),
+                           ("RandAugment(1, 9)", gpuaug.RandAugment(1, 9, seed=0)),
+                           ("TrivialAugmentWide", gpuaug.TrivialAugmentWide(seed=0)),
+                           ("AutoAugment(imagenet)", gpuaug.AutoAugment(seed=0))):
+            out[f"{label}, fused"] = lambda pol=pol: pol(x)
+            out[f"{label}, one launch per step"] = unfused(lambda pol=pol: pol(x))
     if "ra" in names:
         ra = gpuaug.RandAugment(2, 9, seed=0)
         out["RandAugment(2, 9)"] = lambda: ra(x)
