@@ -19,7 +19,9 @@ from gpuaug.bench import policies  # noqa: E402
 
 
 def fused_rows(doc, n, size, iters, warmup):
-    """RandAugment(2, 9) rows: the fused launches (default) vs one launch per step, no draws."""
+    """RandAugment(2, 9) rows, no draws: the default path (``STEPS_PER_LAUNCH`` steps a launch:
+    1, gpuaug_autoaug_apply after compacted statistics), the fused passes (2 steps a launch) and
+    the first step-by-step path (``fused=False``: statistics of every sample)."""
     import cupy as cp
 
     import gpuaug
@@ -30,9 +32,16 @@ def fused_rows(doc, n, size, iters, warmup):
     p = gpuaug.RandAugment(2, 9, seed=0).draw(n, (size, size))
     steps = A.step_rows(p.ops.T.ravel(), p.magnitudes.T.ravel(), size, size).reshape(2, n, -1)
     clock = GpuClock()
-    for variant, fused in (("drawn rows, fused launches (default path)", True),
-                           ("drawn rows, one launch per step", False)):
-        t = clock.time(lambda fused=fused: A._run_cuda(x, steps, None, None, fused), iters, warmup)
+    for variant, fused, per in (("drawn rows, default path (a launch per step)", True, A.STEPS_PER_LAUNCH),
+                                ("drawn rows, fused passes (STEPS_PER_LAUNCH = 2)", True, 2),
+                                ("drawn rows, reference step path (fused=False)", False, A.STEPS_PER_LAUNCH)):
+        def run(fused=fused, per=per):
+            old, A.STEPS_PER_LAUNCH = A.STEPS_PER_LAUNCH, per
+            try:
+                return A._run_cuda(x, steps, None, None, fused)
+            finally:
+                A.STEPS_PER_LAUNCH = old
+        t = clock.time(run, iters, warmup)
         doc["rows"].append(policies._row("gpuaug", "RandAugment(2, 9)", variant, t, note="no draws"))
 
 
