@@ -334,8 +334,9 @@ def test_gpu_matches_cpu(dtype, layout):
 
 @gpu
 def test_gpu_one_launch_and_stream():
-    """A call on CuPy images and labels is one upload and one launch on the given stream, and
-    nothing waits for the device (the result is right after the stream's work)."""
+    """A call on CuPy images and labels is one launch on the given stream, its records sent ahead
+    on the mixer's side ring (no staged upload), and nothing waits for the device (the result is
+    right after the stream's work)."""
     import cupy
 
     from gpuaug.kernels import _cuda
@@ -355,17 +356,139 @@ def test_gpu_one_launch_and_stream():
 
         st = _cuda.staging()
         before = st.stats["uploads"]
+        (ring,) = m._rings.values()
+        sent = ring.stats["sent"]
         _cuda.Kernel.__call__ = count
         try:
             s = cupy.cuda.Stream(non_blocking=True)
             y, soft = m(x, labels, stream=s)
         finally:
             _cuda.Kernel.__call__ = real
-        assert len(launches) == 1 and st.stats["uploads"] == before + 1
+        assert len(launches) == 1 and st.stats["uploads"] == before and ring.stats["sent"] == sent + 1
         s.synchronize()
         ry, rs = m(cupy.asnumpy(x), cupy.asnumpy(labels), params=m.last_params)
         np.testing.assert_array_equal(cupy.asnumpy(y), ry)
         np.testing.assert_array_equal(cupy.asnumpy(soft), rs)
+
+
+@gpu
+def test_gpu_side_ring_behind_a_busy_stream():
+    """Forty calls queued behind a long kernel: the first 16 take the side ring's slots, the rest
+    (every slot still in flight) upload as before; every result equals the NumPy twin of its
+    params, and a second round reuses the freed slots."""
+    import cupy
+
+    spin = cupy.RawKernel(r'''extern "C" __global__ void spin(unsigned long long n) {
+        unsigned long long t0 = clock64(); while (clock64() - t0 < n) {} }''', "spin")
+    rng = np.random.default_rng(17)
+    xh = _batch(rng, 6, 16, 24)
+    x = cupy.asarray(xh)
+    ids = rng.integers(0, 5, 6)
+    labels = cupy.asarray(ids)
+    for cls in (gpuaug.MixUp, gpuaug.CutMix):
+        m = cls(0.7, num_classes=5, seed=18)
+        m(x, labels)
+        cupy.cuda.Device().synchronize()
+        (ring,) = m._rings.values()
+        for _ in range(2):
+            sent, full = ring.stats["sent"], ring.stats["full"]
+            spin((1,), (1,), (np.uint64(200_000_000),))  # ~0.1 s on the stream
+            outs = [(m(x, labels), m.last_params) for _ in range(40)]
+            assert ring.stats["sent"] - sent == ring.SLOTS and ring.stats["full"] - full == 40 - ring.SLOTS
+            for (y, soft), p in outs:
+                ry, rs = m(xh, ids, params=p)
+                np.testing.assert_array_equal(cupy.asnumpy(y), ry)
+                np.testing.assert_array_equal(cupy.asnumpy(soft), rs)
+            cupy.cuda.Device().synchronize()
+
+
+def test_side_ring_slots_on_standins(monkeypatch):
+    """kernels/_cuda.SideRing on a stand-in CuPy: each send packs the table into the next slot,
+    copies it on the ring's stream and makes the caller's stream wait for that copy; a slot is
+    taken again only once the event recorded behind its launch has completed (else None, the
+    caller uploads); nothing goes through the ring while the stream captures or launches are
+    recorded."""
+    import ctypes
+    import sys
+    import types
+
+    from gpuaug.kernels import _cuda as kc
+
+    class Ev:
+        def __init__(self, *a, **k):
+            self.done, self.on = True, None
+
+        def record(self, stream):
+            self.on, self.done = stream, False
+
+    class Stream:
+        def __init__(self, non_blocking=False):
+            self.ptr, self.capturing, self.waited = id(self), False, []
+
+        def is_capturing(self):
+            return self.capturing
+
+        def wait_event(self, ev):
+            self.waited.append(ev)
+
+    class Ptr:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+        def __add__(self, o):
+            return Ptr(self.ptr + o)
+
+    class Dev(np.ndarray):
+        @property
+        def data(self):
+            return Ptr(self.ctypes.data)
+
+    class Pinned(bytearray):
+        @property
+        def ptr(self):
+            return ctypes.addressof(ctypes.c_char.from_buffer(self))
+
+    copies = []
+
+    def memcpy(dst, src, n, kind, stream):
+        copies.append((dst, n, stream))
+        ctypes.memmove(dst, src, n)
+
+    def ndarray(shape, dtype, memptr):
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        return np.frombuffer((ctypes.c_char * n).from_address(memptr.ptr), np.dtype(dtype)).reshape(shape)
+
+    cp = types.ModuleType("cupy")
+    cp.empty = lambda n, dtype: np.zeros(n, dtype).view(Dev)
+    cp.ndarray = ndarray
+    cp.cuda = types.SimpleNamespace(alloc_pinned_memory=Pinned, Stream=Stream, Event=Ev,
+                                    runtime=types.SimpleNamespace(memcpyAsync=memcpy, memcpyHostToDevice=1))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    ring = kc.SideRing(96)
+    main = Stream()
+    tables = [np.arange(24, dtype=np.int32).reshape(3, 8) + 100 * t for t in range(ring.SLOTS + 1)]
+    got = []
+    for t in tables[:ring.SLOTS]:
+        slot, arr = ring.send(t, main)
+        np.testing.assert_array_equal(arr, t)  # the bytes landed in the slot's device memory
+        assert main.waited[-1] is ring.copied[slot] and ring.copied[slot].on is ring.stream
+        assert copies[-1][2] == ring.stream.ptr
+        got.append(slot)
+    assert got == list(range(ring.SLOTS))
+    assert ring.send(tables[-1], main) is None  # slot 0 is taken until its launch is queued (sent)
+    for i in range(ring.SLOTS):
+        ring.sent(i, main)
+    assert ring.send(tables[0], main) is None and ring.stats["full"] == 2  # slot 0's launch has not run
+    ring.done[0].done = True
+    slot, arr = ring.send(tables[3], main)
+    assert slot == 0
+    np.testing.assert_array_equal(arr, tables[3])
+    assert ring.send(tables[0], main) is None  # slot 1's launch has not run either
+    main.capturing = True
+    assert ring.send(tables[0], main) is None
+    main.capturing = False
+    monkeypatch.setattr(kc, "RECORDING", [1])
+    assert ring.send(tables[0], main) is None
 
 
 # -- Mosaic ------------------------------------------------------------------------------------
@@ -770,7 +893,44 @@ def gpu_path(monkeypatch):
 
     monkeypatch.setattr(kc, "get_function", get_function)
     monkeypatch.setattr(kc, "upload", upload)
+    monkeypatch.setattr(kc, "side_ring", lambda nbytes: None)  # the staged upload (see the ring's own test)
     yield log
+
+
+class _HostRing:
+    """kernels/_cuda.SideRing's interface on the host stand-ins: the table as a device stand-in."""
+
+    def __init__(self, nbytes):
+        self.sends, self.freed = 0, []
+
+    def send(self, table, stream):
+        self.sends += 1
+        return self.sends, _dev(table.copy())
+
+    def sent(self, slot, stream):
+        self.freed.append(slot)
+
+
+def test_gpu_path_records_through_the_side_ring(gpu_path, monkeypatch):
+    """With a side ring the records reach the launch through it (no staged upload), and the
+    slot is handed back behind the launch; the results are the NumPy twin's."""
+    import gpuaug.kernels._cuda as kc
+
+    rings = []
+    monkeypatch.setattr(kc, "side_ring", lambda nbytes: rings.append(_HostRing(nbytes)) or rings[-1])
+    rng = np.random.default_rng(44)
+    x = _batch(rng, 6, 8, 16)
+    ids = rng.integers(0, 5, 6)
+    for cls in (gpuaug.MixUp, gpuaug.CutMix):
+        m = cls(0.6, num_classes=5, seed=45)
+        for call in range(3):
+            gpu_path["uploads"] = 0
+            y, s = m(_dev(x), _dev(ids))
+            ry, rs = m(x, ids, params=m.last_params)
+            np.testing.assert_array_equal(np.asarray(y), ry)
+            np.testing.assert_array_equal(np.asarray(s), rs)
+            assert gpu_path["uploads"] == 0
+        assert rings[-1].sends == 3 and rings[-1].freed == [1, 2, 3]
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])

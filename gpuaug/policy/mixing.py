@@ -216,14 +216,17 @@ class _Mix:
         self._rng = R.generator(seed)
         self.last_params = None
         self._plans = {}
+        self._rings = {}
 
-    def __getstate__(self):  # picklable (DataLoader workers): the launch plans hold kernels
+    def __getstate__(self):  # picklable (DataLoader workers): the launch plans hold kernels, the rings CUDA memory
         state = dict(self.__dict__)
         state["_plans"] = {}
+        state["_rings"] = {}
         return state
 
     def __setstate__(self, state):
         state.setdefault("_plans", {})
+        state.setdefault("_rings", {})
         self.__dict__.update(state)
 
     def draw(self, n, size, seed=None):
@@ -398,9 +401,32 @@ class _Mix:
             if n == 0:
                 return out, soft
             fn, grid, geo = self._plan(dev, name, n, h, w, c, layout, x.data.ptr % 16 == 0, lkind)
-            (p,) = _kc.upload(rec)
-            fn(grid, (256,), (x, out, p) + geo + (lab, soft, np.int32(k), np.int32(lkind)))
+            ring = self._ring(dev, rec.nbytes)
+            got = ring.send(rec, cp.cuda.get_current_stream()) if ring is not None else None
+            if got is None:
+                (p,) = _kc.upload(rec)
+            else:
+                slot, p = got
+            try:
+                fn(grid, (256,), (x, out, p) + geo + (lab, soft, np.int32(k), np.int32(lkind)))
+            finally:
+                if got is not None:
+                    ring.sent(slot, cp.cuda.get_current_stream())
             return out, soft
+
+    #: records of up to this many bytes go ahead on a side stream (kernels/_cuda.SideRing):
+    #: 512 samples of 32 bytes
+    RING_BYTES = 16 << 10
+
+    def _ring(self, dev, nbytes):
+        """This mixer's :class:`~gpuaug.kernels._cuda.SideRing` on device ``dev``, or None
+        (records larger than ``RING_BYTES``: the staged upload)."""
+        if nbytes > self.RING_BYTES:
+            return None
+        ring = self._rings.get(dev)
+        if ring is None:
+            ring = self._rings[dev] = _kc.side_ring(self.RING_BYTES)
+        return ring
 
     def _plan(self, dev, name, n, h, w, c, layout, aligned, lkind):
         """(kernel, grid, scalar arguments) of one batch geometry, memoised on the instance."""
