@@ -5,9 +5,8 @@ DALI's ``nvidia.dali.auto_aug`` picks an op per sample through conditional execu
 of split/merge nodes over ~14 op subgraphs. Here each policy is **one** operator: one
 ``fn.python_function(batch_processing=True)`` whose callback runs the gpuaug policy
 (:mod:`gpuaug.policy.auto`) on the whole batch. Every sample still draws its own ops and
-magnitudes; on GPU data the policy's CUDA kernels run on DALI's stream (a fused launch per
-up to 4 steps, plus statistics launches where some sample drew Contrast, AutoContrast or
-Equalize), with no host synchronisation; on CPU data the NumPy twin runs (the same bits).
+magnitudes; on GPU data the policy's CUDA kernels run on DALI's stream (a launch per step,
+plus statistics launches where some sample drew Contrast, AutoContrast or Equalize), with no host synchronisation; on CPU data the NumPy twin runs (the same bits).
 
 Randomness: the operator holds its own policy object, seeded by ``seed`` (default: one drawn
 from the pipeline's seed, so a seeded pipeline repeats). Batch after batch it draws from that
