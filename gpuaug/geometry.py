@@ -356,7 +356,8 @@ def affine_matrices(sizes, angle, tx, ty, scale, shear_x, shear_y, center=None):
     m = np.zeros((n, 9))
     m[:, 8] = 1.0
     # (methods: np.any's wrapper costs ~1 us; RandomAffine without shear gives one zeros array for both)
-    if np.asarray(shear_x).any() or (shear_y is not shear_x and np.asarray(shear_y).any()):
+    # (np.count_nonzero: .any()'s values without its Python wrapper, ~1 us less)
+    if np.count_nonzero(shear_x) or (shear_y is not shear_x and np.count_nonzero(shear_y)):
         sx, sy = np.deg2rad(shear_x), np.deg2rad(shear_y)
         cos_sy, tan_sx = np.cos(sy), np.tan(sx)
         crs, srs = cos_sin(angle - shear_y)

@@ -89,8 +89,14 @@ def _inverse_cols(e9):
     det = e9[0] * inv[0]
     det += e9[1] * inv[3]
     det += e9[2] * inv[6]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    n = det.shape[0]
+    if np.count_nonzero(det) == n and np.count_nonzero(np.isfinite(det)) == n:
+        # finite, nonzero divisors: no division raises divide or invalid (quiet NaNs divide
+        # silently), so errstate's context (~1.2 us) has nothing to silence
         inv /= det
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv /= det
     return inv, det
 
 
@@ -151,8 +157,12 @@ def colour_program(transforms, tparams, spec, channels):
         steps = merged
     if len(steps) > MAX_STEPS:
         raise ValueError(f"transforms: a fused stage holds at most {MAX_STEPS} colour steps; got {len(steps)}")
-    jidx = next((k for k, s in enumerate(steps) if s[2]), -1)
-    return [s[0] for s in steps], [s[1] for s in steps], jidx
+    jidx = -1
+    for k, st in enumerate(steps):
+        if st[2]:
+            jidx = k
+            break
+    return [st[0] for st in steps], [st[1] for st in steps], jidx
 
 
 def prog_value(codes):
@@ -186,11 +196,14 @@ def build(spec: StageSpec, transforms, tparams, b: Batch, layout):
     key = (layout, c, n, tuple(b.shapes)) if b.varshape else (layout, c, n, b.nhwc.shape[1], b.nhwc.shape[2])
     memo = spec.__dict__.setdefault("_build_memo", {})
     tpl = memo.get(key)
-    if tpl is not None and tpl.count == len(transforms) and all(transforms[i] is t for i, t in tpl.who):
+    if tpl is not None and (tpl.seen is transforms or (tpl.count == len(transforms)
+                                                    and all(transforms[i] is t for i, t in tpl.who))):
         built = _build_fast(tpl, spec, transforms, tparams, n, c)
         if built is not None:
             return built
     built, tpl = _build_full(spec, transforms, tparams, b, layout)
+    if type(transforms) is tuple:  # (Compose's: a tuple it never replaces)
+        tpl.seen = transforms
     if len(memo) >= 64:  # varshape batches of ever new sizes: keep the memo small
         memo.clear()
     memo[key] = tpl
@@ -211,13 +224,16 @@ class _Template:
     border: int
     out_dtype: str
     out_layout: str
+    #: the tuple of transforms the template was made from (an identity check, ~1 us less than
+    #: ``who``'s per-transform one): the same tuple holds the same transforms
+    seen: tuple = None
 
 
 def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
     """:func:`_build_full`'s Built from a template (None when the colour program's width
     changed, which the caller then builds afresh)."""
     codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
-    widths = [np.shape(bl)[1] if np.ndim(bl) == 2 else 1 for bl in blocks]
+    widths = [_width(bl) for bl in blocks]
     if P_COLOUR + sum(widths) != tpl.base.shape[1]:
         return None
     rows = tpl.base.copy()
@@ -238,6 +254,14 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
     return Built(rows, shapes, codes, tpl.geo, tpl.border, tpl.out_dtype, tpl.out_layout, jidx, m)
 
 
+def _width(bl):
+    """A colour block's parameter count: np.shape(bl)[1] for 2-D blocks, else 1 (the steps'
+    float64 arrays without np.shape's and np.ndim's wrappers)."""
+    if type(bl) is np.ndarray:
+        return bl.shape[1] if bl.ndim == 2 else 1
+    return np.shape(bl)[1] if np.ndim(bl) == 2 else 1
+
+
 def _checked_inverse(m):
     return _checked_inverse_cols(np.ascontiguousarray(m.reshape(-1, 9).T)).T
 
@@ -245,7 +269,7 @@ def _checked_inverse(m):
 def _checked_inverse_cols(e9):
     inv, det = _inverse_cols(e9)
     # (a zero determinant makes its row of inv all inf or NaN: isfinite alone says it)
-    if not np.isfinite(inv).all():
+    if np.count_nonzero(np.isfinite(inv)) != inv.size:  # (.all()'s wrapper: ~1 us more)
         raise ValueError("transforms: a sampled geometry is singular (e.g. a zero scale); "
                          "check the transforms' ranges")
     return inv
@@ -259,7 +283,7 @@ def _build_full(spec: StageSpec, transforms, tparams, b: Batch, layout):
     else:
         sizes = uniform_sizes(n, b.nhwc.shape[1], b.nhwc.shape[2])
     codes, blocks, jidx = colour_program(transforms, tparams, spec, c)
-    widths = [np.shape(bl)[1] if np.ndim(bl) == 2 else 1 for bl in blocks]
+    widths = [_width(bl) for bl in blocks]
     rows = np.zeros((n, P_COLOUR + sum(widths)))
     geo, border = 0, 1
     sizes_in, bilinear = [], False
@@ -321,17 +345,27 @@ def _write_state(spec: StageSpec, transforms, layout, c):
 
 
 # ------------------------------------------------------------------------------ outputs
+_NP_DTYPES: dict = {}
+
+
+def _np_dtype(name):
+    """np.dtype(name), memoised (a dict lookup instead of numpy's parse)."""
+    got = _NP_DTYPES.get(name)
+    if got is None:
+        got = _NP_DTYPES[name] = np.dtype(name)
+    return got
+
+
 def allocate(b: Batch, out, built: Built):
     """(result, dst Batch of NHWC views) for the stage's output."""
+    c = b.channels
+    odt = _np_dtype(built.out_dtype)
+    if not b.varshape:  # (first: the import and the checks below are the varshape path's, ~1.5 us)
+        return b.alloc(out, built.shapes, dtype=odt, channels=c, layout=built.out_layout)
     from gpuaug._layout import chw_list_out, uniform_out
 
-    c = b.channels
-    odt = np.dtype(built.out_dtype)
     hw = built.shapes[0]
-    uniform = same_size(built.shapes) is not None
-    if not b.varshape:
-        return b.alloc(out, built.shapes, dtype=odt, channels=c, layout=built.out_layout)
-    if uniform:
+    if same_size(built.shapes) is not None:
         result, views = uniform_out(b, out, hw, odt, c, built.out_layout)
     elif built.out_layout == "NCHW":
         result, views = chw_list_out(b, out, built.shapes, odt, c)
@@ -560,16 +594,17 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
     The CPU kernel gets C-contiguous float32 copies of the source and output (exact for every
     dtype: uint8 and float16 values are float32 values, and the kernel rounds and saturates
     uint8 results itself), so one compiled signature serves every dtype and layout."""
+    meta = meta_array(spec, built)
+    cpu = target == "cpu"
+    if cpu and not src.varshape:
+        kern, skern = _CPU_KERNELS or _cpu_kernels()
+        _numba_cpu_dense(built, src, dst, meta, kern, skern if built.jidx >= 0 else None)
+        return
     from gpuaug._run import launch_twin
     from gpuaug.kernels.numba.fused import kernel, sum_kernel
 
     xp = src.xp
     n = src.n
-    meta = meta_array(spec, built)
-    cpu = target == "cpu"
-    if cpu and not src.varshape:
-        _numba_cpu_dense(built, src, dst, meta, kernel("cpu"), sum_kernel("cpu") if built.jidx >= 0 else None)
-        return
     if cpu:
         params, meta_d = np.ascontiguousarray(built.rows, np.float64), meta
     else:
@@ -610,6 +645,19 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
             d[...] = tmp.astype(d.dtype)
 
 
+_CPU_KERNELS: list = []
+
+
+def _cpu_kernels():
+    """[kernels/numba/fused.py's kernel("cpu"), sum_kernel("cpu")], imported once (the import
+    statement and the two lru_cache lookups cost ~1.5 us a call)."""
+    from gpuaug.kernels.numba.fused import kernel, sum_kernel
+
+    if not _CPU_KERNELS:
+        _CPU_KERNELS[:] = [kernel("cpu"), sum_kernel("cpu")]
+    return _CPU_KERNELS
+
+
 def _numba_cpu_dense(built: Built, src: Batch, dst: Batch, meta, kern, skern):
     """:func:`launch_numba` on the CPU for a uniform batch: the same arrays and kernel calls as
     its general loop (one item: the whole batch), without its per-item machinery (~5 us)."""
@@ -619,7 +667,7 @@ def _numba_cpu_dense(built: Built, src: Batch, dst: Batch, meta, kern, skern):
     means = np.zeros(src.n, np.float64)
     if skern is not None:
         skern(s32, means, params, meta, built.jidx)
-        means = means / float(src.nhwc.shape[1] * src.nhwc.shape[2])
+        means /= float(s32.shape[1] * s32.shape[2])  # (in place: the same quotients)
     if d.dtype == np.uint8:
         lo, hi, rnd = 0.0, 255.0, True
     else:

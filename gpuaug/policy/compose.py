@@ -561,7 +561,7 @@ class Compose:
             y = self._run(x, b, params, out, be, built)
             if targets is not None:
                 y = (y,) + targets.run(self, params, b.dtype.name, None, be, built)
-        self.last_params = params
+        self._last = params  # (last_params' setter, without the property call)
         return y
 
     def _run_device(self, x, b, out, seed, params, st, ws=None, counter_dev=None, plan=None):

@@ -78,8 +78,10 @@ class ColorJitter(_Colour):
         return out
 
     def steps(self, params, channels):
-        return [(OP_JITTER, np.stack([params["brightness"], params["contrast"], params["saturation"],
-                                      params["hue"]], axis=1))]
+        # (n, 4): the transpose of the (4, n) array of the four (np.stack's values; np.array is
+        # one C call where np.stack's Python wrapper costs ~3 us)
+        return [(OP_JITTER, np.array([params["brightness"], params["contrast"], params["saturation"],
+                                      params["hue"]]).T)]
 
 
 class RandomGrayscale(_Coin, _Colour):
