@@ -245,7 +245,11 @@ def _build_fast(tpl: _Template, spec: StageSpec, transforms, tparams, n, c):
         inv = _checked_inverse_cols(np.ascontiguousarray(m.reshape(-1, 9).T))
         rows[:, P_MAP:P_MAP + 9] = inv.T
         if tpl.bilinear:  # (else the column stays 0: nearest); bools store as 1.0 / 0.0
-            rows[:, P_INTERP] = ~_integer_cols(inv)
+            c0 = inv[0]
+            if np.count_nonzero(c0 == np.rint(c0)):
+                rows[:, P_INTERP] = ~_integer_cols(inv)
+            else:  # no integer map (_integer_cols' first test): bilinear everywhere
+                rows[:, P_INTERP] = 1.0
     o = P_COLOUR
     for bl, wd in zip(blocks, widths):
         rows[:, o:o + wd] = np.asarray(bl, np.float64).reshape(n, wd)

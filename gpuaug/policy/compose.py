@@ -309,6 +309,7 @@ class Compose:
         del state["_lock"]
         state["_dplans"] = {}
         state["_eager"] = {}
+        state.pop("_resizes", None)
         last = self.last_params
         state["_last"] = None if last is None else PolicyParams(last.n, last.sizes, last.values)
         return state
@@ -327,9 +328,17 @@ class Compose:
     # -- sampling -------------------------------------------------------------------------
     def _draw(self, rng, n, sizes):
         values, cur = [], sizes
-        for t in self.transforms:
+        resize = self.__dict__.get("_resizes")
+        if resize is None or resize[0] is not self.transforms:
+            # which transforms change the sizes (the others keep Transform.out_sizes: the sizes
+            # as they are, which np.asarray(..., np.int64) returns unchanged from here on)
+            resize = self._resizes = (self.transforms, tuple(type(t).out_sizes is not TF.Transform.out_sizes
+                                                             or "out_sizes" in t.__dict__
+                                                             for t in self.transforms))
+        for t, rs in zip(self.transforms, resize[1]):
             values.append(t.sample(rng, n, cur))
-            cur = np.asarray(t.out_sizes(cur), np.int64)
+            if rs or type(cur) is not np.ndarray or cur.dtype != np.int64:
+                cur = np.asarray(t.out_sizes(cur), np.int64)
         return PolicyParams(n, np.array(sizes, np.int64), tuple(values))
 
     def sample(self, x, seed=None, *, layout="NHWC"):

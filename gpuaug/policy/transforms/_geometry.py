@@ -51,8 +51,13 @@ class _Flip(_Coin, Geometric):
         k = self.axis  # 1: x (horizontal), 0: y
         row = 0 if k == 1 else 1
         e = m.reshape(n, 9)
-        # 1 - 2 on: -1.0 where on, 1.0 elsewhere (np.where: those values, one ufunc fewer)
-        e[:, 4 * row] = np.where(on, -1.0, 1.0) if on.dtype == bool else 1.0 - 2.0 * on
+        # 1 - 2 on: -1.0 where on, 1.0 elsewhere (the identity's 1.0 stays; a masked store is
+        # np.where's values without its scalar arrays, ~0.6 us less)
+        if on.dtype == bool:
+            col = e[:, 4 * row]
+            col[on] = -1.0
+        else:
+            e[:, 4 * row] = 1.0 - 2.0 * on
         # on (size - 1): a Python float for a batch of one size (Compose's zero-strided sizes)
         last = float(sizes[0, k]) - 1.0 if n and sizes.strides[0] == 0 else sizes[:, k] - 1.0
         np.multiply(on, last, out=e[:, 3 * row + 2])
