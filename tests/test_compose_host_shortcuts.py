@@ -234,3 +234,17 @@ def test_flip_and_affine_draw_arrays_are_fresh():
     s1, s2 = (a.sample(g, 5, np.full((5, 2), 4, np.int64))["scale"] for _ in range(2))
     assert s1 is not s2 and s1.flags.writeable and s1.dtype == np.float64
     assert s1.tobytes() == np.ones(5).tobytes()
+
+
+@pytest.mark.parametrize("shape", [(8, 4, 4, 3), (6, 130, 120, 3)])
+def test_serial_and_chunked_kernels_agree(shape, monkeypatch):
+    """The CPU stage calls the serial kernels itself below PARALLEL_MIN_ELEMENTS and the chunked
+    (threaded) wrappers above it: either way round, the same output for the same seed."""
+    from gpuaug.kernels.numba import fused as NF
+
+    x = np.random.default_rng(1).integers(0, 256, shape, dtype=np.uint8)
+    want = gpuaug.Compose(POLICIES["bench"](), seed=0)(x, seed=3, backend="cpu")
+    for limit in (0, 1 << 40):  # everything chunked, everything serial
+        monkeypatch.setattr(NF, "PARALLEL_MIN_ELEMENTS", limit)
+        got = gpuaug.Compose(POLICIES["bench"](), seed=0)(x, seed=3, backend="cpu")
+        assert _same(got, want), limit

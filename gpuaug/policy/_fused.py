@@ -601,8 +601,9 @@ def launch_numba(spec: StageSpec, built: Built, src: Batch, dst: Batch, target: 
     meta = meta_array(spec, built)
     cpu = target == "cpu"
     if cpu and not src.varshape:
-        kern, skern = _CPU_KERNELS or _cpu_kernels()
-        _numba_cpu_dense(built, src, dst, meta, kern, skern if built.jidx >= 0 else None)
+        kern, skern, nf = _CPU_KERNELS or _cpu_kernels()
+        _numba_cpu_dense(built, src, dst, meta, kern, skern if built.jidx >= 0 else None,
+                         src.nhwc.size < nf.PARALLEL_MIN_ELEMENTS)
         return
     from gpuaug._run import launch_twin
     from gpuaug.kernels.numba.fused import kernel, sum_kernel
@@ -653,32 +654,41 @@ _CPU_KERNELS: list = []
 
 
 def _cpu_kernels():
-    """[kernels/numba/fused.py's kernel("cpu"), sum_kernel("cpu")], imported once (the import
-    statement and the two lru_cache lookups cost ~1.5 us a call)."""
-    from gpuaug.kernels.numba.fused import kernel, sum_kernel
+    """[kernels/numba/fused.py's kernel("cpu"), sum_kernel("cpu"), that module], imported once
+    (the import statement and the two lru_cache lookups cost ~1.5 us a call)."""
+    from gpuaug.kernels.numba import fused as NF
 
     if not _CPU_KERNELS:
-        _CPU_KERNELS[:] = [kernel("cpu"), sum_kernel("cpu")]
+        _CPU_KERNELS[:] = [NF.kernel("cpu"), NF.sum_kernel("cpu"), NF]
     return _CPU_KERNELS
 
 
-def _numba_cpu_dense(built: Built, src: Batch, dst: Batch, meta, kern, skern):
+def _numba_cpu_dense(built: Built, src: Batch, dst: Batch, meta, kern, skern, serial=False):
     """:func:`launch_numba` on the CPU for a uniform batch: the same arrays and kernel calls as
-    its general loop (one item: the whole batch), without its per-item machinery (~5 us)."""
+    its general loop (one item: the whole batch), without its per-item machinery (~5 us).
+    ``serial``: the source is below the kernels' PARALLEL_MIN_ELEMENTS, so the chunked wrappers
+    would call their serial kernels over all samples: called here directly (~1 us less)."""
     params = np.ascontiguousarray(built.rows, np.float64)
     s32 = np.ascontiguousarray(src.nhwc, np.float32)
     d = dst.nhwc
-    means = np.zeros(src.n, np.float64)
+    n = s32.shape[0]
+    means = np.zeros(n, np.float64)
     if skern is not None:
-        skern(s32, means, params, meta, built.jidx)
+        if serial:
+            skern.serial(s32, means, params, meta, built.jidx, 0, n)
+        else:
+            skern(s32, means, params, meta, built.jidx)
         means /= float(s32.shape[1] * s32.shape[2])  # (in place: the same quotients)
     if d.dtype == np.uint8:
         lo, hi, rnd = 0.0, 255.0, True
     else:
         lo, hi, rnd = -np.inf, np.inf, False
-    if d.dtype == np.float32 and d.flags.c_contiguous:
-        kern(s32, d, params, meta, means, lo, hi, rnd)
+    direct = d.dtype == np.float32 and d.flags.c_contiguous
+    tmp = d if direct else np.empty(d.shape, np.float32)
+    if serial:
+        kern.serial(s32, tmp, params, meta, means, lo, hi, rnd, 0, n)
+    else:
+        kern(s32, tmp, params, meta, means, lo, hi, rnd)
+    if direct:
         return
-    tmp = np.empty(d.shape, np.float32)
-    kern(s32, tmp, params, meta, means, lo, hi, rnd)
     np.copyto(d, tmp, casting="unsafe")  # the cast astype(d.dtype) makes, without its copy

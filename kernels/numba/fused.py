@@ -348,6 +348,7 @@ def _chunked(kern):
             return
         bounds = [n * i // k for i in range(k + 1)]
         list(_pool().map(lambda i: kern(*args, bounds[i], bounds[i + 1]), range(k)))
+    run.serial = kern  # (a caller that knows its source has < PARALLEL_MIN_ELEMENTS calls it itself)
     return run
 
 
