@@ -248,3 +248,36 @@ def test_serial_and_chunked_kernels_agree(shape, monkeypatch):
         monkeypatch.setattr(NF, "PARALLEL_MIN_ELEMENTS", limit)
         got = gpuaug.Compose(POLICIES["bench"](), seed=0)(x, seed=3, backend="cpu")
         assert _same(got, want), limit
+
+
+def _old_cj_sample(t, rng, n):
+    """ColorJitter.sample as it was (one range at a time out of the block, no memo)."""
+    ranges = (("brightness", t.brightness, 1.0), ("contrast", t.contrast_range, 1.0),
+              ("saturation", t.saturation, 1.0), ("hue", t.hue, 0.0))
+    given = [(r, nt) for _, r, nt in ranges if r is not None]
+    u = rng.random((1 + len(given), n))
+    on = u[0] < t.p
+    out, k = {"apply": on}, 0
+    for key, r, neutral in ranges:
+        if r is None:
+            out[key] = np.full(n, neutral)
+            continue
+        v = r[0] + (r[1] - r[0]) * u[1 + k]
+        out[key] = np.where(on, v, neutral) if t.p != 1.0 else v
+        k += 1
+    return out
+
+
+def test_color_jitter_draws_follow_changed_ranges():
+    """ColorJitter keeps its block layout per ranges: ranges changed after a draw (or a memo of an
+    older version's format under the old name) give the draws of the formula without memo."""
+    t = gpuaug.ColorJitter(0.4, 0.3, 0.2, 0.1, p=0.7)
+    sizes = np.full((6, 2), 4, np.int64)
+    t.sample(np.random.default_rng(0), 6, sizes)
+    t._ranges = ("stale", 0)  # an older pickle's memo: ignored
+    for change in ({"brightness": None}, {"contrast_range": (0.5, 0.9), "hue": None}, {"saturation": None},
+                   {"brightness": (0.1, 0.2), "hue": (-0.2, 0.3)}):
+        for k, v in change.items():
+            setattr(t, k, v)
+        got, want = t.sample(np.random.default_rng(5), 6, sizes), _old_cj_sample(t, np.random.default_rng(5), 6)
+        assert got.keys() == want.keys() and all(_same(got[k], want[k]) for k in got), change

@@ -53,28 +53,31 @@ class ColorJitter(_Colour):
 
     def sample(self, rng, n, sizes):
         # one block: n uniforms for p, then for each range that is given, in this order
-        ranges = (("brightness", self.brightness, 1.0), ("contrast", self.contrast_range, 1.0),
-                  ("saturation", self.saturation, 1.0), ("hue", self.hue, 0.0))
         key = (self.brightness, self.contrast_range, self.saturation, self.hue)
-        memo = self.__dict__.get("_ranges")
-        if memo is None or memo[0] != key:  # (k, 1) columns of the given ranges, kept per ranges
+        memo = self.__dict__.get("_block")  # (not "_ranges": pickles of older versions hold that one)
+        if memo is None or memo[0] != key:
+            # (k, 1) columns of the given ranges, and where each quantity's values come from
+            # (its row of the block, or -1: its neutral value), kept per ranges
+            ranges = (("brightness", self.brightness, 1.0), ("contrast", self.contrast_range, 1.0),
+                      ("saturation", self.saturation, 1.0), ("hue", self.hue, 0.0))
             given = [(r, nt) for _, r, nt in ranges if r is not None]
-            memo = self._ranges = (key, len(given), np.array([[r[0]] for r, _ in given]),
-                                   np.array([[r[1] - r[0]] for r, _ in given]), np.array([[nt] for _, nt in given]))
-        _, k, lo, span, neutral = memo
+            rows, k = [], 0
+            for name, r, nt in ranges:
+                rows.append((name, -1 if r is None else k, nt))
+                k += r is not None
+            memo = self._block = (key, len(given), np.array([[r[0]] for r, _ in given]),
+                                   np.array([[r[1] - r[0]] for r, _ in given]), np.array([[nt] for _, nt in given]),
+                                   tuple(rows))
+        _, k, lo, span, neutral, rows = memo
         u = rng.random((1 + k, n))
         on = u[0] < self.p
         if k:  # every range at once: lo + span * u, element by element as one range at a time
             vals = lo + span * u[1:]
             if self.p != 1.0:
                 vals = np.where(on, vals, neutral)
-        out, k = {"apply": on}, 0
-        for key, r, neutral in ranges:
-            if r is None:
-                out[key] = np.full(n, neutral)
-                continue
-            out[key] = vals[k]
-            k += 1
+        out = {"apply": on}
+        for name, row, nt in rows:
+            out[name] = np.full(n, nt) if row < 0 else vals[row]
         return out
 
     def steps(self, params, channels):
