@@ -402,7 +402,8 @@ class _Mix:
                 return out, soft
             fn, grid, geo = self._plan(dev, name, n, h, w, c, layout, x.data.ptr % 16 == 0, lkind)
             ring = self._ring(dev, rec.nbytes)
-            got = ring.send(rec, cp.cuda.get_current_stream()) if ring is not None else None
+            cur = cp.cuda.get_current_stream() if ring is not None else None
+            got = ring.send(rec, cur) if ring is not None else None
             if got is None:
                 (p,) = _kc.upload(rec)
             else:
@@ -411,7 +412,7 @@ class _Mix:
                 fn(grid, (256,), (x, out, p) + geo + (lab, soft, np.int32(k), np.int32(lkind)))
             finally:
                 if got is not None:
-                    ring.sent(slot, cp.cuda.get_current_stream())
+                    ring.sent(slot, cur)
             return out, soft
 
     #: records of up to this many bytes go ahead on a side stream (kernels/_cuda.SideRing):
