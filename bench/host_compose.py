@@ -53,7 +53,7 @@ def policy(size):
 
     return gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
                            gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
-                           gpuaug.RandomResizedCrop(size)], seed=0)
+                           gpuaug.RandomResizedCrop(size)], seed=0, draws="host")
 
 
 # -- device draws on a stand-in CuPy -----------------------------------------------------------

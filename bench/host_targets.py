@@ -99,7 +99,7 @@ def workload(n):
     tm = Masks(FA((n, SIZE, SIZE), np.uint8))
     pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
                           gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
-                          gpuaug.RandomResizedCrop(SIZE)], seed=0)
+                          gpuaug.RandomResizedCrop(SIZE)], seed=0, draws="host")  # the targets path draws on the host
     return x, tb, tk, tm, pol
 
 

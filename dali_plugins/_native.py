@@ -1074,9 +1074,9 @@ def policy_rng_state(policy) -> str:
     """The policy's generator as ``fn.gpuaug.policy``'s ``rng_state`` (PCG64 state and increment,
     32 hex digits each), or :class:`Unsupported`."""
     draws = getattr(policy, "draws", "host")
-    if draws != "host":
+    if draws == "device":  # "auto" draws on the host outside an eager call on a CUDA batch: replayed
         raise Unsupported(f"the policy draws on the device (draws={draws!r}: Philox keyed by its seed and call "
-                          "counter); the native operator replays host draws (draws='host') only, so gd.policy "
+                          "counter); the native operator replays host draws (draws='host' or 'auto') only, so gd.policy "
                           "keeps python_function (or pass draws='dali' to gd.policy: the pipeline's seed)")
     g = getattr(policy, "_rng", None)
     if not isinstance(g, np.random.Generator) or not isinstance(g.bit_generator, np.random.PCG64):

@@ -222,14 +222,14 @@ def test_draws_device_per_sample_not_per_batch():
             np.testing.assert_array_equal(db[k][:2], ds[k])
 
 
-def test_draws_host_is_the_default_and_auto_on_numpy_is_host():
+def test_draws_auto_is_the_default_and_draws_on_the_host_for_numpy_input():
     x = _images()
-    host = gpuaug.Compose(_policy().transforms)
-    auto = gpuaug.Compose(_policy().transforms, draws="auto")
-    assert host.draws == "host"
+    host = gpuaug.Compose(_policy().transforms, draws="host")
+    auto = gpuaug.Compose(_policy().transforms)
+    assert auto.draws == "auto" and "draws" not in repr(auto) and repr(host).endswith("draws='host')")
     np.testing.assert_array_equal(host(x, seed=2), auto(x, seed=2))
     _same(host.last_params, auto.last_params)
-    _same(host.last_params, host.sample(x, seed=2))
+    _same(auto.last_params, auto.sample(x, seed=2))
 
 
 def test_draws_device_errors_name_the_argument():
@@ -457,8 +457,8 @@ def test_gpu_device_output_equals_the_host_path_with_the_same_params(name):
     assert p.drawn is not None
     again = pol(x, params=p, layout=layout)
     assert bool((again == y).all())
-    host_rows = gpuaug.Compose(pol.transforms)(x, params=gpuaug.policy.PolicyParams(p.n, p.sizes, p.values),
-                                               layout=layout)
+    host_rows = gpuaug.Compose(pol.transforms, draws="host")(x, params=gpuaug.policy.PolicyParams(
+        p.n, p.sizes, p.values), layout=layout)
     _gpu_compare(cp.asnumpy(y), cp.asnumpy(host_rows), f"{name} device vs host rows", frac=2e-3)
     cpu = pol(xh, seed=9, layout=layout)  # the CPU backend draws the same values (NumPy twin)
     _same(pol.last_params, gpuaug.policy.PolicyParams(p.n, p.sizes, p.values))
@@ -467,12 +467,19 @@ def test_gpu_device_output_equals_the_host_path_with_the_same_params(name):
 
 @pytest.mark.gpu
 def test_gpu_auto_uses_device_draws_for_cuda_input():
-    pol = gpuaug.Compose(_policy().transforms, draws="auto")
+    pol = gpuaug.Compose(_policy().transforms)  # draws="auto", the default
     x = _gpu_x()
     pol(x)
     assert pol._counter == 1 and pol.last_params.drawn is not None
     pol(x.get())  # NumPy: host draws
     assert pol._counter == 1 and pol.last_params.drawn is None
+    # the default's CUDA call is draws="device"'s, bit for bit; with targets it draws on the host
+    y = pol(x, seed=4)
+    assert bool((y == _policy()(x, seed=4)).all())
+    _same(pol.last_params, _policy().sample(x.get(), seed=4))
+    yb, _ = pol(x, seed=4, boxes=np.zeros((x.shape[0], 1, 4), np.float32))
+    assert pol.last_params.drawn is None
+    assert bool((yb == gpuaug.Compose(_policy().transforms, draws="host")(x, seed=4)).all())
 
 
 @pytest.mark.gpu

@@ -144,7 +144,7 @@ def test_memo_follows_replaced_transforms_and_survives_pickling():
     y = p(x, seed=1, backend="cpu")
     spec = p._items("uint8")[0][1]
     other = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(10, fill=99),
-                            gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05), gpuaug.Normalize(0.5, 0.5)], seed=0)
+                            gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.05), gpuaug.Normalize(0.5, 0.5)], seed=0, draws="host")
     b = as_batch(x, layout)
     params = other._sample(b.n, _sizes(b), seed=1)
     got = F.build(spec, other.transforms, params.values, b, layout)  # p's spec, other's transforms

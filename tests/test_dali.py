@@ -307,7 +307,7 @@ def test_policy():
 
     def make():
         return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(20),
-                               gpuaug.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))], seed=5)
+                               gpuaug.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))], seed=5, draws="host")
 
     def graph():
         return gd.policy(images_node(imgs), make())

@@ -234,7 +234,7 @@ def test_policy_gpu(backend):
 
     def make():
         return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(20),
-                               gpuaug.ColorJitter(0.3, 0.3), gpuaug.Normalize((0.5,) * 3, (0.25,) * 3)], seed=5)
+                               gpuaug.ColorJitter(0.3, 0.3), gpuaug.Normalize((0.5,) * 3, (0.25,) * 3)], seed=5, draws="host")
 
     @pipeline_def(batch_size=8, num_threads=2, device_id=0, prefetch_queue_depth=1)
     def pipe():

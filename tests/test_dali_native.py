@@ -1196,7 +1196,7 @@ def test_host_policy_rows_match_the_fused_stage_build(name, host):
     from gpuaug.policy.compose import plan_stages
 
     transforms, dt = _policies()[name]
-    pol = gpuaug.Compose(transforms, seed=0)
+    pol = gpuaug.Compose(transforms, seed=0, draws="host")
     stages = _native.policy_stages(pol, dt)
     items = plan_stages(pol.transforms, dt)
     assert len(items) == len(stages) and all(k == "fused" for k, _ in items)
@@ -1231,10 +1231,10 @@ def test_host_policy_rows_match_the_fused_stage_build(name, host):
 def test_host_policy_row_refuses_a_singular_geometry_and_a_wrong_fill(host):
     from gpuaug.dali import _native
 
-    st = _native.policy_stages(gpuaug.Compose([gpuaug.RandomRotation(10, fill=(1, 2, 3))]))[0]
+    st = _native.policy_stages(gpuaug.Compose([gpuaug.RandomRotation(10, fill=(1, 2, 3))], draws="host"))[0]
     rc, _ = _policy_row(host, st, [0.5], 8, 8, 4)
     assert rc == 2  # 3 fill values for 4 channels
-    aff = _native.policy_stages(gpuaug.Compose([gpuaug.Resize((8, 8)), gpuaug.RandomRotation(5)]))[0]
+    aff = _native.policy_stages(gpuaug.Compose([gpuaug.Resize((8, 8)), gpuaug.RandomRotation(5)], draws="host"))[0]
     rc, _ = _policy_row(host, dict(aff, geometry_args="0 0 " + aff["geometry_args"].split(" ", 2)[2]), [0.5], 8, 8, 3)
     assert rc == 1  # a resize to 0 x 0: singular
 
@@ -1255,7 +1255,7 @@ def test_host_pcg64_draws_are_numpys_generator(host):
     values dealt to the draw slots row_slots names (-1: consumed, skipped), batch after batch."""
     from gpuaug.dali import _native
 
-    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=12345)
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=12345, draws="host")
     state = _native.policy_rng_state(pol)
     ref = np.random.default_rng(12345)
     n = 5
@@ -1282,11 +1282,11 @@ def test_host_native_policy_rows_follow_the_policys_own_draws(name, host):
     from gpuaug.policy.compose import plan_stages
 
     transforms, dt = _policies()[name]
-    pol = gpuaug.Compose(transforms, seed=7)
+    pol = gpuaug.Compose(transforms, seed=7, draws="host")
     stages = _native.policy_stages(pol, dt)
     state = _native.policy_rng_state(pol)
     _native.check_policy_draws(pol, stages, state)  # the definition-time check passes
-    ref = gpuaug.Compose(transforms, seed=7)
+    ref = gpuaug.Compose(transforms, seed=7, draws="host")
     items = [spec for _, spec in plan_stages(pol.transforms, dt)]
     n, calls, c = 6, 3, 3
     for h, w in ((37, 45), (64, 48)):
@@ -1305,7 +1305,7 @@ def test_host_native_policy_rows_follow_the_policys_own_draws(name, host):
                                                                         f"sample {i}")
                 hw = tuple(built.shapes[0])
         state = _native.policy_rng_state(pol)  # unchanged: the next size starts from the seed again
-        ref = gpuaug.Compose(transforms, seed=7)
+        ref = gpuaug.Compose(transforms, seed=7, draws="host")
 
 
 def test_policy_draw_check_refuses_what_the_operator_cannot_replay():
@@ -1314,19 +1314,21 @@ def test_policy_draw_check_refuses_what_the_operator_cannot_replay():
     from gpuaug.dali import _native
     from gpuaug.policy import transforms as TF
 
-    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=np.random.Generator(np.random.Philox(1)))
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=np.random.Generator(np.random.Philox(1)), draws="host")
     with pytest.raises(_native.Unsupported, match="PCG64"):
         _native.policy_rng_state(pol)
-    for draws in ("device", "auto"):  # Philox draws on the device (python_function would use them)
-        with pytest.raises(_native.Unsupported, match=f"draws='{draws}'"):
-            _native.policy_rng_state(gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=1, draws=draws))
+    with pytest.raises(_native.Unsupported, match="draws='device'"):  # Philox draws on the device
+        _native.policy_rng_state(gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=1, draws="device"))
+    # "auto" (the default) draws on the host outside eager CUDA calls: the operator replays its generator
+    assert (_native.policy_rng_state(gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=1))
+            == _native.policy_rng_state(gpuaug.Compose([gpuaug.RandomHorizontalFlip()], seed=1, draws="host")))
 
     class TwoRowFlip(TF.RandomHorizontalFlip):
         def sample(self, rng, n, sizes):
             rng.random(n)
             return {"apply": rng.random(n) < self.p}
 
-    pol = gpuaug.Compose([TwoRowFlip(), gpuaug.RandomRotation(10)], seed=3)
+    pol = gpuaug.Compose([TwoRowFlip(), gpuaug.RandomRotation(10)], seed=3, draws="host")
     stages = _native.policy_stages(pol)
     with pytest.raises(_native.Unsupported, match="would not draw what"):
         _native.check_policy_draws(pol, stages, _native.policy_rng_state(pol))
@@ -1335,17 +1337,17 @@ def test_policy_draw_check_refuses_what_the_operator_cannot_replay():
 def test_policy_stages_plan_and_refusals():
     from gpuaug.dali import _native
 
-    st = _native.policy_stages(gpuaug.Compose(_policies()["bench"][0]))
+    st = _native.policy_stages(gpuaug.Compose(_policies()["bench"][0], draws="host"))
     assert len(st) == 1 and st[0]["width"] == 7 and st[0]["sum_kind"] == "gray"
     assert st[0]["out_dtype"] == "float32" and st[0]["out_layout"] == "CHW" and st[0]["border"] == 0
-    assert len(_native.policy_stages(gpuaug.Compose(_policies()["two_stages"][0]))) == 2
-    assert _native.policy_stages(gpuaug.Compose(_policies()["float_input"][0]), "float32")[0]["sum_kind"] == "gray"
+    assert len(_native.policy_stages(gpuaug.Compose(_policies()["two_stages"][0], draws="host"))) == 2
+    assert _native.policy_stages(gpuaug.Compose(_policies()["float_input"][0], draws="host"), "float32")[0]["sum_kind"] == "gray"
     for ts, why in (([gpuaug.GaussianBlur(3)], "own gpuaug op"),
                     ([gpuaug.RandomPerspective()], "RandomPerspective has no native form"),
                     ([gpuaug.RandomChannelPermutation()], "RandomChannelPermutation has no native form"),
                     ([gpuaug.Normalize(0.5, 0.2), gpuaug.RandomHorizontalFlip()], "writes CHW")):
         with pytest.raises(_native.Unsupported, match=why):
-            _native.policy_stages(gpuaug.Compose(ts))
+            _native.policy_stages(gpuaug.Compose(ts, draws="host"))
     with pytest.raises(_native.Unsupported, match="only a gpuaug.Compose"):
         _native.policy_stages(lambda x, **k: x)
 
@@ -1376,7 +1378,7 @@ def test_policy_kernels_compile_with_nvrtc():
     names = []
     for transforms, dt in _policies().values():
         d = dt
-        for st in _native.policy_stages(gpuaug.Compose(transforms), dt):
+        for st in _native.policy_stages(gpuaug.Compose(transforms, draws="host"), dt):
             names += [nm for c in (1, 3, 4) for nm in _policy_kernel_names(st, d, c)]
             d = st["out_dtype"]
     try:
@@ -1406,7 +1408,7 @@ def test_gd_policy_defines_a_native_graph_and_falls_back(plugin, monkeypatch):
         @pipeline_def(batch_size=N, num_threads=1, device_id=0)
         def pipe():
             x = fn.external_source(name="x", device="gpu", layout="HWC")
-            return gd.policy(x, gpuaug.Compose(transforms, seed=seed), **kw)
+            return gd.policy(x, gpuaug.Compose(transforms, seed=seed, draws="host"), **kw)
         return _schema_names(pipe())
 
     for kw in ({}, {"backend": "native"}):  # native by default
@@ -1461,7 +1463,7 @@ def test_native_policy_bit_exact_against_replay(name, varshape, c, plugin):
     from gpuaug.dali import _native
 
     transforms, dt = _policies()[name]
-    pol = gpuaug.Compose(transforms, seed=0)
+    pol = gpuaug.Compose(transforms, seed=0, draws="host")
     stages = _native.policy_stages(pol, dt)
     imgs = _images(dt, varshape, c, seed=5)
     sizes = np.array([a.shape[:2] for a in imgs])
@@ -1508,12 +1510,12 @@ def test_native_policy_equals_the_policys_own_calls(name, varshape, plugin):
     @pipeline_def(batch_size=N, num_threads=2, device_id=0, prefetch_queue_depth=1)
     def pipe():
         x = fn.external_source(source=lambda: imgs, batch=True, device="gpu", layout="HWC")
-        return gd.policy(x, gpuaug.Compose(transforms, seed=4), backend="native", input_dtype=dt)
+        return gd.policy(x, gpuaug.Compose(transforms, seed=4, draws="host"), backend="native", input_dtype=dt)
 
     p = pipe()
     assert "gpuaug__Policy" in _schema_names(p)
     p.build()
-    ref = gpuaug.Compose(transforms, seed=4)
+    ref = gpuaug.Compose(transforms, seed=4, draws="host")
     for it in range(3):
         (out,) = p.run()
         got = [np.array(t) for t in out.as_cpu()]
@@ -1610,7 +1612,7 @@ def test_native_policy_draws_follow_the_transforms(plugin):
     from nvidia.dali import fn, pipeline_def
 
     imgs = _images("uint8", False, 3, seed=9)
-    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ToDtype("float32", scale=True)])
+    pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ToDtype("float32", scale=True)], draws="host")
 
     def make():
         @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=21, prefetch_queue_depth=1)
@@ -1652,7 +1654,7 @@ def test_native_policy_serialize_and_bad_dtype(plugin, tmp_path):
 
     imgs = _images("uint8", False, 3)
     np.save(tmp_path / "x.npy", np.stack(imgs))
-    pol = gpuaug.Compose(_policies()["bench"][0])
+    pol = gpuaug.Compose(_policies()["bench"][0], draws="host")
 
     @pipeline_def(batch_size=N, num_threads=2, device_id=0, seed=7)
     def pipe():

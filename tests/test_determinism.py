@@ -304,7 +304,7 @@ def test_samplers_consume_a_fixed_amount_per_n():
 def _policy():
     return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomResizedCrop(6),
                            gpuaug.ColorJitter(0.3, 0.3, 0.3, 0.05), gpuaug.GaussianNoise(sigma=0.05),
-                           gpuaug.RandomErasing(p=0.7)])
+                           gpuaug.RandomErasing(p=0.7)], draws="host")
 
 
 def _same_params(p, q):
@@ -325,7 +325,7 @@ def test_compose_same_seed_same_bits_and_parameters():
         assert bits(policy(x, seed=2024)) == bits(y)
         _same_params(policy.last_params, p)
     # a fresh Compose of the same transforms, the same seed: the same
-    other = gpuaug.Compose(policy.transforms)
+    other = gpuaug.Compose(policy.transforms, draws="host")
     assert bits(other(x, seed=2024)) == bits(y)
     # sample() draws what the call draws, from sizes alone
     _same_params(policy.sample(np.array([[9, 11]] * 3), seed=2024), p)
@@ -349,7 +349,7 @@ def test_compose_twins_draw_the_same_and_agree():
     a geometry-free uint8 policy with noise gives the same bits on both twins."""
     rng = np.random.default_rng(8)
     x = rng.integers(0, 256, (2, 4, 5, 3), dtype=np.uint8)
-    policy = gpuaug.Compose([gpuaug.GaussianNoise(sigma=0.1), gpuaug.RandomErasing(p=1.0)])
+    policy = gpuaug.Compose([gpuaug.GaussianNoise(sigma=0.1), gpuaug.RandomErasing(p=1.0)], draws="host")
     a = policy(x, seed=3, backend="cpu")
     pa = policy.last_params
     b = policy(x, seed=3, backend="numba")
@@ -557,7 +557,7 @@ def test_compose_solarize_threshold_not_a_float32_number(dtype, threshold, pixel
     """RandomSolarize in a fused stage: the CPU twin keeps what ``x >= threshold`` keeps, and the
     Numba CUDA twin (simulator; float32 parameters, as the CUDA C kernel) decides the same."""
     x = np.broadcast_to(np.array(pixels, dtype)[None, None, :, None], (1, 1, len(pixels), 3)).copy()
-    policy = gpuaug.Compose([gpuaug.RandomSolarize(threshold, p=1.0)])
+    policy = gpuaug.Compose([gpuaug.RandomSolarize(threshold, p=1.0)], draws="host")
     m = RI.top(dtype)
     want = RI.solarize(x.astype(np.float64), threshold, m)
     got = policy(x, seed=0, backend="cpu")

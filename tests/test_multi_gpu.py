@@ -104,7 +104,7 @@ def probe(variant):
         stage("cupy.cuda.Device(1).use()")
     x = np.random.default_rng(0).integers(0, 256, (64, 40, 48, 3), dtype=np.uint8)
     policy = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(10), gpuaug.ColorJitter(0.2, 0.2),
-                             gpuaug.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))], seed=0)
+                             gpuaug.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))], seed=0, draws="host")
     sched = gpuaug.Scheduler(x, policy, batch_size=16, device=1, workers=2, shuffle=True, seed=0)
     stage("Scheduler(device=1)")
     devs = set()

@@ -245,7 +245,7 @@ def _bench_policy():
         gpuaug.RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5),
         gpuaug.ColorJitter(0.4, 0.4, 0.4, 0.1),
         gpuaug.Normalize(*IMAGENET),
-    ])
+    ], draws="host")
 
 
 # ------------------------------------------------------------------------------ planning
@@ -258,7 +258,7 @@ PLANS = {
         lambda: _bench_policy(), [("fused", 2)]),
     "rrc+flip+jitter(no contrast)+normalize": (
         lambda: gpuaug.Compose([gpuaug.RandomResizedCrop(16), gpuaug.RandomHorizontalFlip(),
-                                gpuaug.ColorJitter(0.4, 0, 0.4, 0.1), gpuaug.Normalize(*IMAGENET)]), [("fused", 1)]),
+                                gpuaug.ColorJitter(0.4, 0, 0.4, 0.1), gpuaug.Normalize(*IMAGENET)], draws="host"), [("fused", 1)]),
     "every fusible transform": (
         lambda: gpuaug.Compose([gpuaug.ToDtype("float32", scale=True), gpuaug.RandomHorizontalFlip(),
                                 gpuaug.RandomVerticalFlip(), gpuaug.RandomResizedCrop(16), gpuaug.RandomCrop(12),
@@ -267,29 +267,29 @@ PLANS = {
                                 gpuaug.ColorJitter(0.2, 0.2, 0.2, 0.1), gpuaug.RandomGrayscale(),
                                 gpuaug.RandomChannelPermutation(), gpuaug.RandomGamma(), gpuaug.RandomSolarize(0.5),
                                 gpuaug.RandomPosterize(4), gpuaug.RandomInvert(), gpuaug.Normalize(*IMAGENET),
-                                gpuaug.ToLayout("NHWC")]), [("fused", 2)]),
+                                gpuaug.ToLayout("NHWC")], draws="host"), [("fused", 2)]),
     "colour before geometry": (
-        lambda: gpuaug.Compose([gpuaug.ColorJitter(0.3, 0.3), gpuaug.RandomRotation(10)]), [("fused", 2)]),
+        lambda: gpuaug.Compose([gpuaug.ColorJitter(0.3, 0.3), gpuaug.RandomRotation(10)], draws="host"), [("fused", 2)]),
     "geometry, colour, geometry": (
         lambda: gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.3),
-                                gpuaug.RandomRotation(10)]), [("fused", 1), ("fused", 1)]),
+                                gpuaug.RandomRotation(10)], draws="host"), [("fused", 1), ("fused", 1)]),
     "two contrasts": (
-        lambda: gpuaug.Compose([gpuaug.ColorJitter(contrast=0.3), gpuaug.ColorJitter(contrast=0.3)]),
+        lambda: gpuaug.Compose([gpuaug.ColorJitter(contrast=0.3), gpuaug.ColorJitter(contrast=0.3)], draws="host"),
         [("fused", 2), ("fused", 2)]),
     "blur splits": (
         lambda: gpuaug.Compose([gpuaug.RandomResizedCrop(16), gpuaug.ColorJitter(0.2), gpuaug.GaussianBlur(3),
-                                gpuaug.Normalize(*IMAGENET)]), [("fused", 1), ("op", 1), ("fused", 1)]),
+                                gpuaug.Normalize(*IMAGENET)], draws="host"), [("fused", 1), ("op", 1), ("fused", 1)]),
     "erasing after normalize": (
         lambda: gpuaug.Compose([gpuaug.RandomResizedCrop(16), gpuaug.Normalize(*IMAGENET),
-                                gpuaug.RandomErasing()]), [("fused", 1), ("op", 1)]),
+                                gpuaug.RandomErasing()], draws="host"), [("fused", 1), ("op", 1)]),
     "noise and equalize": (
-        lambda: gpuaug.Compose([gpuaug.GaussianNoise(), gpuaug.RandomEqualize(), gpuaug.RandomHorizontalFlip()]),
+        lambda: gpuaug.Compose([gpuaug.GaussianNoise(), gpuaug.RandomEqualize(), gpuaug.RandomHorizontalFlip()], draws="host"),
         [("op", 1), ("op", 1), ("fused", 1)]),
     "different fills": (
-        lambda: gpuaug.Compose([gpuaug.RandomRotation(10, fill=0), gpuaug.RandomAffine(5, fill=255)]),
+        lambda: gpuaug.Compose([gpuaug.RandomRotation(10, fill=0), gpuaug.RandomAffine(5, fill=255)], draws="host"),
         [("fused", 1), ("fused", 1)]),
     "geometry after a write": (
-        lambda: gpuaug.Compose([gpuaug.Normalize(0.5, 0.5), gpuaug.RandomHorizontalFlip()]),
+        lambda: gpuaug.Compose([gpuaug.Normalize(0.5, 0.5), gpuaug.RandomHorizontalFlip()], draws="host"),
         [("fused", 1), ("fused", 1)]),
 }
 
@@ -304,16 +304,16 @@ def test_plan_details():
     (st,) = _bench_policy().plan()
     assert st.transforms == ("RandomHorizontalFlip", "RandomAffine", "ColorJitter", "Normalize")
     assert st.launches == ("gpuaug_gray_sum", "gpuaug_fused") and (st.dtype, st.layout) == ("float32", "NCHW")
-    pre = gpuaug.Compose([gpuaug.RandomGrayscale(), gpuaug.ColorJitter(contrast=0.2), gpuaug.RandomRotation(5)])
+    pre = gpuaug.Compose([gpuaug.RandomGrayscale(), gpuaug.ColorJitter(contrast=0.2), gpuaug.RandomRotation(5)], draws="host")
     (st,) = pre.plan()
     assert st.pre_colour and st.launches == ("gpuaug_fused_sum", "gpuaug_fused")
     assert "colour before geometry" in str(st)
     # a float input keeps its dtype and layout without a write
-    (st,) = gpuaug.Compose([gpuaug.RandomHorizontalFlip()]).plan(dtype="float16", layout="NCHW")
+    (st,) = gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="host").plan(dtype="float16", layout="NCHW")
     assert (st.dtype, st.layout) == ("float16", "NCHW")
     x = np.zeros((2, 8, 8, 1), np.float32)
-    assert gpuaug.Compose([gpuaug.ToDtype("uint8", scale=True), gpuaug.ColorJitter(0.2)]).plan(x)[0].dtype == "uint8"
-    assert len(gpuaug.Compose([gpuaug.ToDtype("uint8", scale=True), gpuaug.ColorJitter(0.2)]).plan(x)) == 2
+    assert gpuaug.Compose([gpuaug.ToDtype("uint8", scale=True), gpuaug.ColorJitter(0.2)], draws="host").plan(x)[0].dtype == "uint8"
+    assert len(gpuaug.Compose([gpuaug.ToDtype("uint8", scale=True), gpuaug.ColorJitter(0.2)], draws="host").plan(x)) == 2
 
 
 def test_run_launches_what_the_plan_says(monkeypatch):
@@ -333,24 +333,24 @@ CASES = {
     "bench-u8": (_bench_policy, "uint8", 3, "NHWC"),
     "rrc-gray-solarize-u8": (lambda: gpuaug.Compose([
         gpuaug.RandomResizedCrop((12, 14), scale=(0.3, 1.0)), gpuaug.RandomVerticalFlip(),
-        gpuaug.RandomGrayscale(0.5), gpuaug.RandomSolarize(128, p=0.5)]), "uint8", 3, "NCHW"),
+        gpuaug.RandomGrayscale(0.5), gpuaug.RandomSolarize(128, p=0.5)], draws="host"), "uint8", 3, "NCHW"),
     "perspective-rotation-tail-f32-rgba": (lambda: gpuaug.Compose([
         gpuaug.RandomPerspective(0.4, p=0.7), gpuaug.RandomRotation(25, fill=(0.1, 0.2, 0.3, 1.0)),
-        gpuaug.RandomGamma(p=0.7), gpuaug.RandomPosterize(3, p=0.5), gpuaug.RandomInvert(p=0.5)]),
+        gpuaug.RandomGamma(p=0.7), gpuaug.RandomPosterize(3, p=0.5), gpuaug.RandomInvert(p=0.5)], draws="host"),
         "float32", 4, "NHWC"),
     "colour-first-u8": (lambda: gpuaug.Compose([
         gpuaug.ColorJitter(0.3, 0.3, 0.3, 0.2), gpuaug.RandomAffine(20, scale=(0.8, 1.2), fill=40),
-        gpuaug.ToDtype("float16", scale=True)]), "uint8", 3, "NHWC"),
+        gpuaug.ToDtype("float16", scale=True)], draws="host"), "uint8", 3, "NHWC"),
     "todtype-crop-jitter-normalize-f16": (lambda: gpuaug.Compose([
         gpuaug.ToDtype("float32", scale=True), gpuaug.RandomCrop(8, padding=2, fill=0.5),
         gpuaug.RandomChannelPermutation(), gpuaug.RandomGrayscale(0.5), gpuaug.ColorJitter(0.3, 0.3, 0.3, 0.1),
-        gpuaug.Normalize(*IMAGENET, dtype="float16", layout="NHWC")]), "uint8", 3, "NHWC"),
+        gpuaug.Normalize(*IMAGENET, dtype="float16", layout="NHWC")], draws="host"), "uint8", 3, "NHWC"),
     "gray-u8-one-channel": (lambda: gpuaug.Compose([
         gpuaug.RandomAffine(10, translate=(0.2, 0.2)), gpuaug.ColorJitter(0.5, 0.5), gpuaug.RandomGamma(p=1.0),
-        gpuaug.CenterCrop((7, 9))]), "uint8", 1, "NHWC"),
+        gpuaug.CenterCrop((7, 9))], draws="host"), "uint8", 1, "NHWC"),
     "nearest-f16": (lambda: gpuaug.Compose([
         gpuaug.RandomAffine(30, interpolation="nearest"), gpuaug.RandomHorizontalFlip(),
-        gpuaug.ColorJitter(0.2, 0.2, 0.2)]), "float16", 3, "NCHW"),
+        gpuaug.ColorJitter(0.2, 0.2, 0.2)], draws="host"), "float16", 3, "NCHW"),
 }
 
 
@@ -368,15 +368,15 @@ def test_cpu_matches_reference(name):
 def test_varshape_batch():
     rng = np.random.default_rng(3)
     xs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((11, 14), (9, 9), (16, 7))]
-    same = gpuaug.Compose([gpuaug.RandomResizedCrop(8), gpuaug.ColorJitter(0.3, 0.3), gpuaug.Normalize(*IMAGENET)])
+    same = gpuaug.Compose([gpuaug.RandomResizedCrop(8), gpuaug.ColorJitter(0.3, 0.3), gpuaug.Normalize(*IMAGENET)], draws="host")
     y = same(xs, seed=2)
     assert isinstance(y, np.ndarray) and y.shape == (3, 3, 8, 8)
     check_against_reference(same, xs, y)
-    keep = gpuaug.Compose([gpuaug.RandomRotation(15), gpuaug.RandomGrayscale(0.5)])
+    keep = gpuaug.Compose([gpuaug.RandomRotation(15), gpuaug.RandomGrayscale(0.5)], draws="host")
     y = keep(xs, seed=2)
     assert isinstance(y, list) and [a.shape for a in y] == [a.shape for a in xs]
     check_against_reference(keep, xs, y)
-    chw = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(0.5, 0.5)])
+    chw = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.Normalize(0.5, 0.5)], draws="host")
     y = chw(xs, seed=2)
     assert [a.shape for a in y] == [(3, h, w) for h, w, _ in (a.shape for a in xs)]
     check_against_reference(chw, xs, y)
@@ -385,7 +385,7 @@ def test_varshape_batch():
 def test_single_image_and_out():
     rng = np.random.default_rng(4)
     x = rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)
-    policy = gpuaug.Compose([gpuaug.RandomHorizontalFlip(1.0), gpuaug.Normalize(0.5, 0.5)])
+    policy = gpuaug.Compose([gpuaug.RandomHorizontalFlip(1.0), gpuaug.Normalize(0.5, 0.5)], draws="host")
     y = policy(x, seed=0)
     assert y.shape == (3, 10, 12)
     np.testing.assert_allclose(y, (x[:, ::-1].transpose(2, 0, 1) / 255 - 0.5) / 0.5, rtol=1e-6, atol=1e-6)
@@ -401,7 +401,7 @@ def test_exact_maps_are_exact():
     rng = np.random.default_rng(5)
     x = rng.random((4, 9, 9, 3)).astype(np.float32)
     policy = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomVerticalFlip(),
-                             gpuaug.RandomRotation((90, 90)), gpuaug.RandomCrop(7, padding=1, fill=0.25)])
+                             gpuaug.RandomRotation((90, 90)), gpuaug.RandomCrop(7, padding=1, fill=0.25)], draws="host")
     y = policy(x, seed=11)
     p = policy.last_params
     for i in range(4):
@@ -422,7 +422,7 @@ def test_geometry_free_equals_op_chain():
     rng = np.random.default_rng(6)
     x = rng.integers(0, 256, (4, 11, 13, 3), dtype=np.uint8)
     policy = gpuaug.Compose([gpuaug.ColorJitter(0.5, 0.5, 0.5, 0.2), gpuaug.RandomGrayscale(0.5),
-                             gpuaug.RandomSolarize(100, p=0.5)])
+                             gpuaug.RandomSolarize(100, p=0.5)], draws="host")
     y = policy(x, seed=7)
     p = policy.last_params
     j = p[0]
@@ -433,7 +433,7 @@ def test_geometry_free_equals_op_chain():
     want = np.where(p[2]["apply"][:, None, None, None], sol, want)
     np.testing.assert_array_equal(y, want)
     # ... and with the normalisation on the write: equal to float32 rounding
-    norm = gpuaug.Compose(list(policy.transforms) + [gpuaug.Normalize(*IMAGENET)])
+    norm = gpuaug.Compose(list(policy.transforms) + [gpuaug.Normalize(*IMAGENET)], draws="host")
     z = norm(x, params=gpuaug.policy.PolicyParams(p.n, p.sizes, p.values + ({},)))
     m, s = (np.asarray(v) * 255 for v in IMAGENET)
     np.testing.assert_allclose(z, gpuaug.normalize(want, m, s, output_layout="NCHW"), rtol=1e-6, atol=1e-6)
@@ -443,14 +443,14 @@ def test_op_stages_equal_the_ops():
     rng = np.random.default_rng(8)
     x = rng.integers(0, 256, (3, 12, 10, 3), dtype=np.uint8)
     policy = gpuaug.Compose([gpuaug.GaussianBlur(5, sigma=(0.5, 1.5), p=0.7), gpuaug.GaussianNoise(sigma=0.05),
-                             gpuaug.RandomErasing(p=0.7, value=(10, 20, 30))])
+                             gpuaug.RandomErasing(p=0.7, value=(10, 20, 30))], draws="host")
     y = policy(x, seed=9)
     p = policy.last_params
     want = gpuaug.gaussian_blur(x, p[0]["sigma"], np.where(p[0]["apply"], 5, 1))
     want = gpuaug.gaussian_noise(want, 0.0, 0.05 * 255, int(p[1]["seed"][0]))
     want = gpuaug.erase(want, p[2]["boxes"][:, None], np.array([[10.0, 20, 30]]))
     np.testing.assert_array_equal(y, want)
-    eq = gpuaug.Compose([gpuaug.RandomEqualize(0.5)])
+    eq = gpuaug.Compose([gpuaug.RandomEqualize(0.5)], draws="host")
     y = eq(x, seed=1)
     on = eq.last_params[0]["apply"]
     np.testing.assert_array_equal(y, np.where(on[:, None, None, None], gpuaug.equalize(x), x))
@@ -472,7 +472,7 @@ def test_same_seed_same_parameters_and_output():
     y1, y2 = a(x, seed=g), a(x, seed=g)
     assert not np.array_equal(y1, y2)
     np.testing.assert_array_equal(y1, a(x, seed=np.random.default_rng(5)))
-    c, d = gpuaug.Compose(a.transforms, seed=42), gpuaug.Compose(a.transforms, seed=42)
+    c, d = gpuaug.Compose(a.transforms, seed=42, draws="host"), gpuaug.Compose(a.transforms, seed=42, draws="host")
     np.testing.assert_array_equal(c(x), d(x))
     np.testing.assert_array_equal(c(x), d(x))
 
@@ -481,7 +481,7 @@ def test_last_params_replay():
     rng = np.random.default_rng(12)
     x = rng.integers(0, 256, (3, 10, 12, 3), dtype=np.uint8)
     policy = gpuaug.Compose([gpuaug.RandomResizedCrop(8), gpuaug.RandomPerspective(p=1.0), gpuaug.ColorJitter(0.4, 0.4),
-                             gpuaug.GaussianNoise(sigma=0.1)])
+                             gpuaug.GaussianNoise(sigma=0.1)], draws="host")
     y = policy(x)
     p = policy.last_params
     np.testing.assert_array_equal(policy(x, params=p), y)
@@ -502,9 +502,9 @@ def test_in_scheduler_on_the_cpu():
     from gpuaug.scheduler import FakeDevice, Scheduler
 
     data = np.random.default_rng(13).integers(0, 256, (12, 9, 11, 3), dtype=np.uint8)
-    policy = gpuaug.Compose(_bench_policy().transforms, seed=7)
+    policy = gpuaug.Compose(_bench_policy().transforms, seed=7, draws="host")
     got = [np.array(images) for images, _ in Scheduler(data, policy, batch_size=4, device=FakeDevice())]
-    ref = gpuaug.Compose(policy.transforms, seed=7)
+    ref = gpuaug.Compose(policy.transforms, seed=7, draws="host")
     for k, g in enumerate(got):
         np.testing.assert_array_equal(g, ref(data[4 * k:4 * k + 4]))
 
@@ -512,7 +512,7 @@ def test_in_scheduler_on_the_cpu():
 def test_pickles_and_repr():
     import pickle
 
-    policy = gpuaug.Compose(_bench_policy().transforms, seed=3)
+    policy = gpuaug.Compose(_bench_policy().transforms, seed=3, draws="host")
     clone = pickle.loads(pickle.dumps(policy))
     x = np.random.default_rng(0).integers(0, 256, (2, 8, 9, 3), dtype=np.uint8)
     np.testing.assert_array_equal(clone(x), policy(x))  # the generator's state travels too
@@ -600,9 +600,9 @@ BAD = [
     (lambda: gpuaug.ToLayout("HWC"), ValueError, "layout: got 'HWC'"),
     (lambda: gpuaug.RandomCrop(8, padding=-1), ValueError, "padding: got -1"),
     (lambda: gpuaug.RandomCrop(8, padding_mode="reflect"), ValueError, "padding_mode: got 'reflect'"),
-    (lambda: gpuaug.Compose([]), ValueError, "transforms: got an empty list"),
-    (lambda: gpuaug.Compose([gpuaug.ColorJitter(0.1), "flip"]), TypeError, r"transforms\[1\]: got str"),
-    (lambda: gpuaug.Compose(gpuaug.ColorJitter(0.1)), TypeError, "transforms: got ColorJitter"),
+    (lambda: gpuaug.Compose([], draws="host"), ValueError, "transforms: got an empty list"),
+    (lambda: gpuaug.Compose([gpuaug.ColorJitter(0.1), "flip"], draws="host"), TypeError, r"transforms\[1\]: got str"),
+    (lambda: gpuaug.Compose(gpuaug.ColorJitter(0.1), draws="host"), TypeError, "transforms: got ColorJitter"),
 ]
 
 
@@ -614,18 +614,18 @@ def test_bad_arguments_name_the_argument(i):
 
 
 def test_bad_call_arguments():
-    policy = gpuaug.Compose([gpuaug.Normalize((0.5, 0.5), (0.5, 0.5))])
+    policy = gpuaug.Compose([gpuaug.Normalize((0.5, 0.5), (0.5, 0.5))], draws="host")
     x = np.zeros((2, 5, 5, 3), np.uint8)
     with pytest.raises(ValueError, match="mean: got 2 values; the images have 3 channels"):
         policy(x, seed=0)
     with pytest.raises(ValueError, match="x: got 2 channels"):
-        gpuaug.Compose([gpuaug.RandomHorizontalFlip()])(np.zeros((2, 5, 5, 2), np.uint8))
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="host")(np.zeros((2, 5, 5, 2), np.uint8))
     with pytest.raises(ValueError, match="size: got"):
-        gpuaug.Compose([gpuaug.RandomCrop(9)])(x, seed=0)
+        gpuaug.Compose([gpuaug.RandomCrop(9)], draws="host")(x, seed=0)
     with pytest.raises(ValueError, match="backend: got 'cuda' with a NumPy input"):
-        gpuaug.Compose([gpuaug.RandomHorizontalFlip()])(x, backend="cuda")
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="host")(x, backend="cuda")
     with pytest.raises(ValueError, match="channels: got 2"):
-        gpuaug.Compose([gpuaug.RandomHorizontalFlip()]).plan(channels=2)
+        gpuaug.Compose([gpuaug.RandomHorizontalFlip()], draws="host").plan(channels=2)
 
 
 def test_docstring_examples():
@@ -640,7 +640,7 @@ def test_docstring_examples():
 
 
 def test_import_stays_light():
-    code = ("import sys, gpuaug; p = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.2)]); "
+    code = ("import sys, gpuaug; p = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.ColorJitter(0.2)], draws='host'); "
             "p.plan(); import gpuaug.random; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('cupy', 'numba', 'torch')]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -770,7 +770,7 @@ def test_gpu_bench_policy_large_and_exact_paths():
     want = policy(x, seed=1)
     _gpu_compare(cp.asnumpy(got), want, "bench policy 8x224x224")
     # geometry-free on the GPU: the fused stage equals the op chain there too
-    pol = gpuaug.Compose([gpuaug.ColorJitter(0.5, 0.5, 0.5, 0.2), gpuaug.RandomGrayscale(0.5)])
+    pol = gpuaug.Compose([gpuaug.ColorJitter(0.5, 0.5, 0.5, 0.2), gpuaug.RandomGrayscale(0.5)], draws="host")
     xd = cp.asarray(x)
     y = pol(xd, seed=3)
     p = pol.last_params
@@ -785,7 +785,7 @@ def test_gpu_stream_and_varshape():
     import cupy as cp
 
     policy = gpuaug.Compose([gpuaug.RandomResizedCrop(32), gpuaug.ColorJitter(0.4, 0.4, 0.4, 0.1),
-                             gpuaug.Normalize(*IMAGENET)])
+                             gpuaug.Normalize(*IMAGENET)], draws="host")
     rng = np.random.default_rng(2)
     xs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((40, 60), (33, 33), (70, 41))]
     s = cp.cuda.Stream(non_blocking=True)
@@ -801,9 +801,9 @@ def test_gpu_in_scheduler():
     from gpuaug.scheduler import Scheduler
 
     data = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
-    policy = gpuaug.Compose(_bench_policy().transforms, seed=7)
+    policy = gpuaug.Compose(_bench_policy().transforms, seed=7, draws="host")
     got = [cp.asnumpy(images) for images, _ in Scheduler(data, policy, batch_size=8)]
-    ref = gpuaug.Compose(policy.transforms, seed=7)
+    ref = gpuaug.Compose(policy.transforms, seed=7, draws="host")
     for k, g in enumerate(got):
         _gpu_compare(g, ref(data[8 * k:8 * k + 8]), f"scheduler batch {k}")
 

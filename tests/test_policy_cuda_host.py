@@ -178,9 +178,9 @@ def _varshape():
     rng = np.random.default_rng(7)
     xs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((11, 14), (9, 9), (16, 7))]
     policies = (gpuaug.Compose([gpuaug.RandomResizedCrop(8), gpuaug.ColorJitter(0.3, 0.3),
-                                gpuaug.Normalize(*TP.IMAGENET)]),
+                                gpuaug.Normalize(*TP.IMAGENET)], draws="host"),
                 gpuaug.Compose([gpuaug.RandomRotation(15), gpuaug.RandomGrayscale(0.5),
-                                gpuaug.Normalize(0.5, 0.5, layout="NHWC")]))
+                                gpuaug.Normalize(0.5, 0.5, layout="NHWC")], draws="host"))
     return xs, policies
 
 

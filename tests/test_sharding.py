@@ -274,7 +274,7 @@ def test_scheduler_iterable_drop_last_evens_out_shards(sizes):
 # ---------------------------------------------------------------------------------------
 def _policy(seed):
     return gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomRotation(20),
-                           gpuaug.ColorJitter(0.3, 0.3)], seed=seed)
+                           gpuaug.ColorJitter(0.3, 0.3)], seed=seed, draws="host")
 
 
 def _flat_params(p):

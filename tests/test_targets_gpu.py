@@ -124,7 +124,7 @@ def test_compose_on_the_gpu():
     pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
                           gpuaug.RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2), interpolation="nearest",
                                               fill=255),
-                          gpuaug.RandomResizedCrop((24, 32), interpolation="nearest")])
+                          gpuaug.RandomResizedCrop((24, 32), interpolation="nearest")], draws="host")
     b = _boxes(n, 50, h, w)
     pts = np.stack([RNG.uniform(0, w - 1, (n, 17)), RNG.uniform(0, h - 1, (n, 17))], -1)
     y, bb, kk, mm = pol(cp.asarray(img), seed=4, boxes=cp.asarray(b), keypoints=cp.asarray(pts),
@@ -197,7 +197,7 @@ def test_safe_crops_in_compose_on_the_gpu():
     b = _boxes(n, 30, h, w)
     lab = RNG.integers(0, 90, (n, 30)).astype(np.int32)
     for crop in (T.RandomIoUCrop(32), T.RandomSizedBBoxSafeCrop((32, 40))):
-        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), crop, gpuaug.ColorJitter(0.2)])
+        pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), crop, gpuaug.ColorJitter(0.2)], draws="host")
         hb = Boxes(b, labels=lab)
         db = Boxes(cp.asarray(b), labels=cp.asarray(lab))
         ph = T.sample_policy(pol, x, boxes=hb, seed=2)
@@ -227,8 +227,8 @@ def test_compose_targets_in_one_launch_equal_the_warp_path(dtype, onehot, monkey
     b = cp.asarray(_boxes(n, 40, h, w))
     pts = cp.asarray(np.stack([RNG.uniform(0, w - 1, (n, 17)), RNG.uniform(0, h - 1, (n, 17))], -1))
     for pol in (gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomPerspective(0.3, p=0.7),
-                                gpuaug.RandomResizedCrop((30, 34))]),
-                gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomResizedCrop((30, 34))])):
+                                gpuaug.RandomResizedCrop((30, 34))], draws="host"),
+                gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomResizedCrop((30, 34))], draws="host")):
         calls = []
         real = _apply._launch
         monkeypatch.setattr(_apply, "_launch", lambda db, dp, dm=None: calls.append(dm is not None) or real(db, dp, dm))
@@ -263,7 +263,7 @@ def test_compose_targets_across_shapes_on_the_gpu():
         rng = np.random.default_rng(n * m)
         pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(),
                               gpuaug.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)),
-                              gpuaug.RandomResizedCrop(size)], seed=0)
+                              gpuaug.RandomResizedCrop(size)], seed=0, draws="host")
         x = rng.integers(0, 256, (n, h, w, 3)).astype(np.uint8)
         x1, y1 = rng.uniform(-5, w, (n, m)), rng.uniform(-5, h, (n, m))
         b = np.stack([x1, y1, x1 + rng.uniform(0, 12, (n, m)), y1 + rng.uniform(0, 12, (n, m))], -1).astype(np.float32)
@@ -307,7 +307,7 @@ def test_compose_targets_on_a_side_stream_equal_and_are_ready_on_the_callers_str
     b = cp.asarray(_boxes(n, 40, h, w))
     pts = cp.asarray(np.stack([rng.uniform(0, w - 1, (n, 17)), rng.uniform(0, h - 1, (n, 17))], -1))
     pol = gpuaug.Compose([gpuaug.RandomHorizontalFlip(), gpuaug.RandomAffine(20, scale=(0.8, 1.2)),
-                          gpuaug.RandomResizedCrop((120, 150))], seed=0)
+                          gpuaug.RandomResizedCrop((120, 150))], seed=0, draws="host")
 
     def call(s, **kw):
         with s:

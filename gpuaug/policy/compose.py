@@ -48,7 +48,14 @@ into one multiply-add per channel).
 
 Randomness, ``draws=``:
 
-- ``"host"`` (the default): each transform draws its parameters per sample from a numpy
+- ``"auto"`` (the default): ``"device"`` for a CUDA batch on the CUDA C backend where the
+  policy and the call can draw there, ``"host"`` otherwise: NumPy input, the Numba backend,
+  policies with an op transform, varshape batches, calls with targets (none of these raise).
+  So on the GPU a call does no per-sample host work, and on the CPU the host draws (whose
+  NumPy twin of the device draws costs more there) are kept. The two draw different values
+  for one seed: where a seed must give the same parameters on NumPy and CUDA input, choose
+  ``"host"`` (or ``"device"``) explicitly; ``last_params`` replays any call on any backend.
+- ``"host"``: each transform draws its parameters per sample from a numpy
   Generator through :mod:`gpuaug.random` (``p`` per sample), so a seed fixes the parameters
   on every backend, and ``last_params`` replays a call exactly. The host then composes the
   matrices and packs the rows: a cost per sample, on every call.
@@ -66,7 +73,6 @@ Randomness, ``draws=``:
   seed gives the same parameters on every backend here too. Policies with an op transform
   (GaussianBlur, GaussianNoise, RandomErasing, RandomEqualize, the automatic policies),
   varshape batches and calls with targets cannot draw on the device: ValueError.
-- ``"auto"``: ``"device"`` for CUDA input where it can, ``"host"`` otherwise (and for NumPy input).
 
 Without a ``seed`` a device-drawn call uses the policy's key and its call counter, which every
 such call advances; ``seed=`` (an int or SeedSequence) keys one call with counter 0.
@@ -221,8 +227,10 @@ class Compose:
             ColorJitter, Normalize, ...).
         seed: seeds the policy's own generator, which calls without a ``seed`` draw from (None:
             fresh entropy; an int, SeedSequence or Generator).
-        draws: "host" (default), "device" or "auto": where the random parameters are drawn
-            (see the module docstring).
+        draws: "auto" (default: on the device for a CUDA batch where the policy can, else on
+            the host), "device" or "host": where the random parameters are drawn (see the
+            module docstring; "host" for the same parameters from one seed on NumPy and CUDA
+            input).
 
     Call arguments:
         x: the batch.
@@ -269,7 +277,7 @@ class Compose:
         True
     """
 
-    def __init__(self, transforms, *, seed=None, draws="host"):
+    def __init__(self, transforms, *, seed=None, draws="auto"):
         if isinstance(transforms, TF.Transform) or not hasattr(transforms, "__iter__"):
             raise TypeError(f"transforms: got {type(transforms).__name__}; expected a list of gpuaug transforms")
         transforms = tuple(transforms)
@@ -323,7 +331,8 @@ class Compose:
 
     def __repr__(self):
         inner = "".join(f"\n    {t!r}," for t in self.transforms)
-        return f"Compose([{inner}\n])"
+        draws = "" if self.draws == "auto" else f", draws={self.draws!r}"
+        return f"Compose([{inner}\n]{draws})"
 
     # -- sampling -------------------------------------------------------------------------
     def _draw(self, rng, n, sizes):
