@@ -460,6 +460,20 @@ class _Constants:
                 self._bytes = 0
                 self.stats["drops"] += 1
 
+    def hit(self, key):
+        """The entry of ``key`` when its upload is known to be done (no stream need wait for it),
+        else None: then :meth:`get` (a launch plan's table lookup, without get's stream lookup
+        and closure). A hit whose upload event has completed forgets the event."""
+        e = self._d.get(key)
+        if e is None:
+            return None
+        if e[1] is not None:
+            if not e[1].done:
+                return None
+            self._d[key] = (e[0], None, e[2])
+        self.stats["hits"] += 1
+        return e[0]
+
     def get(self, key, host):
         """The device copy of ``host`` (an array, or a callable making it, called on a miss only)."""
         import cupy

@@ -265,6 +265,9 @@ def fake(monkeypatch):
     made = []
 
     class Cache:  # hands out a stand-in device table at 0xA00000 + 0x1000 * (tables made so far)
+        def hit(self, key):  # never known done: every lookup goes through get
+            return None
+
         def get(self, key, make):
             made.append((key, make() if callable(make) else make))
             return FakeArray(0xA00000 + 0x1000 * len(made), (2, 6), np.int64)
@@ -348,6 +351,65 @@ def test_numpy_inputs_go_straight_to_the_op(monkeypatch):
     assert f.__name__ == "op" and f.unplanned is op
     monkeypatch.setenv("GPUAUG_PLAN", "0")
     assert _plan.planned("op", op) is op
+
+
+def test_repeated_argument_objects_give_the_keys_computed_afresh(monkeypatch):
+    """The wrapper's memo of the last call's arguments (the same mean/std tuple objects every
+    call skip their per-element keys): every call's plan key equals the key computed without it,
+    and arguments of other values (or other keywords) get their own keys."""
+    class Arr:  # a stand-in CUDA array: what the key reads
+        shape, strides, dtype = (2, 4, 4, 3), (48, 12, 3, 1), np.dtype(np.uint8)
+        data = types.SimpleNamespace(ptr=0x1000, device_id=0)
+
+    class Keys(dict):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def get(self, key, default=None):
+            self.seen.append(key)
+            return None  # "refused": the call runs the op itself
+
+    keys = Keys()
+    monkeypatch.setattr(_plan, "_PLANS", keys)
+    monkeypatch.setattr(_plan, "_CP", [Arr])
+    calls = []
+
+    def op(x, mean, std=None, *, out=None, stream=None, backend=None, dtype="uint8"):
+        calls.append((mean, std, dtype))
+        return x
+    f = _plan.planned("op", op)
+    x, a, b = Arr(), (0.5, 0.25, 1.0), (0.5, 0.25, 1.5)
+    same_a = tuple(list(a))  # equal values, another object
+    args = [((a, b), {}), ((a, b), {}), ((b, a), {}), ((same_a, b), {}), ((a, b), {"dtype": "float32"}),
+            ((a, b), {"dtype": "float32"}), ((a,), {"std": b}), ((a, -0.0), {}), ((a, 0.0), {})]
+    for pos, kw in args:
+        f(x, *pos, **kw)
+    assert len(calls) == len(args)
+    fresh = []
+    for pos, kw in args:
+        parts = tuple(_plan._arg_key(v) for v in pos) + tuple((k, _plan._arg_key(v)) for k, v in sorted(kw.items()))
+        fresh.append(("op", Arr.shape, Arr.strides, Arr.dtype, 0, 0, parts))
+    assert keys.seen == fresh
+    assert fresh[0] == fresh[1] == fresh[3] and len({fresh[0], fresh[2], fresh[4], fresh[6], fresh[7], fresh[8]}) == 6
+    assert _plan._same_args(((a, b), (), None), (a, b), ()) and not _plan._same_args(((a, b), (), None), (same_a, b), ())
+
+
+def test_constant_cache_hit_only_once_the_upload_is_done():
+    from gpuaug.kernels._cuda import _Constants
+
+    class Ev:
+        def __init__(self, done):
+            self.done = done
+
+    c = _Constants()
+    arr = object()
+    assert c.hit("k") is None
+    c._d["k"] = (arr, Ev(False), 7)
+    assert c.hit("k") is None and c.stats["hits"] == 0  # get() decides (same stream, or wait)
+    c._d["k"] = (arr, Ev(True), 7)
+    assert c.hit("k") is arr and c._d["k"] == (arr, None, 7) and c.stats["hits"] == 1
+    assert c.hit("k") is arr and c.stats["hits"] == 2
 
 
 def test_pending_plans_settle_only_once_their_check_is_done():
