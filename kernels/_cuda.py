@@ -25,21 +25,22 @@ def source(name: str) -> str:
         return f.read()
 
 
-def get_function(filename: str, name_expr: str):
+def get_function(filename: str, name_expr: str, options: tuple = ()):
     """The compiled kernel ``name_expr`` (a template instance) from ``kernels/<filename>``.
 
-    Memoised per (device, file, name); the first call compiles with NVRTC.
+    Memoised per (device, file, name, options); the first call compiles with NVRTC
+    (``options``: NVRTC options after the library's own, e.g. ``("--fmad=false",)``).
     """
     import cupy
 
     dev = cupy.cuda.runtime.getDevice()
-    key = (dev, filename, name_expr)
+    key = (dev, filename, name_expr, options) if options else (dev, filename, name_expr)
     fn = _modules.get(key)
     if fn is None:
         with _lock:
             fn = _modules.get(key)
             if fn is None:
-                mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS,
+                mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS + tuple(options),
                                      name_expressions=[name_expr])
                 fn = Kernel(mod.get_function(name_expr))
                 _modules[key] = fn

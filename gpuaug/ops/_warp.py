@@ -13,7 +13,6 @@ carry no branches on them).
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 
 import numpy as np
@@ -264,50 +263,25 @@ def _rotation_inverse_host(b, a, k, ctr):
     return inv
 
 
-_ROTATION_INVERSE = r"""
-double r = a * (M_PI / 180);
-double c = cos(r), sn = sin(r);
-double q90 = a / 90.0;
-double q = rint(q90);
-if (q90 == q) {  // multiples of 90 degrees: exact, as geometry.cos_sin
-    double m = fmod(q, 4.0);
-    if (m < 0) m += 4.0;
-    int k = (int)m;
-    c = k == 0 ? 1.0 : (k == 2 ? -1.0 : 0.0);
-    sn = k == 1 ? 1.0 : (k == 3 ? -1.0 : 0.0);
-}
-double ks = 1.0 / s;
-double a00 = c * ks, a01 = -sn * ks;
-inv[6 * i + 0] = a00; inv[6 * i + 1] = a01; inv[6 * i + 3] = -a01; inv[6 * i + 4] = a00;
-inv[6 * i + 2] = (cx - a00 * cx) - a01 * cy;
-inv[6 * i + 5] = (cy + a01 * cx) - a00 * cy;
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def _rotation_inverse_kernel():
-    cp = cupy_module()
-    # --fmad=false: every product and sum rounds as the host (and the former CuPy op-by-op
-    # maths) rounds it, so device and host angles give the same matrices bit for bit.
-    return cp.ElementwiseKernel("float64 a, float64 s, float64 cx, float64 cy", "raw float64 inv",
-                                _ROTATION_INVERSE, "gpuaug_rotation_inverse", options=("--fmad=false",))
-
-
 def _rotation_inverse_device(b, a, s, ctr):
-    """:func:`rotation_inverse` for parameters on the GPU: one elementwise kernel instead of
-    about ten CuPy launches (cos, sin, round, where, ...). Host parameters that are one value
-    for the batch go in as kernel scalars; other host columns in one pinned upload."""
-    from gpuaug.kernels._cuda import upload
+    """:func:`rotation_inverse` for parameters on the GPU: one launch of
+    ``gpuaug_rotation_inverse`` (kernels/rotation_inverse.cu, compiled with --fmad=false so
+    that device and host angles give the same matrices bit for bit) instead of about ten CuPy
+    launches (cos, sin, round, where, ...). Device columns are read in place (any stride);
+    host values that are one value for the batch go in as kernel scalars, other host columns
+    in one pinned upload."""
+    from gpuaug.kernels._cuda import get_function, upload
 
     cp = cupy_module()
     n = b.n
 
-    def arg(v):
+    def arg(v):  # (device column or None, its stride in elements, the batch's value)
         if not isinstance(v, np.ndarray):
-            return v.astype(cp.float64, copy=False)
+            v = v.astype(cp.float64, copy=False)
+            return v, np.int64(v.strides[0] // 8), np.float64(0)
         if v.size and (v == v.flat[0]).all():
-            return np.float64(v.flat[0])
-        return upload(np.ascontiguousarray(v, np.float64))[0]
+            return None, np.int64(0), np.float64(v.flat[0])
+        return upload(np.ascontiguousarray(v, np.float64))[0], np.int64(1), np.float64(0)
 
     if ctr is not None:
         cx, cy = arg(ctr[:, 0]), arg(ctr[:, 1])
@@ -316,11 +290,11 @@ def _rotation_inverse_device(b, a, s, ctr):
         cx, cy = arg((ws - 1) / 2), arg((hs - 1) / 2)
     else:
         h, w = b.nhwc.shape[1:3]
-        cx, cy = np.float64((w - 1) / 2), np.float64((h - 1) / 2)
-    a, s = arg(a), arg(s)
+        cx, cy = (None, np.int64(0), np.float64((w - 1) / 2)), (None, np.int64(0), np.float64((h - 1) / 2))
     inv = cp.empty((n, 6), cp.float64)
-    # At least one input is an (n,) device array (that is why this path runs): it sets the size.
-    _rotation_inverse_kernel()(a, s, cx, cy, inv)
+    if n:
+        fn = get_function("rotation_inverse.cu", "gpuaug_rotation_inverse", ("--fmad=false",))
+        fn(((n + 127) // 128,), (128,), arg(a) + arg(s) + cx + cy + (inv, np.int32(n)))
     return inv
 
 
