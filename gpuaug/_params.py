@@ -9,6 +9,7 @@ on the GPU are checked for shape only, because reading them back would synchroni
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -144,6 +145,35 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
 _EXACT = 2 ** 53  # ints up to this size are floats exactly
 
 
+def _cupy_ndarray():
+    """cupy.ndarray when CuPy is imported (else no value can be one): a type to compare with."""
+    cp = sys.modules.get("cupy")
+    return getattr(cp, "ndarray", _NOT_A_TYPE) if cp is not None else _NOT_A_TYPE
+
+
+class _NOT_A_TYPE:  # what _cupy_ndarray gives without CuPy: no value's type
+    pass
+
+
+def _device_array(arr, n, shape, integer, boolean):
+    """The common case of per-sample values already on the GPU: a CuPy array of shape
+    ``(n,) + shape`` on the batch's device (or, outside a batch's scope, on the current one)
+    that needs no conversion (flags of any dtype; float64, or int64 for ``integer``) is
+    returned as it is, as the general path returns it; None for anything else, which the
+    general path handles (conversions, other devices and their errors)."""
+    if arr.shape != ((n,) + shape if shape else (n,)):
+        return None
+    own = arr.data.device_id
+    want = BATCH_DEVICE.get()
+    if want is None:
+        want = sys.modules["cupy"].cuda.runtime.getDevice()
+    if own != want:
+        return None
+    if boolean or arr.dtype.char == ("q" if integer else "d"):
+        return arr
+    return None
+
+
 def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None, high=None,
                low_open=False, device=False, boolean=False):
     """Broadcast ``value`` to shape ``(n,) + shape``.
@@ -156,6 +186,10 @@ def per_sample(value, n, name, *, shape=(), integer=False, finite=True, low=None
     naming ``name``, the value and what is accepted.
     """
     shape = tuple(shape)
+    if device and type(value) is _cupy_ndarray():
+        got = _device_array(value, n, shape, integer, boolean)
+        if got is not None:
+            return got
     if type(value) is np.ndarray:
         got = _host_array(value, n, shape, integer, finite, low, high, low_open, boolean)
         if got is not None:
@@ -350,22 +384,61 @@ def _gather_device(flat, n):
     together in one copy from pinned memory (never a pageable upload, which can make the host
     wait for the stream). Replaces an astype per device column, a concatenate and its copies."""
     cp = cupy_module()
-    from gpuaug.kernels._cuda import get_function, stage
+    from gpuaug.kernels import _cuda
 
     flat = [c if isinstance(c, np.ndarray) or c.dtype in _GATHER_CODES else c.astype(cp.float64)
             for c in flat]  # e.g. uint64, complex: converted first, as before
-    desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
+    # a recorded call (gpuaug._plan) must log its constants: no memo then
+    key = None if _cuda.RECORDING[0] else _gather_key(flat, cp.cuda.get_current_stream().ptr)
+    got = _GATHER.get(key) if key is not None else None
+    if got is None:
+        desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
+        hkey = None
+        if col:
+            # The column table is a function of the columns' addresses, dtypes and strides:
+            # keyed, so a loop over the same (or recycled) parameter arrays uploads it once.
+            table = (("gather",) + (desc.tobytes(),), desc)
+            if host is not None:
+                hkey = _uniform_key("gather-host", host)
+                dtab, block = _cuda.stage(table, (hkey, host))
+            else:
+                (dtab,), block = _cuda.stage(table), np.uint64(0)
+            got = (dtab, block, col, _cuda.get_function("params.cu", "gpuaug_gather_params<float>"))
+            if key is not None and (host is None or hkey is not None):
+                if len(_GATHER) >= 64:  # both uploads are constants: the next call may reuse them
+                    _GATHER.pop(next(iter(_GATHER)))
+                elif _clear_gather not in _cuda.ON_CLEAR:
+                    _cuda.ON_CLEAR.append(_clear_gather)
+                _GATHER[key] = got
+        else:
+            got = (None, None, 0, None)
+    dtab, block, col, fn = got
     out = cp.empty((n, col), cp.float32)
-    if col == 0:
-        return out
-    # The column table is a function of the columns' addresses, dtypes and strides: keyed, so
-    # a loop over the same (or recycled) parameter arrays uploads it once.
-    table = (("gather",) + (desc.tobytes(),), desc)
-    if host is not None:
-        dtab, block = stage(table, (_uniform_key("gather-host", host), host))
-    else:
-        (dtab,), block = stage(table), np.uint64(0)
-    total = n * col
-    fn = get_function("params.cu", "gpuaug_gather_params<float>")
-    fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
+    if col:
+        total = n * col
+        fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
     return out
+
+
+#: _gather_device's memo: the columns' layout (device columns by address, dtype, strides and
+#: shape; host columns by their bytes) and the stream -> (device table, host block, P, kernel),
+#: kept only when both uploads came from the constant cache (the host columns one value per
+#: column, such as a flag given as False beside device flags) and used on the stream that made
+#: them (which then reads them after their upload). Dropped with the constant cache.
+_GATHER: dict = {}
+
+
+def _gather_key(flat, stream):
+    parts = [stream]
+    for c in flat:
+        if isinstance(c, np.ndarray):
+            if c.size > 4096:
+                return None  # large host columns: uploaded per call anyway
+            parts.append((c.shape, c.dtype.char, c.tobytes()))
+        else:
+            parts.append((c.data.ptr, c.data.device_id, c.dtype.char, c.shape, c.strides))
+    return tuple(parts)
+
+
+def _clear_gather():
+    _GATHER.clear()

@@ -75,3 +75,56 @@ def test_column_stack_device_matches_host():
     got = column_stack(dev, n)
     assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
     np.testing.assert_array_equal(cp.asnumpy(got), column_stack(cols, n).astype(np.float32))
+
+
+def test_gather_memo_key_tells_layouts_apart():
+    """The memo of column_stack's device path is keyed by the stream, each device column's
+    address, device, dtype, shape and strides, and each small host column's bytes; host columns
+    past 4096 values give no key (they travel per call)."""
+    import types
+
+    from gpuaug._params import _gather_key
+
+    def dev(ptr, dtype="d", shape=(4, 1), strides=(8, 8), device=0):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr, device_id=device),
+                                     dtype=np.dtype(dtype), shape=shape, strides=strides)
+    zeros = np.zeros((4, 1))
+    base = _gather_key([dev(0x1000), zeros], 7)
+    assert base == _gather_key([dev(0x1000), np.zeros((4, 1))], 7)  # another object, the same bytes
+    others = [_gather_key([dev(0x1000), zeros], 8), _gather_key([dev(0x2000), zeros], 7),
+              _gather_key([dev(0x1000, "f", strides=(4, 4)), zeros], 7),
+              _gather_key([dev(0x1000, strides=(16, 8)), zeros], 7),
+              _gather_key([dev(0x1000, device=1), zeros], 7),
+              _gather_key([dev(0x1000), np.ones((4, 1))], 7), _gather_key([zeros, dev(0x1000)], 7)]
+    assert len(set(others + [base])) == len(others) + 1
+    assert _gather_key([dev(0x1000), np.zeros((4097, 1))], 7) is None
+
+
+@pytest.mark.gpu
+def test_column_stack_memo_reuses_only_constant_uploads_and_follows_new_columns():
+    """Device flags beside a constant host column (flip(x, flags_on_gpu)): the second call
+    reuses the first one's table (a memo entry), new arrays (at recycled or new addresses)
+    and other host values give their own correct results; per-sample host columns never
+    make an entry."""
+    cp = pytest.importorskip("cupy")
+    from gpuaug import _params
+
+    _params._GATHER.clear()
+    rng = np.random.default_rng(5)
+    n = 300
+    for rnd in range(4):
+        flags = cp.asarray(rng.random(n) < 0.5)
+        for const in (0.0, 1.0, 0.0):
+            host = np.full((n, 1), const)
+            got = column_stack([flags[:, None], host], n)
+            want = np.concatenate([cp.asnumpy(flags)[:, None].astype(np.float64), host], axis=1)
+            np.testing.assert_array_equal(cp.asnumpy(got), want.astype(np.float32))
+        del flags  # the next round's flags may land at the same address
+    assert 0 < len(_params._GATHER) <= 8
+    before = dict(_params._GATHER)
+    per_sample = rng.random((n, 1))
+    d = cp.asarray(rng.random(n))
+    got = column_stack([d[:, None], per_sample], n)
+    np.testing.assert_array_equal(cp.asnumpy(got), np.concatenate([cp.asnumpy(d)[:, None], per_sample], 1)
+                                  .astype(np.float32))
+    assert _params._GATHER == before

@@ -291,3 +291,42 @@ def test_brightness_rows_equal_reference():
     col = _colour.maxv_column(b)
     assert not col.flags.writeable and bits(col) == bits(np.full(9, 1.0))
     assert br._LIMITS == br.SPECS[0].limits("factor")
+
+
+def test_per_sample_device_fast_path_returns_only_what_the_general_path_would(monkeypatch):
+    """per_sample's shortcut for CuPy arrays (stand-ins here): an array of the full shape on
+    the batch's device (else the current one) that needs no conversion comes back as it is;
+    anything else (another shape, dtype or device) is left to the general path."""
+    import sys
+    import types
+
+    from gpuaug import _params
+    from gpuaug._util import BATCH_DEVICE
+
+    class Arr:
+        def __init__(self, shape, char, device=0):
+            self.shape, self.dtype = shape, np.dtype(char)
+            self.data = types.SimpleNamespace(device_id=device)
+
+    fake = types.ModuleType("cupy")
+    fake.ndarray = Arr
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 1))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert _params._cupy_ndarray() is Arr
+    f = _params._device_array
+    a = Arr((4,), "d", device=1)
+    assert f(a, 4, (), False, False) is a  # current device 1
+    assert f(Arr((4,), "f", 1), 4, (), False, False) is None  # float32: converted by the general path
+    assert f(Arr((4,), "q", 1), 4, (), True, False) is not None and f(a, 4, (), True, False) is None
+    flags = Arr((4,), "?", 1)
+    assert f(flags, 4, (), False, True) is flags  # flags keep their dtype
+    assert f(Arr((4, 2), "d", 1), 4, (2,), False, False) is not None and f(Arr((2,), "d", 1), 4, (2,), False, False) is None
+    assert f(Arr((3,), "d", 1), 4, (), False, False) is None
+    assert f(Arr((4,), "d", 0), 4, (), False, False) is None  # another device: the general path's error
+    token = BATCH_DEVICE.set(0)
+    try:
+        assert f(Arr((4,), "d", 0), 4, (), False, False) is not None and f(a, 4, (), False, False) is None
+    finally:
+        BATCH_DEVICE.reset(token)
+    monkeypatch.delitem(sys.modules, "cupy")
+    assert _params._cupy_ndarray() is _params._NOT_A_TYPE
