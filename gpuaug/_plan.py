@@ -8,8 +8,11 @@ the package exports) keeps a plan per call signature:
 
 - **key**: the op, the input's type, shape, strides, dtype, device and address modulo 16,
   and every other argument (type and value; hashable scalars, strings and tuples of them
-  only). Calls with ``out=``, ``stream=``, a ``backend`` other than "cuda", a list or a
-  NumPy input, or an array argument (per-sample values) are never planned.
+  only). Calls with ``stream=``, a ``backend`` other than "cuda", a list or a NumPy input,
+  an array argument (per-sample values), or an ``out=`` other than a CuPy array at a
+  256-byte boundary (as fresh allocations are) are never planned. An ``out=`` is not part of
+  the key: the plan, made without it, replays into it when it fits (shape, dtype, device,
+  C order, no overlap with the input; else the op itself runs and says what is wrong).
 - **made** the second time a key is seen (a random scalar per call never repeats, so it
   costs one dict update): the call runs normally while :class:`gpuaug.kernels._cuda.record`
   logs its kernel launches and the constant-cache entries it used. Every array a launch
@@ -94,6 +97,9 @@ def _arg_key(v):
 
 
 _WRAPPED: dict = {}
+#: op plans replay into a caller's ``out=`` aligned as a fresh allocation is (CuPy's are at 512
+#: bytes): a plan is recorded without out=, and fast paths choose by the output's alignment.
+_OUT_ALIGN = 256
 
 
 def planned_op(name, func):
@@ -113,7 +119,8 @@ def planned(name, func):
 
     @functools.wraps(func)
     def call(x, *args, out=None, stream=None, backend=None, **kw):
-        if out is None and stream is None and backend in (None, "cuda") and _CP and type(x) is _CP[0]:
+        if stream is None and backend in (None, "cuda") and _CP and type(x) is _CP[0] and (
+                out is None or type(out) is _CP[0] and out.data.ptr % _OUT_ALIGN == 0):
             items = tuple(kw.items()) if kw else ()
             memo = last[0]
             if memo is not None and _same_args(memo, args, items):
@@ -129,14 +136,20 @@ def planned(name, func):
                 if type(plan) is _Pending:
                     plan = plan.settle(key)
                 if type(plan) is Plan:
-                    got = plan.run(x)
+                    got = plan.run(x) if out is None else plan.run(x, out) if _fits(out, plan, x) else None
                     if got is not None:
                         stats["replays"] += 1
                         return got
                 elif plan is _OFF:
                     seen = _SEEN.get(key, 0)
                     if seen:
-                        return _make(key, func, x, args, kw)
+                        y = _make(key, func, x, args, kw)
+                        if out is None:
+                            return y
+                        if _fits(out, y, x):  # the plan is made without out=: its result goes there
+                            out[...] = y
+                            return out
+                        return func(x, *args, out=out, stream=stream, backend=backend, **kw)
                     if len(_SEEN) >= 4 * _LIMIT:
                         _SEEN.clear()
                     _SEEN[key] = 1
@@ -436,11 +449,13 @@ def launch(batch, kernels, params, extra, rest, normal, out=None):
 
 
 def _fits(out, plan, x):
-    """``out`` can take a replay of ``plan``: its shape, dtype, device, C order, and no byte
-    shared with the input ``x`` (else the caller's own path checks it and says what is wrong)."""
+    """``out`` can take a replay of ``plan`` (or the array ``plan``): its shape, dtype, device,
+    C order, and no byte shared with the input ``x`` (else the caller's own path checks it and
+    says what is wrong)."""
     if out.shape != plan.shape or out.dtype != plan.dtype or not out.flags.c_contiguous:
         return False
-    if out.data.device_id != plan.dev:
+    dev = plan.dev if type(plan) is Plan else plan.data.device_id
+    if out.data.device_id != dev:
         return False
     from gpuaug._batch import extent
 

@@ -110,10 +110,12 @@ def test_making_a_plan_never_waits_for_the_device():
 
 
 @pytest.mark.gpu
-def test_out_stream_and_numpy_inputs_take_the_op_itself():
-    """No op plan for out=, stream= or NumPy calls (out= gets run()'s plan: see below)."""
+def test_stream_and_numpy_inputs_take_the_op_itself_and_aligned_out_replays():
+    """No op plan for stream= or NumPy calls; out= at a fresh allocation's alignment gets the
+    plan (made from an out= call, replayed into out: the result is out, equal to the op's);
+    an out= off that alignment, or one the result does not fit, runs the op itself."""
     import cupy as cp
-    x = cp.zeros((4, 8, 8, 3), cp.uint8)
+    x = cp.asarray(np.random.default_rng(9).integers(0, 256, (4, 8, 8, 3), dtype=np.uint8))
     op_keys = ("replays", "made", "refused")
     before = {k: _plan.stats[k] for k in op_keys}
     run_before = _plan.stats["run_made"] + _plan.stats["run_replays"]
@@ -122,9 +124,25 @@ def test_out_stream_and_numpy_inputs_take_the_op_itself():
         gpuaug.flip(cp.asnumpy(x))
     assert {k: _plan.stats[k] for k in op_keys} == before
     assert _plan.stats["run_made"] + _plan.stats["run_replays"] == run_before  # stream= and NumPy: none
-    for _ in range(3):
-        gpuaug.flip(x, out=cp.empty_like(x))
-    assert {k: _plan.stats[k] for k in op_keys} == before
+    _plan.clear_plans()
+    want = gpuaug.flip.unplanned(x, vertical=True)
+    outs = [cp.empty_like(x) for _ in range(5)]
+    made, replays = _plan.stats["made"], _plan.stats["replays"]
+    for o in outs:  # seen, made (the result copied into out), then replayed into out once checked
+        assert gpuaug.flip(x, vertical=True, out=o) is o
+        cp.cuda.Device().synchronize()
+        cp.testing.assert_array_equal(o, want)
+    assert _plan.stats["made"] == made + 1 and _plan.stats["replays"] >= replays + 2
+    buf = cp.zeros(x.nbytes + 16, cp.uint8)
+    off = buf[16:].reshape(x.shape)  # 16 bytes past a boundary: the op itself
+    replays = _plan.stats["replays"]
+    assert gpuaug.flip(x, vertical=True, out=off) is off
+    cp.testing.assert_array_equal(off, want)
+    with pytest.raises(ValueError):  # the wrong shape: the op's own error, not a replay
+        gpuaug.flip(x, vertical=True, out=cp.empty((4, 8, 8, 4), cp.uint8))
+    with pytest.raises((ValueError, TypeError)):  # the wrong dtype
+        gpuaug.flip(x, vertical=True, out=cp.empty(x.shape, cp.float32))
+    assert _plan.stats["replays"] == replays
 
 
 @pytest.mark.gpu

@@ -88,8 +88,12 @@ def prepare_call(spec, backend, inputs, kwargs, layout, xp):
     preallocated output (``out=``), plus the first output and whether ``out=`` was accepted.
 
     The first two calls happen here (so a compile is not timed twice as a warm-up miss).
+    The callable is what ``gpuaug.<op>`` is: the op behind its launch plans (gpuaug._plan),
+    which replay scalar-argument calls into ``out=`` too.
     """
-    func = spec.func
+    from gpuaug._plan import planned_op
+
+    func = planned_op(spec.name, spec.func)
     common = {"layout": layout, "backend": backend}
     y0 = func(inputs[0], **kwargs, **common)
     outs = [y0] + [xp.empty_like(y0) for _ in range(len(inputs) - 1)]
