@@ -296,6 +296,12 @@ def _per_sample(value, n, name, shape, integer, finite, low, high, low_open, dev
 
 def host_size(value, name, n=None):
     """A ``(h, w)`` size (int or pair of ints, > 0); shapes are decided on the host."""
+    t = type(value)  # the usual forms, an int or a tuple of two ints > 0, without NumPy
+    if t is int and value > 0:
+        return value, value
+    if t is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int and (
+            value[0] > 0 and value[1] > 0):
+        return value[0], value[1]
     if is_cuda_array(value):
         raise TypeError(f"{name}: got a CUDA array; output sizes decide the output shape and must "
                         "be host values (ints)")

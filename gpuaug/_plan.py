@@ -457,9 +457,13 @@ def _fits(out, plan, x):
     dev = plan.dev if type(plan) is Plan else plan.data.device_id
     if out.data.device_id != dev:
         return False
-    from gpuaug._batch import extent
+    if x.flags.c_contiguous:  # what extent gives for a C-contiguous array, without its loop
+        lo = x.data.ptr
+        hi = lo + x.nbytes
+    else:
+        from gpuaug._batch import extent
 
-    lo, hi = extent(x, True)
+        lo, hi = extent(x, True)
     o = out.data.ptr
     return o + out.nbytes <= lo or hi <= o
 

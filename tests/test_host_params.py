@@ -330,3 +330,54 @@ def test_per_sample_device_fast_path_returns_only_what_the_general_path_would(mo
         BATCH_DEVICE.reset(token)
     monkeypatch.delitem(sys.modules, "cupy")
     assert _params._cupy_ndarray() is _params._NOT_A_TYPE
+
+
+@pytest.mark.parametrize("value", [0.5, 3, -2, (0.485, 0.456, 0.406), (1, 2, 3), (True, False, True),
+                                   "n1-f64", "n1-f32", "n1-nan", "nC", 2**60, float("inf")])
+def test_channel_param_shortcuts_equal_the_general_path(value):
+    """channel_param's shortcuts (a tuple of C numbers, a finite number, an (N, 1) float array)
+    give what per_sample gives for the general path's broadcast array, bit for bit, and values
+    they do not take (non-finite, huge ints, (N, C)) still get the general path's result or error."""
+    from gpuaug._params import per_sample
+    from gpuaug.ops._intensity import channel_param
+
+    n, c = 5, 3
+    rng = np.random.default_rng(1)
+    if value == "n1-f64":
+        value = rng.random((n, 1))
+    elif value == "n1-f32":
+        value = rng.random((n, 1)).astype(np.float32)
+    elif value == "n1-nan":
+        value = np.array([[1.0], [np.nan], [2.0], [3.0], [4.0]])
+    elif value == "nC":
+        value = rng.random((n, c))
+    a = np.asarray(value)
+    ref = (np.broadcast_to(a, (c,)) if a.ndim == 0 else np.broadcast_to(a, (n, c)) if a.shape == (n, 1)
+           else value)
+
+    def outcome(f, v):
+        try:
+            return f(v)
+        except (ValueError, TypeError) as e:
+            return type(e)
+    want = outcome(lambda v: per_sample(v, n, "mean", shape=(c,)), ref)
+    got = outcome(lambda v: channel_param(v, n, c, "mean", False), value)
+    if isinstance(want, type):
+        assert got is want
+    else:
+        assert got.dtype == want.dtype and got.shape == (n, c)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("value", [7, (3, 5), (3, 0), 0, -1, (2.0, 3.0), (2, 3, 4), True, np.array([4, 6]), [8, 9]])
+def test_host_size_shortcut_equals_the_general_path(value):
+    from gpuaug._params import host_size
+
+    def outcome(v):
+        try:
+            return host_size(v, "size")
+        except (ValueError, TypeError) as e:
+            return type(e)
+    want = outcome(np.asarray(value))  # an array: the general path
+    got = outcome(value)
+    assert got == want and (isinstance(got, type) or all(type(v) is int for v in got))
