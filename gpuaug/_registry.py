@@ -196,10 +196,22 @@ class OpSpec:
     def limits(self, name, dtype="uint8"):
         """Param ``name``'s range as :func:`gpuaug._params.per_sample` keywords
         (:meth:`Param.limits`): how an op checks its values against its own spec."""
+        key = (id(self), name, dtype)
+        got = _LIMITS.get(key)
+        if got is not None and got[0] is self:
+            return dict(got[1])  # a copy: the caller may keep or change its own
         for p in self.params:
             if p.name == name:
-                return p.limits(dtype)
+                lim = p.limits(dtype)
+                if len(_LIMITS) >= 1024:
+                    _LIMITS.clear()
+                _LIMITS[key] = (self, lim)  # specs are frozen: their ranges never change
+                return dict(lim)
         raise KeyError(f"{self.name} has no parameter {name!r}")
+
+
+#: OpSpec.limits per (spec, parameter, dtype): ops look their ranges up on every call.
+_LIMITS: dict = {}
 
 
 class _Registry(Mapping):
