@@ -381,3 +381,16 @@ def test_host_size_shortcut_equals_the_general_path(value):
     want = outcome(np.asarray(value))  # an array: the general path
     got = outcome(value)
     assert got == want and (isinstance(got, type) or all(type(v) is int for v in got))
+
+
+def test_spec_limits_memo_gives_each_caller_its_own_copy():
+    import gpuaug
+
+    spec = gpuaug.registry["color_jitter"]
+    want = next(p for p in spec.params if p.name == "hue").limits("uint8")
+    a = spec.limits("hue")
+    a["low"] = 123  # a caller's change stays its own
+    assert spec.limits("hue") == want and spec.limits("hue") is not spec.limits("hue")
+    assert spec.limits("hue", "float32") == next(p for p in spec.params if p.name == "hue").limits("float32")
+    with pytest.raises(KeyError, match="no parameter 'nope'"):
+        spec.limits("nope")
