@@ -52,19 +52,7 @@ sptr = cp.cuda.get_current_stream().ptr
 
 def tb(name, f, n=200):
     """As t(), each round of n calls behind a 50 ms spin (the stream busy all along)."""
-    import time
-    for _ in range(20):
-        f()
-    cp.cuda.Device().synchronize()
-    r = []
-    for _ in range(5):
-        spin((1,), (1,), (np.uint64(50_000_000),))
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        r.append((time.perf_counter() - t0) / n * 1e6)
-        cp.cuda.Device().synchronize()
-    print(f"{name:40s} {np.median(r):8.2f} us", flush=True)
+    t(name, f, n, before=lambda: spin((1,), (1,), (np.uint64(50_000_000),)))
 
 
 def rounds(label_suffix, t=t):

@@ -5,11 +5,15 @@ import cupy as cp
 import numpy as np
 
 
-def t(name, f, n=2000):
+def t(name, f, n=2000, before=None):
+    """``before``: called ahead of each timed round (e.g. a spin kernel that keeps the stream busy)."""
     for _ in range(50):
         f()
+    cp.cuda.Device().synchronize()
     r = []
     for _ in range(5):
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         for _ in range(n):
             f()
