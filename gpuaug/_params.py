@@ -147,8 +147,7 @@ _EXACT = 2 ** 53  # ints up to this size are floats exactly
 
 def _cupy_ndarray():
     """cupy.ndarray when CuPy is imported (else no value can be one): a type to compare with."""
-    cp = sys.modules.get("cupy")
-    return getattr(cp, "ndarray", _NOT_A_TYPE) if cp is not None else _NOT_A_TYPE
+    return getattr(sys.modules.get("cupy"), "ndarray", _NOT_A_TYPE)
 
 
 class _NOT_A_TYPE:  # what _cupy_ndarray gives without CuPy: no value's type

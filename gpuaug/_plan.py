@@ -124,12 +124,14 @@ def planned(name, func):
             items = tuple(kw.items()) if kw else ()
             memo = last[0]
             if memo is not None and _same_args(memo, args, items):
-                parts = memo[2]
+                parts = memo[2]  # the memo holds plannable keys only
             else:
                 parts = tuple(_arg_key(a) for a in args) + tuple((k, _arg_key(v)) for k, v in sorted(items))
-                if _OFF not in parts and not any(p[1] is _OFF for p in parts[len(args):]):
+                if _OFF in parts or any(p[1] is _OFF for p in parts[len(args):]):
+                    parts = None
+                else:
                     last[0] = (args, items, parts)  # holds the objects: their ids cannot be reused
-            if _OFF not in parts and not any(p[1] is _OFF for p in parts[len(args):]):
+            if parts is not None:
                 mem = x.data
                 key = (name, x.shape, x.strides, x.dtype, mem.ptr % 16, mem.device_id, parts)
                 plan = _PLANS.get(key, _OFF)

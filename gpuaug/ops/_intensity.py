@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from gpuaug._params import _SCALARS, count_nonzero, per_sample, value_shape
+from gpuaug._params import _EXACT, _SCALARS, count_nonzero, per_sample, value_shape
 from gpuaug._util import dtype_max as top  # noqa: F401  (solarize, invert, gamma use it)
 from gpuaug._util import is_cuda_array
 
@@ -23,7 +23,7 @@ def channel_param(value, n, channels, name, device):
     t = type(value)
     if t is tuple and len(value) == channels and all(type(v) in _SCALARS for v in value):
         return per_sample(value, n, name, shape=(channels,), device=device)  # memoised per tuple
-    if t is float and math.isfinite(value) or t is int and -2**53 <= value <= 2**53:  # C equal values
+    if t is float and math.isfinite(value) or t is int and -_EXACT <= value <= _EXACT:  # C equal values
         return per_sample((value,) * channels, n, name, shape=(channels,), device=device)
     if t is np.ndarray and value.shape == (n, 1) and value.dtype.kind == "f":
         col = value.astype(np.float64)  # what per_sample makes of its (n, C) broadcast, cheaper

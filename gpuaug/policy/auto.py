@@ -574,6 +574,11 @@ FUSED_MAX_STEPS = 4
 #: per gpuaug_autoaug_fused pass (a chunk of one step still takes gpuaug_autoaug_apply, which
 #: was the faster single step: 75 against 88 us on the H200). See the module docstring.
 STEPS_PER_LAUNCH = 1
+def _steps_per_launch():
+    """``STEPS_PER_LAUNCH`` clamped to 1..FUSED_MAX_STEPS (read per call: tests and benches set it)."""
+    return max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
+
+
 #: Pixels per thread of gpuaug_autoaug_fused (GPUAUG_AA_PX in kernels/auto_augment.cu): a block
 #: covers 256 * _FUSED_PX pixels.
 _FUSED_PX = 2
@@ -671,7 +676,7 @@ def _run_cuda_fused(x, rows, out, stream, ops=None):
         acts = [np.flatnonzero(red_ops[k]).astype(np.int32) for k in range(k_all) if codes[k]]
         rows_all, *acts_d = _kc.upload(rows, *acts)
         act_at = iter(zip(acts, acts_d))
-        per = max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
+        per = _steps_per_launch()
         nchunks = -(-k_all // per)
         tmp = cp.empty_like(x) if nchunks > 1 else None
         i32 = np.int32
@@ -990,7 +995,7 @@ class _Policy(Transform):
         1), one launch (gpuaug_autoaug_apply for one step, gpuaug_autoaug_fused for more), after
         a statistics launch (and Equalize's table launch) for each step in which some sample
         drew Contrast, AutoContrast or Equalize."""
-        per = max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
+        per = _steps_per_launch()
         lines = []
         for start in range(0, self.num_steps, per):
             kk = min(per, self.num_steps - start)
