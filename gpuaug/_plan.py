@@ -126,10 +126,8 @@ def planned(name, func):
             if memo is not None and _same_args(memo, args, items):
                 parts = memo[2]  # the memo holds plannable keys only
             else:
-                parts = tuple(_arg_key(a) for a in args) + tuple((k, _arg_key(v)) for k, v in sorted(items))
-                if _OFF in parts or any(p[1] is _OFF for p in parts[len(args):]):
-                    parts = None
-                else:
+                parts = _parts(args, items)
+                if parts is not None:
                     last[0] = (args, items, parts)  # holds the objects: their ids cannot be reused
             if parts is not None:
                 mem = x.data
@@ -165,6 +163,25 @@ def planned(name, func):
     call.unplanned = func
     call.__gpuaug_op__ = name  # what gpuaug.dali.compose reads to recognise an op
     return call
+
+
+def _parts(args, items):
+    """The keys of a call's positional and keyword arguments (keywords sorted by name), or None
+    at the first one that cannot be planned (a per-sample array: most unplanned calls stop at
+    their first values, without keying the rest)."""
+    keys = []
+    for a in args:
+        k = _arg_key(a)
+        if k is _OFF:
+            return None
+        keys.append(k)
+    if items:
+        for name, v in sorted(items):
+            k = _arg_key(v)
+            if k is _OFF:
+                return None
+            keys.append((name, k))
+    return tuple(keys)
 
 
 def _same_args(memo, args, items):
@@ -340,13 +357,12 @@ class Plan:
         the byte ``fill`` when given, for the check; ``par``: the parameter matrix of a run()
         plan; ``same_device``: the caller has checked the device); None when the current device
         is not the plan's (the caller then runs the op normally)."""
-        cupy = _cupy()
-        cu = _cuda()
-        if same_device is None and cupy.cuda.runtime.getDevice() != self.dev:
+        cu, cupy, get_device = _MODS or _mods()
+        if same_device is None and get_device() != self.dev:
             return None
         if cu.RECORDING[0]:  # a replay's launches hold addresses, not arrays: no plan of them
             cu.log("dirty", "a plan replayed while recording")
-        y = cupy.empty(self.shape, self.dtype) if out is None else out
+        y = cupy.ndarray(self.shape, self.dtype) if out is None else out  # cupy.empty, less a call
         if self.temps:
             scratch = [cupy.empty(size, np.uint8) for size in self.temps]
             if fill is not None:
@@ -412,21 +428,29 @@ _RUN_SEEN: dict = {}
 
 def run_key(batch, kernels, params, hw, extra, rest):
     """run()'s plan key, or None when the call cannot be planned (varshape, a stream, ...)."""
-    if type(params) is np.ndarray:
-        pk = (params.shape,)
-    elif _CP and type(params) is _CP[0]:
+    cp = _CP[0]
+    tp = type(params)
+    if tp is np.ndarray:
+        pk = params.shape
+    elif tp is cp:
         pk = (params.shape, params.dtype.char, params.strides)
     else:
         return None
-    ek = tuple(_arg_key(e) for e in extra) if extra else ()
-    if _OFF in ek:
+    if extra:
+        ek = tuple(_arg_key(e) for e in extra)
+        if _OFF in ek:
+            return None
+    else:
+        ek = ()
+    arrays = batch.arrays
+    if len(arrays) != 1:
         return None
-    x = batch.arrays[0]
-    if type(x) is not _CP[0] or len(batch.arrays) != 1:
+    x = arrays[0]
+    if type(x) is not cp:
         return None
     mem = x.data
     return (id(kernels), x.shape, x.strides, x.dtype.char, mem.ptr % 16, mem.device_id, batch.layout,
-            batch.single, hw, pk, ek) + rest
+            batch.single, hw, pk, ek, rest)
 
 
 def launch(batch, kernels, params, extra, rest, normal, out=None):
@@ -442,24 +466,28 @@ def launch(batch, kernels, params, extra, rest, normal, out=None):
         import cupy
 
         _CP.append(cupy.ndarray)
-    if out is not None and type(out) is not _CP[0]:
+    if out is None:
+        tail = -1
+    elif type(out) is _CP[0]:
+        tail = out.data.ptr % 16
+    else:
         return None
     key = run_key(batch, kernels, params, getattr(batch.shapes, "hw", None), extra, rest)
     if key is None:
         return None
-    return run_planned(key + (-1 if out is None else out.data.ptr % 16,), kernels, batch, params, normal, out)
+    return run_planned(key + (tail,), kernels, batch, params, normal, out)
 
 
 def _fits(out, plan, x):
     """``out`` can take a replay of ``plan`` (or the array ``plan``): its shape, dtype, device,
     C order, and no byte shared with the input ``x`` (else the caller's own path checks it and
     says what is wrong)."""
-    if out.shape != plan.shape or out.dtype != plan.dtype or not out.flags.c_contiguous:
+    if out.shape != plan.shape or out.dtype != plan.dtype or not out._c_contiguous:
         return False
     dev = plan.dev if type(plan) is Plan else plan.data.device_id
     if out.data.device_id != dev:
         return False
-    if x.flags.c_contiguous:  # what extent gives for a C-contiguous array, without its loop
+    if x._c_contiguous:  # what extent gives for a C-contiguous array, without its loop
         lo = x.data.ptr
         hi = lo + x.nbytes
     else:
@@ -473,7 +501,8 @@ def _fits(out, plan, x):
 def run_planned(key, kernels, batch, params, normal, out=None):
     """The result of run()'s launches for ``key`` from its plan, or None: the caller runs
     ``normal()`` (which this may call itself, recording it, to make the plan)."""
-    cu = _cuda()
+    mods = _MODS or _mods()
+    cu = mods[0]
     if cu.RECORDING[0]:
         return None  # an op plan is being recorded: its log must see run()'s own launches
     got = _RUN_PLANS.get(key, _OFF)
@@ -482,8 +511,7 @@ def run_planned(key, kernels, batch, params, normal, out=None):
     if type(got) is tuple:
         kern, plan, ring = got
         x = batch.arrays[0]
-        if kern is kernels and _cupy().cuda.runtime.getDevice() == plan.dev and (
-                out is None or _fits(out, plan, x)):
+        if kern is kernels and mods[2]() == plan.dev and (out is None or _fits(out, plan, x)):
             slot = ring.take(params) if type(params) is np.ndarray else None
             par = _device_params(params, batch.n) if slot is None else slot[1]
             y = plan.run(x, out, None, par, True)  # (out, fill, par, same_device): no keywords
@@ -588,22 +616,28 @@ def _device_params(params, n):
     return cupy.ascontiguousarray(params, dtype=cupy.float32).reshape(n, -1)
 
 
-_MODS: list = []
+_MODS: list = []  # [gpuaug.kernels._cuda, cupy, cupy.cuda.runtime.getDevice], once imported
 
 
-def _cuda():
-    """gpuaug.kernels._cuda (imported once: a from-import per replay costs a microsecond)."""
+def _mods():
+    """_MODS, filled on first use (a from-import per replay costs a microsecond, and so does
+    the attribute chain to getDevice)."""
     if not _MODS:
         import cupy
 
         from gpuaug.kernels import _cuda as cu
 
-        _MODS.extend((cu, cupy))
-    return _MODS[0]
+        _MODS.extend((cu, cupy, cupy.cuda.runtime.getDevice))
+    return _MODS
+
+
+def _cuda():
+    """gpuaug.kernels._cuda (imported once)."""
+    return (_MODS or _mods())[0]
 
 
 def _cupy():
-    return _MODS[1] if _MODS else (_cuda(), _MODS[1])[1]
+    return (_MODS or _mods())[1]
 
 
 def _table(cache, ptr, geo, old):

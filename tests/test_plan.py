@@ -291,11 +291,12 @@ def fake(monkeypatch):
             return FakeArray(0xA00000 + 0x1000 * len(made), (2, 6), np.int64)
     cp = types.ModuleType("cupy")
     cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
-    cp.empty = lambda shape, dtype: FakeArray(0x900000, shape, dtype)
+    cp.empty = cp.ndarray = lambda shape, dtype: FakeArray(0x900000, shape, dtype)
     monkeypatch.setitem(sys.modules, "cupy", cp)
     from gpuaug.kernels import _cuda
     monkeypatch.setattr(_cuda, "constants", lambda dev=None: Cache())
-    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp])  # what the plans import, for this test only
+    # what the plans import, for this test only
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, cp.cuda.runtime.getDevice])
     return Kern(), launched, made
 
 
@@ -354,6 +355,9 @@ def test_arg_keys_take_scalars_strings_and_tuples_only():
     assert k(0.0) != k(-0.0) and k(np.float32(0.0)) != k(np.float32(-0.0))  # by bits, not ==
     for bad in (np.zeros(3), [1, 2], {"a": 1}, (1, np.zeros(2)), tuple(range(17))):
         assert k(bad) is _plan._OFF
+        # a call's keys: None as soon as one argument (positional or keyword) has none
+        assert _plan._parts((1, bad), ()) is None and _plan._parts((1,), (("b", 2), ("a", bad))) is None
+    assert _plan._parts((1, "s"), (("b", 2), ("a", 0.5))) == (k(1), k("s"), ("a", k(0.5)), ("b", k(2)))
 
 
 def test_numpy_inputs_go_straight_to_the_op(monkeypatch):
@@ -592,7 +596,7 @@ def test_parameter_ring_slots_rotate_and_wait_for_their_events(monkeypatch):
         get_current_stream=lambda: types.SimpleNamespace(ptr=0),
         runtime=types.SimpleNamespace(memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)))
     cp.empty = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
-    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp])
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0])
     monkeypatch.setattr(_cuda, "new_event", Event)
     monkeypatch.setattr(_plan._Ring, "SLOTS", 3)
     ring = _plan._Ring((4, 3))
