@@ -145,6 +145,83 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
 _EXACT = 2 ** 53  # ints up to this size are floats exactly
 
 
+def host_rows(values, n, limits, tail=None):
+    """The common case of several per-sample numbers given as NumPy arrays of shape ``(n,)``
+    (color_jitter's four factors): one ``(n, k)`` float64 matrix, column ``j`` holding
+    ``values[j]`` as :func:`per_sample` would give it, checked in one pass (finite, each column
+    against its range in ``limits``, a :class:`RowLimits`). ``tail``: an ``(n,)``
+    column appended as it is (a constant column such as the dtype's maximum). None when any
+    value is something else (a scalar, flags, another shape, a CUDA array) or fails a check:
+    the caller then takes each value through :func:`per_sample`, whose checks and messages are
+    the contract. The values are packed as contiguous rows (checks on strided columns cost
+    several times more) and handed back transposed, a view."""
+    k = len(values)
+    for v in values:
+        if type(v) is not np.ndarray or v.shape != (n,) or v.dtype.kind not in "biuf":
+            return None
+    t = np.empty((k + (tail is not None), n))
+    for j, v in enumerate(values):
+        t[j] = v
+    got = t[:k] if tail is not None else t
+    if count_nonzero(np.isfinite(got)) != n * k:
+        return None
+    bounds = limits.rows(n)
+    if bounds is None:
+        return None
+    lo, lo_open, hi = bounds  # (k, n) each: -inf / +inf where a column has no such bound
+    bad = got < lo
+    bad |= got <= lo_open
+    bad |= got > hi
+    if count_nonzero(bad):
+        return None
+    if tail is not None:
+        t[k] = tail
+    return t.T
+
+
+class RowLimits:
+    """The ranges of :func:`host_rows`' columns: :meth:`gpuaug._registry.OpSpec.limits` dicts,
+    made once per op (at module level), with their bound rows per batch size."""
+
+    __slots__ = ("key", "_rows")
+
+    def __init__(self, *limits):
+        self.key = tuple((d["low"], d["high"], d["low_open"]) for d in limits)
+        self._rows = {}
+
+    def __len__(self):
+        return len(self.key)
+
+    def rows(self, n):
+        """(closed lows, open lows, highs), each a (k, n) float64 array (same shapes compare
+        without broadcasting: several times cheaper than a (k,) row against (n, k)); -inf /
+        +inf where a column has no such bound. None for a bound that is no exact float (the
+        general path compares those)."""
+        got = self._rows.get(n, _NONE)
+        if got is _NONE:
+            if len(self._rows) >= 16:
+                self._rows.clear()
+            got = self._rows[n] = _bound_rows(self.key, n)
+        return got
+
+
+def _bound_rows(key, n):
+    rows = np.full((3, len(key), n), np.inf)
+    rows[:2] = -np.inf
+    for j, (low, high, low_open) in enumerate(key):
+        for b in (low, high):
+            if b is not None and (type(b) not in (int, float) or type(b) is int and not -_EXACT <= b <= _EXACT):
+                return None
+        if low is not None:
+            rows[1 if low_open else 0, j] = low
+        if high is not None:
+            rows[2, j] = high
+    return rows
+
+
+_NONE = object()
+
+
 def _cupy_ndarray():
     """cupy.ndarray when CuPy is imported (else no value can be one): a type to compare with."""
     return getattr(sys.modules.get("cupy"), "ndarray", _NOT_A_TYPE)

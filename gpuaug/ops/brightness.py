@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import RowLimits, host_rows, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
 from gpuaug.ops._colour import apply, colour_kernels, maxv_column
@@ -40,6 +40,9 @@ def brightness(x, factor, *, out=None, layout="NHWC", stream=None, backend=None)
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
+    m = host_rows((factor,), b.n, _ROWS, maxv_column(b))  # a NumPy factor per sample
+    if m is not None:
+        return apply(b, KERNELS, [m], out=out, backend=be, stream=stream)
     f = per_sample(factor, b.n, "factor", **_LIMITS, device=b.device)
     return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
 
@@ -57,5 +60,6 @@ SPECS = (
 )
 #: factor's range as per_sample keywords (from its Param, dtype-independent), looked up once
 _LIMITS = SPECS[0].limits("factor")
+_ROWS = RowLimits(_LIMITS)
 
 __all__ = ["brightness"]

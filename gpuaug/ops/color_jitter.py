@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import RowLimits, host_rows, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
 from gpuaug.ops._colour import apply, colour_kernels, maxv_column
@@ -59,11 +59,16 @@ def color_jitter(x, brightness=1, contrast=1, saturation=1, hue=0, *, out=None, 
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
     n, dev = b.n, b.device
-    c = per_sample(contrast, n, "contrast", **SPECS[0].limits("contrast"), device=dev)
-    cols = [per_sample(brightness, n, "brightness", **SPECS[0].limits("brightness"), device=dev), c,
-            per_sample(saturation, n, "saturation", **SPECS[0].limits("saturation"), device=dev),
-            per_sample(hue, n, "hue", **SPECS[0].limits("hue"), device=dev),
-            maxv_column(b)]
+    spec = SPECS[0]
+    m = host_rows((brightness, contrast, saturation, hue), n, _ROWS, maxv_column(b))
+    if m is not None:  # four per-sample NumPy arrays, checked in one pass
+        c, cols = m[:, 1], [m]
+    else:
+        c = per_sample(contrast, n, "contrast", **spec.limits("contrast"), device=dev)
+        cols = [per_sample(brightness, n, "brightness", **spec.limits("brightness"), device=dev), c,
+                per_sample(saturation, n, "saturation", **spec.limits("saturation"), device=dev),
+                per_sample(hue, n, "hue", **spec.limits("hue"), device=dev),
+                maxv_column(b)]
     # contrast 1 everywhere (known on the host): the mean is not used, skip its pass over the image
     skip = isinstance(c, np.ndarray) and bool((c == 1).all())
     return apply(b, KERNELS, cols, out=out, backend=be, stream=stream, mean=(True, GRAY), skip_mean=skip)
@@ -84,5 +89,8 @@ SPECS = (
         peers={"dali": "brightness_contrast"},
         demo={"brightness": 1.3, "contrast": 1.4, "saturation": 1.8, "hue": 0.1}),
 )
+
+#: the four factors' ranges, for host_rows
+_ROWS = RowLimits(*(SPECS[0].limits(k) for k in ("brightness", "contrast", "saturation", "hue")))
 
 __all__ = ["color_jitter"]

@@ -1,0 +1,57 @@
+"""_params.host_rows: several per-sample NumPy columns checked in one pass must give exactly
+what per_sample + column_stack give, and None (the general path, with its errors) for
+everything else."""
+import numpy as np
+import pytest
+
+from gpuaug._params import RowLimits, column_stack, host_rows, per_sample
+
+LIMITS = ({"low": 0, "high": None, "low_open": False}, {"low": 0.0, "high": 2, "low_open": True},
+          {"low": -0.5, "high": 0.5, "low_open": False})
+ROWS = RowLimits(*LIMITS)
+
+
+def general(values, n, tail=None):
+    cols = [per_sample(v, n, f"p{j}", **LIMITS[j]) for j, v in enumerate(values)]
+    return column_stack(cols + ([tail] if tail is not None else []), n)
+
+
+@pytest.mark.parametrize("n", [1, 7, 32])
+def test_same_matrix_as_per_sample_and_column_stack(n):
+    rng = np.random.default_rng(n)
+    values = (rng.uniform(0, 3, n), rng.uniform(1e-9, 2, n).astype(np.float32), rng.uniform(-0.5, 0.5, n))
+    tail = np.full(n, 255.0)
+    for t in (None, tail):
+        got = host_rows(values, n, ROWS, t)
+        want = general(values, n, t)
+        assert got.shape == want.shape and got.dtype == np.float64
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    # bounds themselves: a closed low and a high are accepted, as per_sample accepts them
+    edge = (np.zeros(n), np.full(n, 2.0), np.full(n, -0.5))
+    assert np.array_equal(host_rows(edge, n, ROWS), general(edge, n))
+    ints = (np.arange(n), np.ones(n, np.int32), np.zeros(n, np.bool_))
+    assert np.array_equal(host_rows(ints, n, ROWS), general(ints, n))
+
+
+@pytest.mark.parametrize("bad", ["below", "open", "above", "nan", "inf"])
+def test_values_per_sample_refuses_give_none(bad):
+    n = 5
+    values = [np.ones(n), np.ones(n), np.zeros(n)]
+    col, v = {"below": (0, -1e-300), "open": (1, 0.0), "above": (2, 0.5000001), "nan": (1, np.nan),
+              "inf": (0, np.inf)}[bad]
+    values[col] = values[col].copy()
+    values[col][3] = v
+    assert host_rows(tuple(values), n, ROWS) is None
+    with pytest.raises(ValueError):
+        general(values, n)  # the general path, which the caller then takes, says what is wrong
+
+
+def test_other_forms_give_none():
+    n = 4
+    ok = np.ones(n)
+    for other in (1.0, [1.0] * n, np.ones(n + 1), np.ones((n, 1)), np.array(["a"] * n), np.ones(n, complex)):
+        assert host_rows((other, ok, np.zeros(n)), n, ROWS) is None
+    # a bound that is no exact float: left to the general path
+    huge = RowLimits({"low": 2 ** 60, "high": None, "low_open": False})
+    assert host_rows((ok,), n, huge) is None
+    assert len(ROWS) == 3
