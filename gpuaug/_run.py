@@ -28,7 +28,7 @@ from gpuaug._batch import Batch, max_size, table_item
 from gpuaug._stream import check_stream, on_device
 from gpuaug._params import param_item
 from gpuaug._registry import BACKENDS
-from gpuaug._util import check_choice, cupy_module, simulator
+from gpuaug._util import check_choice, cupy_module, dtype_name, simulator
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _run_cuda(src: Batch, dst: Batch, kernels: Kernels, params, extra, template=
         return
     p = np.asarray(params.shape[1], np.int32)
     src_t, dst_t, par = device_params(params, n, src, dst)
-    template = template or (src.dtype.name, src.channels)
+    template = template or (dtype_name(src.dtype), src.channels)
     fn = get_function(kernels.cu[0], kernel_name(kernels.cu[1], *template))
     hmax, wmax = max_size(dst.shapes)
     grid, block = grid_2d(hmax, wmax, n)

@@ -20,7 +20,17 @@ DTYPE_NAMES = {np.dtype(np.uint8): "uint8", np.dtype(np.float16): "float16",
 
 
 def dtype_name(dtype) -> str:
-    return DTYPE_NAMES[np.dtype(dtype)]
+    """``np.dtype(dtype).name`` ("uint8", "float32"...), looked up: NumPy builds the name in
+    Python on every ``.name`` (several microseconds on an op's hot path)."""
+    got = _NAMES.get(dtype)
+    if got is None:
+        got = np.dtype(dtype).name
+        if len(_NAMES) < 256:
+            _NAMES[dtype] = got
+    return got
+
+
+_NAMES: dict = dict(DTYPE_NAMES)
 
 
 def dtype_max(dtype) -> float:

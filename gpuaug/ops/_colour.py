@@ -28,7 +28,7 @@ from gpuaug._layout import packed_layout
 from gpuaug._params import column_stack
 from gpuaug._run import Kernels, run
 from gpuaug._stream import on_device  # at import: a from-import per call costs ~0.4 us
-from gpuaug._util import cupy_module, dtype_max
+from gpuaug._util import cupy_module, dtype_max, dtype_name
 
 BLOCK = 256
 MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixel kernel
@@ -150,7 +150,7 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
     src_t, dst_t = descriptor_table(b), descriptor_table(dst)
     src_d, dst_d, par = device_params(params, n, b, dst)
     P, N = np.int32(par.shape[1]), np.int32(n)
-    args = (b.dtype.name, b.channels, dst.channels, n, None if mean is None else mean[0],
+    args = (dtype_name(b.dtype), b.channels, dst.channels, n, None if mean is None else mean[0],
             _multiprocessors(cp), channels is not None)
     launches, nparts = memo_plan((layout_key(b), layout_key(dst)), args,
                                  lambda: plan(src_t, dst_t, *args))

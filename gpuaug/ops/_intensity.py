@@ -48,7 +48,7 @@ def channel_param(value, n, channels, name, device):
 
 def nonzero(arr, name, value):
     """Refuse zeros in a host parameter (values on the GPU are not read back)."""
-    if isinstance(arr, np.ndarray) and np.any(arr == 0):
+    if isinstance(arr, np.ndarray) and count_nonzero(arr) != arr.size:  # np.any(arr == 0), one call
         a = np.asarray(value)
         shown = repr(a.tolist()) if a.size <= 8 else f"array of shape {a.shape}"
         raise ValueError(f"{name}: got {shown}; expected non-zero values")
@@ -57,6 +57,10 @@ def nonzero(arr, name, value):
 
 def float_dtype(dtype, name="dtype"):
     """The output dtype of normalize-like ops: float16 or float32."""
+    if type(dtype) is str:  # the usual "float32": looked up
+        got = _FLOATS.get(dtype)
+        if got is not None:
+            return got
     try:
         d = np.dtype(dtype)
     except TypeError:
@@ -64,6 +68,9 @@ def float_dtype(dtype, name="dtype"):
     if d not in (np.dtype(np.float16), np.dtype(np.float32)):
         raise ValueError(f"{name}: got {dtype!r}; expected 'float16' or 'float32'")
     return d
+
+
+_FLOATS = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
 
 
 # -- CUDA C fast paths -----------------------------------------------------------------

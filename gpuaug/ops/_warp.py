@@ -21,7 +21,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, count_nonzero, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
-from gpuaug._util import check_choice, check_flag, cupy_module
+from gpuaug._util import check_choice, check_flag, cupy_module, dtype_name
 from gpuaug.geometry import cos_sin
 
 INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
@@ -394,15 +394,6 @@ def dense_fast(kernels, template):
     return fast
 
 
-def dtype_name(dtype):
-    """``dtype.name`` ("uint8", "float32"...), looked up: NumPy builds it in Python per call."""
-    got = _DTYPE_NAMES.get(dtype)
-    if got is None:
-        got = _DTYPE_NAMES[dtype] = dtype.name
-    return got
-
-
-_DTYPE_NAMES: dict = {}
 
 
 def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend):

@@ -8,7 +8,7 @@ from gpuaug._layout import chw_list_out, uniform_out
 from gpuaug._params import column_stack, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import check_choice, check_flag
+from gpuaug._util import check_choice, check_flag, dtype_name
 from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._intensity import channel_param, cmn_vec_fast, float_dtype, nonzero
 
@@ -82,13 +82,18 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     be = choose_backend(b, backend)
     odt = float_dtype(dtype)
     check_choice("output_layout", output_layout, LAYOUTS)
-    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **SPECS[0].limits("crop_pos"), device=b.device)
+    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **_POS_LIMITS, device=b.device)
     mir = per_sample(mirror, b.n, "mirror", device=b.device, boolean=True)
     window = None
     if crop is not None:
         window = host_size(crop, "crop")
-        hs, ws = b.sizes()
-        for i in np.nonzero((window[0] > hs) | (window[1] > ws))[0][:1].tolist():
+        hw = getattr(b.shapes, "hw", None)  # a uniform batch: one size to compare
+        if hw is not None:
+            bad = [0] if window[0] > hw[0] or window[1] > hw[1] else []
+        else:
+            hs, ws = b.sizes()
+            bad = np.nonzero((window[0] > hs) | (window[1] > ws))[0][:1].tolist()
+        for i in bad:
             h, w = b.shapes[i]
             raise ValueError(f"crop: got {window}; image {i} is {h}x{w}; expected a window "
                              "no larger than every image")
@@ -102,11 +107,10 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     m = channel_param(mean, n, c, "mean", b.device)
     s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
     shapes = b.uniform(window) if window is not None else b.shapes
-    hw = np.broadcast_to(np.asarray(window, np.float64), (n, 2)) if window is not None else \
-        np.stack(b.sizes(), axis=1).astype(np.float64)
+    hw = _size_rows(b, window)
     params = column_stack([pos, mir, hw, m, s], n)
     padded = kernels.cu[1] == "gpuaug_crop_mirror_normalize"
-    template = (b.dtype.name, c, odt.name) + ((co,) if padded else ())
+    template = (dtype_name(b.dtype), c, dtype_name(odt)) + ((co,) if padded else ())
     kw = dict(backend=be, stream=stream, dtype=odt, channels=co, template=template,
               fast=cmn_vec_fast(kernels.cu[0], kernels.cu[1] + "_vec", co))
     if b.varshape and window is not None:
@@ -118,6 +122,26 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
         run(b, kernels, params, shapes=shapes, out=views, **kw)
         return result
     return run(b, kernels, params, shapes=shapes, out=out, layout=out_layout, **kw)
+
+
+def _size_rows(b, window):
+    """The (N, 2) float64 (h, w) columns: the window's, or the images'; read-only and kept per
+    (N, size) when every row is the same (a window, a uniform batch)."""
+    hw = window if window is not None else getattr(b.shapes, "hw", None)
+    if hw is None:
+        return np.stack(b.sizes(), axis=1).astype(np.float64)
+    key = (b.n, hw[0], hw[1])
+    got = _SIZES.get(key)
+    if got is None:
+        if len(_SIZES) >= 64:
+            _SIZES.clear()
+        got = _SIZES[key] = np.empty((b.n, 2))
+        got[:] = hw
+        got.flags.writeable = False
+    return got
+
+
+_SIZES: dict = {}
 
 
 def _example(rng, n, h, w):
@@ -148,5 +172,8 @@ SPECS = (
         bench_params=lambda h, w: {"crop": (h * 6 // 7, w * 6 // 7), "mean": [123.675, 116.28, 103.53],
                                    "std": [58.395, 57.12, 57.375]}),
 )
+
+#: crop_pos's range as per_sample keywords, looked up once
+_POS_LIMITS = SPECS[0].limits("crop_pos")
 
 __all__ = ["crop_mirror_normalize"]

@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import check_choice
+from gpuaug._util import check_choice, dtype_name
 
 KERNELS = Kernels(cu=("resize.cu", "gpuaug_resize"), numba=("resize", "resample_value"), kind="value")
 
@@ -87,7 +87,7 @@ def resize(x, size, interpolation="bilinear", *, out=None, layout="NHWC", stream
     hs, ws = (a.astype(np.float64) for a in b.sizes())
     params = resample_params(np.zeros(b.n), np.zeros(b.n), hs, ws, size, mode, b.n)
     return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
-               template=(b.dtype.name, b.channels, mode))
+               template=(dtype_name(b.dtype), b.channels, mode))
 
 
 def _example(rng, n, h, w):

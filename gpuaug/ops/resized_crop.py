@@ -7,6 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import _fmt, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
+from gpuaug._util import dtype_name
 from gpuaug.ops.resize import INTERPOLATIONS, interpolation_mode, resample_params
 
 KERNELS = Kernels(cu=("resized_crop.cu", "gpuaug_resized_crop"),
@@ -83,7 +84,7 @@ def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="
                              "with height > 0 and width > 0")
     params = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], size, mode, b.n)
     return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
-               template=(b.dtype.name, b.channels, mode))
+               template=(dtype_name(b.dtype), b.channels, mode))
 
 
 def random_boxes(rng, n, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
