@@ -169,6 +169,14 @@ def _parts(args, items):
     """The keys of a call's positional and keyword arguments (keywords sorted by name), or None
     at the first one that cannot be planned (a per-sample array: most unplanned calls stop at
     their first values, without keying the rest)."""
+    nd = np.ndarray
+    cp = _CP[0] if _CP else nd
+    for a in args:  # per-sample arrays first: most unplanned calls are known by a type check
+        if type(a) is nd or type(a) is cp:
+            return None
+    for _, v in items:
+        if type(v) is nd or type(v) is cp:
+            return None
     keys = []
     for a in args:
         k = _arg_key(a)
@@ -252,12 +260,16 @@ class _Pending:
 class Plan:
     """The launches of one call, with the input's and output's addresses as slots."""
 
-    __slots__ = ("shape", "dtype", "dev", "launches", "temps", "bound")
+    __slots__ = ("shape", "dtype", "dev", "launches", "temps", "bound", "tables")
 
     def __init__(self, shape, dtype, dev, launches, temps=()):
         self.shape, self.dtype, self.dev, self.launches = shape, dtype, dev, launches
         self.temps = temps  # byte sizes of the scratch allocations the launches use
         self.bound = None   # per launch: (go(args), template with arrays as addresses, patches)
+        #: descriptor tables by (address of the array they describe) * 64 + argument index, kept
+        #: once the constant cache has them uploaded (so any stream may read them): a replay's
+        #: lookup without the cache's key. Small: a loop cycles through a few arrays.
+        self.tables = {}
 
     def _bind(self):
         """Each launch as a prepared launcher (``Kernel.prepared``: the argument packing fixed
@@ -377,9 +389,13 @@ class Plan:
                     args[i] = bases[kind] + v
                 elif kind == 2:
                     which, off, geo, old = v
-                    if consts is None:
-                        consts = cu.constants(self.dev)
-                    args[i] = _table(consts, bases[which] + off, geo, old).data.ptr
+                    addr = bases[which] + off
+                    got = self.tables.get(addr * 64 + i)
+                    if got is None:
+                        if consts is None:
+                            consts = cu.constants(self.dev)
+                        got = _table(consts, addr, geo, old, self.tables, addr * 64 + i)
+                    args[i] = got.data.ptr
                 elif kind == 4:
                     args[i] = par.data.ptr
                 else:
@@ -640,12 +656,17 @@ def _cupy():
     return (_MODS or _mods())[1]
 
 
-def _table(cache, ptr, geo, old):
+def _table(cache, ptr, geo, old, memo, slot):
     """The descriptor table of a dense batch at ``ptr`` (geometry as in the recorded key), from
-    the constant cache; made from the recorded host table ``old`` by moving its addresses."""
+    the constant cache; made from the recorded host table ``old`` by moving its addresses.
+    Kept in ``memo[slot]`` (the plan's own) once its upload is known to be done: the memo holds
+    the array, so the cache may drop it and the replay still reads valid memory."""
     key = ("table", ptr) + geo  # geo: (shape, strides, itemsize)
     got = cache.hit(key)
     if got is not None:
+        if len(memo) >= 32:
+            memo.clear()
+        memo[slot] = got
         return got
 
     def make():

@@ -322,6 +322,35 @@ def test_plan_patches_input_output_and_their_tables(fake):
     assert key == ("table", 0x500000) + geo
     np.testing.assert_array_equal(table[:, 0], [0x500000, 0x500000 + 48])  # addresses moved
     np.testing.assert_array_equal(table[:, 1:], xt.host[:, 1:])
+    assert plan.tables == {}  # a table from get() (its upload maybe in flight) is not kept
+
+
+def test_plan_keeps_tables_known_uploaded(fake, monkeypatch):
+    """A table the constant cache hands out as done (hit) is kept by the plan, per address and
+    argument: the next replay for that input reads it without asking the cache; another
+    input's address asks again."""
+    kern, launched, _ = fake
+    from gpuaug.kernels import _cuda
+    hits = []
+
+    class Cache:
+        def hit(self, key):
+            hits.append(key[1])
+            return FakeArray(0xB00000 + key[1] // 0x100000, (2, 6), np.int64)
+
+        def get(self, key, make):  # pragma: no cover - every lookup hits
+            raise AssertionError("get")
+    monkeypatch.setattr(_cuda, "constants", lambda dev=None: Cache())
+    x, y = FakeArray(0x100000), FakeArray(0x200000)
+    xt = FakeArray(0x400000, (2, 6), np.int64)
+    xt.host = np.array([[0x100000, 4, 4, 12, 3, 1], [0x100000 + 48, 4, 4, 12, 3, 1]], np.int64)
+    geo = ((2, 4, 4, 3), (48, 12, 3, 1), 1)
+    log = [("const", ("table", 0x100000) + geo, xt, xt.host), ("launch", kern, (1,), (256,), 0, (xt, y, x))]
+    plan = _plan.Plan.from_log(log, x, y)
+    for addr in (0x500000, 0x500000, 0x600000, 0x500000):
+        plan.run(FakeArray(addr))
+    assert hits == [0x500000, 0x600000]  # asked once per input address
+    assert [a[2][0] for a in launched] == [0xB00005, 0xB00005, 0xB00006, 0xB00005]
 
 
 @pytest.mark.parametrize("why", ["dirty", "temporary", "overlap", "foreign table", "no launch", "not contiguous"])
