@@ -372,7 +372,7 @@ def as_batch(x, layout="NHWC", *, name="x", dtypes=tuple(DTYPE_NAMES), channels=
             a4 = x[None] if single else x
             nhwc = a4 if layout == "NHWC" else a4.transpose(0, 2, 3, 1)
             dev = t is not np.ndarray
-            BATCH_DEVICE.set(x.device.id if dev else None)
+            BATCH_DEVICE.set(x.data.device_id if dev else None)
             return Batch(dev, False, single, layout, x.dtype, c, [nhwc], same, [x])
     b = _parse(x, layout, name, dtypes, channels)
     if keyed and not b.varshape and (t is np.ndarray or (b.device and type(b.arrays[0]) is t)):

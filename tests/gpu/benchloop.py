@@ -1,5 +1,6 @@
 """Loop time of `gpuaug bench`'s own calls (each op's example per-sample values, ``out=``, the
-planned ``gpuaug.<op>``): us per call over back-to-back calls with one sync, median of rounds.
+planned ``gpuaug.<op>``): us per call over back-to-back calls with one sync; the least of several rounds (a host-bound
+loop on a shared host: the quietest round is the code's own cost), median and max beside it.
 For same-call A/B runs against another tree (PYTHONPATH=.base:...).
 
     python3 tests/gpu/benchloop.py --n 32 --ops flip,rotate [--calls 2000] [--tag new]
@@ -42,7 +43,7 @@ def main():
                 f()
             cp.cuda.Device().synchronize()
             r.append((time.perf_counter() - t0) / a.calls * 1e6)
-        print(f"{a.tag:5s} {op:24s} loop {np.median(r):7.1f} us  (min {min(r):.1f}, max {max(r):.1f})")
+        print(f"{a.tag:5s} {op:24s} loop min {min(r):7.1f} us  (median {np.median(r):.1f}, max {max(r):.1f})")
 
 
 if __name__ == "__main__":
