@@ -1,11 +1,13 @@
 """crop_mirror_normalize: DALI's fused crop + horizontal mirror + normalise + layout change."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuaug._batch import as_batch
 from gpuaug._layout import chw_list_out, uniform_out
-from gpuaug._params import column_stack, host_size, per_sample
+from gpuaug._params import _EXACT, column_stack, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import check_choice, check_flag, dtype_name
@@ -83,7 +85,10 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     odt = float_dtype(dtype)
     check_choice("output_layout", output_layout, LAYOUTS)
     pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **_POS_LIMITS, device=b.device)
-    mir = per_sample(mirror, b.n, "mirror", device=b.device, boolean=True)
+    if type(mirror) is np.ndarray and mirror.dtype.char == "?" and mirror.shape == (b.n,):
+        mir = mirror  # N bools, as they are: the parameter matrix converts them to 1.0 / 0.0
+    else:
+        mir = per_sample(mirror, b.n, "mirror", device=b.device, boolean=True)
     window = None
     if crop is not None:
         window = host_size(crop, "crop")
@@ -102,13 +107,18 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
 
 
 def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, stream):
-    """Shared by normalize and crop_mirror_normalize: parameters, output, launch."""
+    """Shared by normalize and crop_mirror_normalize: parameters, output, launch. ``pos`` and
+    ``mir``: (N, 2) and (N,) host or device columns, or None for zeros (normalize)."""
     n, c = b.n, b.channels
-    m = channel_param(mean, n, c, "mean", b.device)
-    s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
     shapes = b.uniform(window) if window is not None else b.shapes
     hw = _size_rows(b, window)
-    params = column_stack([pos, mir, hw, m, s], n)
+    params = _host_params(n, c, pos, mir, hw, mean, std)
+    if params is None:
+        m = channel_param(mean, n, c, "mean", b.device)
+        s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
+        pos = np.zeros((n, 2)) if pos is None else pos
+        mir = np.zeros(n) if mir is None else mir
+        params = column_stack([pos, mir, hw, m, s], n)
     padded = kernels.cu[1] == "gpuaug_crop_mirror_normalize"
     template = (dtype_name(b.dtype), c, dtype_name(odt)) + ((co,) if padded else ())
     kw = dict(backend=be, stream=stream, dtype=odt, channels=co, template=template,
@@ -122,6 +132,53 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
         run(b, kernels, params, shapes=shapes, out=views, **kw)
         return result
     return run(b, kernels, params, shapes=shapes, out=out, layout=out_layout, **kw)
+
+
+def _host_params(n, c, pos, mir, hw, mean, std):
+    """cmn's (N, 5 + 2C) parameter rows ``[pos_y, pos_x, mirror, h, w, mean.., std..]`` written
+    in place when every part is on the host in a usual form (mean and std: a number, C numbers,
+    or an (N, 1) / (N, C) float array; all finite, std without zeros): the same values as
+    channel_param + column_stack, without their per-part copies. None otherwise: the general
+    path then converts, checks and says what is wrong."""
+    fm, fs = _plain_channels(mean, n, c), _plain_channels(std, n, c)
+    if fm is None or fs is None or not (pos is None or type(pos) is np.ndarray) or not (
+            mir is None or type(mir) is np.ndarray):
+        return None
+    p = np.empty((n, 5 + 2 * c))
+    if pos is None:
+        p[:, :2] = 0.0
+    else:
+        p[:, :2] = pos
+    p[:, 2] = 0.0 if mir is None else mir
+    p[:, 3:5] = hw
+    p[:, 5:5 + c] = fm
+    p[:, 5 + c:] = fs
+    if count_nonzero(p[:, 5 + c:]) != n * c:
+        return None  # a zero std: the general path's error
+    return p
+
+
+def _plain_channels(value, n, c):
+    """``value`` as it can be assigned to an (N, C) block, when it is a finite float or exact
+    int, a tuple of C of them, or a finite float NumPy array of shape (N, 1) or (N, C); else
+    None."""
+    t = type(value)
+    if t is float:
+        return value if math.isfinite(value) else None
+    if t is int:
+        return value if -_EXACT <= value <= _EXACT else None
+    if t is tuple:
+        if len(value) != c:
+            return None
+        for v in value:
+            tv = type(v)
+            if not (tv is float and math.isfinite(v) or tv is int and -_EXACT <= v <= _EXACT):
+                return None
+        return value
+    if t is np.ndarray and value.dtype.kind == "f" and value.ndim == 2 and value.shape[0] == n and (
+            value.shape[1] == 1 or value.shape[1] == c) and count_nonzero(np.isfinite(value)) == value.size:
+        return value
+    return None
 
 
 def _size_rows(b, window):

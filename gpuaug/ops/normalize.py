@@ -1,8 +1,6 @@
 """normalize: per-channel (x - mean) / std to float16/float32, optionally changing layout."""
 from __future__ import annotations
 
-import numpy as np
-
 from gpuaug._batch import as_batch
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
@@ -55,9 +53,7 @@ def normalize(x, mean, std, dtype="float32", output_layout=None, *, out=None, la
     be = choose_backend(b, backend)
     odt = float_dtype(dtype)
     out_layout = b.layout if output_layout is None else check_choice("output_layout", output_layout, LAYOUTS)
-    zeros = np.zeros(b.n)
-    return cmn(b, be, KERNELS, np.zeros((b.n, 2)), zeros, None, mean, std, odt, out_layout,
-               b.channels, out, stream)
+    return cmn(b, be, KERNELS, None, None, None, mean, std, odt, out_layout, b.channels, out, stream)
 
 
 def _example(rng, n, h, w):
