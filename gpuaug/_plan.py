@@ -628,6 +628,8 @@ def _device_params(params, n):
     contiguous (as gpuaug._run.device_params)."""
     if type(params) is np.ndarray:
         return _cuda().staging().upload_float32(params.reshape(n, -1))
+    if params.dtype.char == "f" and params.ndim == 2 and params._c_contiguous and params.shape[0] == n:
+        return params  # column_stack's gathered matrix: as it is (CuPy's calls cost a few us)
     cupy = _cupy()
     return cupy.ascontiguousarray(params, dtype=cupy.float32).reshape(n, -1)
 

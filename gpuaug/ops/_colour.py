@@ -64,7 +64,8 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
           skip_mean=False):
     """Run a colour op; return its result.
 
-    ``cols``: per-sample parameter columns (the last one being :func:`maxv_column`).
+    ``cols``: per-sample parameter columns (the last one being :func:`maxv_column`), or one
+    (N, P) float64 NumPy matrix of them all that the op made for this call (it is used as it is).
     ``mean``: None, or ``(bright, (numba module, gray function))`` for ops that blend with
     the sample's mean grayscale: ``bright`` True when params column 0 (brightness) applies
     before the grayscale (color_jitter). ``channels``: the output's, for ops that choose it
@@ -80,7 +81,10 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
         return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                    channels=channels)
     with on_device(b.device_id(), stream):
-        params = column_stack(cols, b.n)
+        if len(cols) == 1 and type(cols[0]) is np.ndarray and cols[0].ndim == 2:
+            params = cols[0]  # the op's own matrix (host_rows'), already whole: no copy
+        else:
+            params = column_stack(cols, b.n)
         if backend == "numba":
             cp = cupy_module()
             if mean is not None:
