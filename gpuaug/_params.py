@@ -124,6 +124,16 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
         return arr.astype(np.float64)
     arr = arr.astype(np.float64)
     size = arr.size
+    if finite and (low is not None or high is not None):
+        got = _RANGES.get((low, high, low_open), _NONE)
+        if got is _NONE:
+            if len(_RANGES) >= 256:
+                _RANGES.clear()
+            got = _RANGES[(low, high, low_open)] = closed_range(low, high, low_open)
+        if got is not None:  # finite and in range: two comparisons (closed_range)
+            ok = arr >= got[0]
+            ok &= arr <= got[1]
+            return arr if count_nonzero(ok) == size else None
     # count_nonzero of a bool array: a fraction of ndarray.all()'s reduction machinery
     if finite and count_nonzero(np.isfinite(arr)) != size:
         return None
@@ -143,6 +153,7 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
 
 
 _EXACT = 2 ** 53  # ints up to this size are floats exactly
+_RANGES: dict = {}  # (low, high, low_open) -> closed_range(...), for _host_array
 
 
 def host_rows(values, n, limits, tail=None):
@@ -163,16 +174,12 @@ def host_rows(values, n, limits, tail=None):
     for j, v in enumerate(values):
         t[j] = v
     got = t[:k] if tail is not None else t
-    if count_nonzero(np.isfinite(got)) != n * k:
-        return None
     bounds = limits.rows(n)
     if bounds is None:
         return None
-    lo, lo_open, hi = bounds  # (k, n) each: -inf / +inf where a column has no such bound
-    bad = got < lo
-    bad |= got <= lo_open
-    bad |= got > hi
-    if count_nonzero(bad):
+    ok = got >= bounds[0]  # (k, n) each: finite and in range in two comparisons (see closed_range)
+    ok &= got <= bounds[1]
+    if count_nonzero(ok) != n * k:
         return None
     if tail is not None:
         t[k] = tail
@@ -193,10 +200,10 @@ class RowLimits:
         return len(self.key)
 
     def rows(self, n):
-        """(closed lows, open lows, highs), each a (k, n) float64 array (same shapes compare
-        without broadcasting: several times cheaper than a (k,) row against (n, k)); -inf /
-        +inf where a column has no such bound. None for a bound that is no exact float (the
-        general path compares those)."""
+        """(lows, highs), each a (k, n) float64 array of :func:`closed_range`'s bounds per column
+        (same shapes compare without broadcasting: several times cheaper than a (k,) row
+        against (n, k)). None for a bound that is no exact float (the general path compares
+        those)."""
         got = self._rows.get(n, _NONE)
         if got is _NONE:
             if len(self._rows) >= 16:
@@ -206,17 +213,33 @@ class RowLimits:
 
 
 def _bound_rows(key, n):
-    rows = np.full((3, len(key), n), np.inf)
-    rows[:2] = -np.inf
+    rows = np.empty((2, len(key), n))
     for j, (low, high, low_open) in enumerate(key):
-        for b in (low, high):
-            if b is not None and (type(b) not in (int, float) or type(b) is int and not -_EXACT <= b <= _EXACT):
-                return None
-        if low is not None:
-            rows[1 if low_open else 0, j] = low
-        if high is not None:
-            rows[2, j] = high
+        got = closed_range(low, high, low_open)
+        if got is None:
+            return None
+        rows[0, j], rows[1, j] = got
     return rows
+
+
+_MAX = sys.float_info.max
+
+
+def closed_range(low, high, low_open):
+    """``(lo, hi)``, floats such that a float64 value ``v`` is finite and passes
+    :func:`per_sample`'s bounds (``v >= low`` or ``v > low`` when ``low_open``, ``v <= high``)
+    exactly when ``lo <= v <= hi``: NaN fails both comparisons, infinities fall outside
+    ``[-max, max]``, and an open bound moves to the next float (``v > L`` is ``v >= nextafter(L,
+    inf)`` for floats). One pair of comparisons instead of an isfinite and one per bound. None
+    for a bound that is not an exact float (an int past 2**53, another type)."""
+    for b in (low, high):
+        if b is not None and (type(b) not in (int, float) or type(b) is int and not -_EXACT <= b <= _EXACT):
+            return None
+    lo = -_MAX if low is None else float(low)
+    if low_open and low is not None:
+        lo = math.nextafter(lo, math.inf)
+    hi = _MAX if high is None else float(high)
+    return max(lo, -_MAX), min(hi, _MAX)
 
 
 _NONE = object()

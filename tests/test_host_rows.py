@@ -1,6 +1,8 @@
 """_params.host_rows: several per-sample NumPy columns checked in one pass must give exactly
 what per_sample + column_stack give, and None (the general path, with its errors) for
 everything else."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -55,3 +57,30 @@ def test_other_forms_give_none():
     huge = RowLimits({"low": 2 ** 60, "high": None, "low_open": False})
     assert host_rows((ok,), n, huge) is None
     assert len(ROWS) == 3
+
+
+@pytest.mark.parametrize("low,high,low_open", [(0, None, False), (0.0, None, True), (-0.5, 0.5, False),
+                                               (None, 255.0, False), (1e-300, 2, True), (None, None, False),
+                                               (-3, -1, True), (float("-inf"), float("inf"), False)])
+def test_closed_range_is_per_sample_rule(low, high, low_open):
+    """lo <= v <= hi exactly when v is finite and passes per_sample's bounds, for every float64
+    value, the bounds' neighbours, zeros of both signs, infinities and NaN included."""
+    from gpuaug._params import _host_array, closed_range
+    lo, hi = closed_range(low, high, low_open)
+    edges = [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, -5e-324, sys.float_info.max, -sys.float_info.max]
+    for b in (low, high):
+        if b is not None:
+            edges += [float(b), np.nextafter(float(b), np.inf), np.nextafter(float(b), -np.inf)]
+    v = np.array(edges + list(np.random.default_rng(0).normal(0, 3, 200)), np.float64)
+    want = np.isfinite(v)
+    if low is not None:
+        want &= ~(v <= low if low_open else v < low)
+    if high is not None:
+        want &= ~(v > high)
+    assert np.array_equal((v >= lo) & (v <= hi), want)
+    # per_sample's host fast path: the whole array or None, as the general checks decide
+    good = v[want]
+    assert np.array_equal(_host_array(good, good.size, (), False, True, low, high, low_open, False), good)
+    for e in v[~want]:
+        assert _host_array(np.array([e]), 1, (), False, True, low, high, low_open, False) is None
+    assert closed_range(2 ** 60, None, False) is None and closed_range(np.float64(1), None, False) is None
