@@ -38,6 +38,9 @@ class Same(tuple):
         self.hw = tuple(hw)
 
 
+_UNIFORM: dict = {}  # Batch.uniform's (hw, N) -> Same
+
+
 def same_size(shapes):
     """The common (h, w) of ``shapes``, or None when they differ."""
     hw = getattr(shapes, "hw", None)
@@ -122,8 +125,17 @@ class Batch:
         return a[:, 0], a[:, 1]
 
     def uniform(self, hw):
-        """``hw`` for every sample, as :class:`Same` (what ``alloc`` and the kernels read)."""
-        return Same(hw, self.n)
+        """``hw`` for every sample, as :class:`Same` (what ``alloc`` and the kernels read); one
+        object per (hw, N), shared (a tuple: nothing changes it)."""
+        key = (hw, self.n) if type(hw) is tuple else None
+        got = _UNIFORM.get(key) if key is not None else None
+        if got is None:
+            got = Same(hw, self.n)
+            if key is not None:
+                if len(_UNIFORM) >= 256:
+                    _UNIFORM.clear()
+                _UNIFORM[key] = got
+        return got
 
     @property
     def xp(self):

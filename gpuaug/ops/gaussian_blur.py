@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import count_nonzero, per_sample
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
@@ -111,7 +111,7 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
     sig = per_sample(sigma, b.n, "sigma", **SPECS[0].limits("sigma"))
     if kernel_size is None:
         k = gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), b.dtype)  # no int64 overflow for huge sigmas
-        if np.any(k > MAX_KERNEL_SIZE):
+        if count_nonzero(k > MAX_KERNEL_SIZE):  # np.any, without its Python-level dispatch
             shown = f"{int(k.max())} " if sig.max() < MAX_KERNEL_SIZE else ""
             raise ValueError(f"sigma: got {float(sig.max())}, whose default kernel size {shown}"
                              f"exceeds {MAX_KERNEL_SIZE}; pass a smaller sigma or a kernel_size")
