@@ -33,6 +33,20 @@ def dtype_name(dtype) -> str:
 _NAMES: dict = dict(DTYPE_NAMES)
 
 
+def kept_array(table, key, make, limit=64):
+    """``make()`` (a NumPy array) made once per ``key`` in ``table`` and kept read-only (it is
+    shared by every call with that key); the table is emptied past ``limit`` entries. For the
+    constant parameter blocks ops rebuild per call otherwise."""
+    got = table.get(key)
+    if got is None:
+        got = make()
+        got.flags.writeable = False
+        if len(table) >= limit:
+            table.clear()
+        table[key] = got
+    return got
+
+
 def dtype_max(dtype) -> float:
     """The top M of a dtype's value range, the one definition every op uses: 255 for uint8,
     1 for the floats (images in [0, 1])."""

@@ -21,7 +21,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, count_nonzero, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
-from gpuaug._util import check_choice, check_flag, cupy_module, dtype_name
+from gpuaug._util import check_choice, check_flag, cupy_module, dtype_name, kept_array
 from gpuaug.geometry import cos_sin
 
 INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
@@ -339,18 +339,13 @@ def _template(b, interp, border, k, fill):
         fk = fill.hex()  # by its bits: -0.0 and 0.0 are different fills for a float image
     else:
         return None
-    key = (b.n, interp, border, k, b.channels, b.dtype.char, t, fk)
-    got = _TEMPLATES.get(key)
-    if got is None:
+    def make():
         f = fill_columns(fill, b)
-        got = np.zeros((b.n, 2 + k + f.shape[1]))
-        got[:, 0], got[:, 1] = interp, border
-        got[:, 2 + k:] = f
-        got.flags.writeable = False
-        if len(_TEMPLATES) >= 64:
-            _TEMPLATES.clear()
-        _TEMPLATES[key] = got
-    return got
+        rows = np.zeros((b.n, 2 + k + f.shape[1]))
+        rows[:, 0], rows[:, 1] = interp, border
+        rows[:, 2 + k:] = f
+        return rows
+    return kept_array(_TEMPLATES, (b.n, interp, border, k, b.channels, b.dtype.char, t, fk), make)
 
 
 _TEMPLATES: dict = {}
@@ -392,8 +387,6 @@ def dense_fast(kernels, template):
         return launch
 
     return fast
-
-
 
 
 def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend):

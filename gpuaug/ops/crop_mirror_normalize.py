@@ -10,7 +10,7 @@ from gpuaug._layout import chw_list_out, uniform_out
 from gpuaug._params import _EXACT, column_stack, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import check_choice, check_flag, dtype_name
+from gpuaug._util import check_choice, check_flag, dtype_name, kept_array
 from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._intensity import channel_param, cmn_vec_fast, float_dtype, nonzero
 
@@ -187,15 +187,11 @@ def _size_rows(b, window):
     hw = window if window is not None else getattr(b.shapes, "hw", None)
     if hw is None:
         return np.stack(b.sizes(), axis=1).astype(np.float64)
-    key = (b.n, hw[0], hw[1])
-    got = _SIZES.get(key)
-    if got is None:
-        if len(_SIZES) >= 64:
-            _SIZES.clear()
-        got = _SIZES[key] = np.empty((b.n, 2))
-        got[:] = hw
-        got.flags.writeable = False
-    return got
+    def make():
+        rows = np.empty((b.n, 2))
+        rows[:] = hw
+        return rows
+    return kept_array(_SIZES, (b.n, hw[0], hw[1]), make)
 
 
 _SIZES: dict = {}

@@ -6,6 +6,7 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._params import count_nonzero, per_sample
 from gpuaug._registry import DTYPES, OpSpec, Param
+from gpuaug._util import kept_array
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
 from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, store_range
@@ -61,14 +62,8 @@ def gaussian_weight_rows(k, sigma) -> np.ndarray:
 def _offsets(kmax):
     """(kmax + 1, kmax) float64, row ``kk``: the tap offsets ``j - (kk - 1) / 2`` of a kernel of
     size kk (read-only, one per kmax): a row lookup per sample instead of a broadcast subtraction."""
-    got = _AXES.get(kmax)
-    if got is None:
-        got = np.arange(kmax, dtype=np.float64)[None, :] - (np.arange(kmax + 1) - 1)[:, None] / 2
-        got.flags.writeable = False
-        if len(_AXES) >= 64:
-            _AXES.clear()
-        _AXES[kmax] = got
-    return got
+    return kept_array(_AXES, kmax, lambda: np.arange(kmax, dtype=np.float64)[None, :]
+                      - (np.arange(kmax + 1) - 1)[:, None] / 2)
 
 
 _AXES: dict = {}

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, kept_array
 from gpuaug.targets._types import FORMATS, Boxes, Keypoints, check_boxes_values, check_keypoints_values
 
 #: pixel-centre -> continuous (edge) coordinates: x_c = x_p + 0.5
@@ -58,14 +58,7 @@ _MEMO_LIMIT = 256
 def _memo(key, make):
     """``make()`` kept under ``key`` (read-only: callers and kernels only read it); at most
     ``_MEMO_LIMIT`` entries (a stream of new shapes starts over)."""
-    got = _MEMO.get(key)
-    if got is None:
-        got = make()
-        got.flags.writeable = False
-        if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.clear()
-        _MEMO[key] = got
-    return got
+    return kept_array(_MEMO, key, make, _MEMO_LIMIT)
 
 
 def _uniform_hw(sizes, n):
