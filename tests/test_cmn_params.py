@@ -37,7 +37,7 @@ def test_rows_equal_the_general_path(mean, std, crop):
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
 
 
-OTHER = [np.nan, (1.0, np.inf, 2.0), np.full((N, 1), np.nan), 2 ** 60, (1.0, 2.0), np.ones((N, 2)),
+OTHER = [np.nan, (1.0, np.inf, 2.0), np.full((N, 1), np.nan), np.full((N, C), -np.inf), 2 ** 60, (1.0, 2.0), np.ones((N, 2)),
          np.ones((N, 1), int), [1.0, 2.0, 3.0], np.float64(2.0), None, "1"]
 
 

@@ -153,6 +153,8 @@ def _host_params(n, c, pos, mir, hw, mean, std):
     p[:, 3:5] = hw
     p[:, 5:5 + c] = fm
     p[:, 5 + c:] = fs
+    if (type(fm) is np.ndarray or type(fs) is np.ndarray) and count_nonzero(np.isfinite(p[:, 5:])) != 2 * n * c:
+        return None  # a NaN or infinity in an array (numbers were checked one by one)
     if count_nonzero(p[:, 5 + c:]) != n * c:
         return None  # a zero std: the general path's error
     return p
@@ -160,8 +162,8 @@ def _host_params(n, c, pos, mir, hw, mean, std):
 
 def _plain_channels(value, n, c):
     """``value`` as it can be assigned to an (N, C) block, when it is a finite float or exact
-    int, a tuple of C of them, or a finite float NumPy array of shape (N, 1) or (N, C); else
-    None."""
+    int, a tuple of C of them, or a float NumPy array of shape (N, 1) or (N, C) (whose values
+    :func:`_host_params` checks once written, in one pass for mean and std); else None."""
     t = type(value)
     if t is float:
         return value if math.isfinite(value) else None
@@ -176,7 +178,7 @@ def _plain_channels(value, n, c):
                 return None
         return value
     if t is np.ndarray and value.dtype.kind == "f" and value.ndim == 2 and value.shape[0] == n and (
-            value.shape[1] == 1 or value.shape[1] == c) and count_nonzero(np.isfinite(value)) == value.size:
+            value.shape[1] == 1 or value.shape[1] == c):
         return value
     return None
 
