@@ -26,7 +26,7 @@ from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import per_sample
 from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, kept_array
 
 
 @dataclass(frozen=True)
@@ -186,14 +186,23 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
     return k
 
 
+_ALL_ROWS: dict = {}  # n -> arange(n), read-only: separable_rows' rows when every sample shares a size
+
+
 def separable_rows(k, taps) -> np.ndarray:
     """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
     without a Python loop over samples: ``taps(kk, rows)`` returns the (len(rows), kk) weights
-    of the samples ``rows`` whose size is ``kk`` (one call per distinct size)."""
+    of the samples ``rows`` whose size is ``kk`` (one call per distinct size; one call with
+    every row when all samples share a size)."""
     k = np.asarray(k, np.int64)
-    p = np.zeros((k.shape[0], 1 + int(k.max())))
+    n, kmax = k.shape[0], int(k.max())
+    p = np.empty((n, 1 + kmax))
     p[:, 0] = k
-    for kk in np.unique(k).tolist():
+    if int(k.min()) == kmax:  # one size (a scalar sigma or size): no grouping
+        p[:, 1:] = taps(kmax, kept_array(_ALL_ROWS, n, lambda: np.arange(n)))
+        return p
+    p[:, 1:] = 0
+    for kk in np.flatnonzero(np.bincount(k)).tolist():  # the sizes present (np.unique sorts: slower)
         rows = np.nonzero(k == kk)[0]
         p[rows, 1:1 + kk] = taps(kk, rows)
     return p

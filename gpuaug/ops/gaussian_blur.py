@@ -9,7 +9,7 @@ from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._util import kept_array
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, store_range
+from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, separable_rows, store_range
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -36,27 +36,21 @@ def gaussian_weights(k, sigma):
 
 def gaussian_weight_rows(k, sigma) -> np.ndarray:
     """The (N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of
-    :func:`gaussian_weights` per sample, bit-identical to it: the exponentials of every sample
-    in one (N, max k) array (element-wise, so each tap is the value the 1-D call gives), then
-    each row divided by the sum of its own k taps, summed as an (m, k) array of the samples
-    of one k (row sums of an (m, k) array reduce each row exactly as the 1-D sum does)."""
+    :func:`gaussian_weights` per sample (:func:`separable_rows`), bit-identical to it: the
+    exponentials of every sample in one (N, max k) array (element-wise, so each tap is the
+    value the 1-D call gives), then each row divided by the sum of its own k taps, summed as an
+    (m, k) array of the samples of one k (row sums of an (m, k) array reduce each row exactly
+    as the 1-D sum does)."""
     sigma = np.asarray(sigma, np.float64)
     k = np.asarray(k, np.int64)
-    n = k.shape[0]
-    kmax = int(k.max())
-    t = _offsets(kmax)[k]  # row i: j - (k_i - 1) / 2, exact (half-integers)
+    t = _offsets(int(k.max()))[k]  # row i: j - (k_i - 1) / 2, exact (half-integers)
     e = np.exp(-0.5 * (t / sigma[:, None]) ** 2)
-    p = np.empty((n, 1 + kmax))
-    p[:, 0] = k
-    if int(k.min()) == kmax:  # one size (a scalar sigma, or sigmas of one size): no grouping
-        p[:, 1:] = e / e.sum(axis=1, keepdims=True)
-        return p
-    p[:, 1:] = 0
-    for kk in np.flatnonzero(np.bincount(k)).tolist():  # the sizes present (np.unique sorts: slower)
-        rows = np.nonzero(k == kk)[0]
-        w = e[rows, :kk]
-        p[rows, 1:1 + kk] = w / w.sum(axis=1, keepdims=True)
-    return p
+
+    def taps(kk, rows):
+        w = e if len(rows) == e.shape[0] and kk == e.shape[1] else e[rows, :kk]  # every row: e itself
+        return w / w.sum(axis=1, keepdims=True)
+
+    return separable_rows(k, taps)
 
 
 def _offsets(kmax):
