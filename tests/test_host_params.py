@@ -335,9 +335,9 @@ def test_per_sample_device_fast_path_returns_only_what_the_general_path_would(mo
 @pytest.mark.parametrize("value", [0.5, 3, -2, (0.485, 0.456, 0.406), (1, 2, 3), (True, False, True),
                                    "n1-f64", "n1-f32", "n1-nan", "nC", 2**60, float("inf")])
 def test_channel_param_shortcuts_equal_the_general_path(value):
-    """channel_param's shortcuts (a tuple of C numbers, a finite number, an (N, 1) float array)
-    give what per_sample gives for the general path's broadcast array, bit for bit, and values
-    they do not take (non-finite, huge ints, (N, C)) still get the general path's result or error."""
+    """channel_param (a tuple of C numbers, a number, an (N, 1) or (N, C) array) gives what
+    per_sample gives for the broadcast array, bit for bit, and the same errors (non-finite,
+    huge ints). crop_mirror_normalize's in-place rows are checked against it in test_cmn_params."""
     from gpuaug._params import per_sample
     from gpuaug.ops._intensity import channel_param
 

@@ -7,11 +7,9 @@ Value ranges follow torchvision: uint8 images hold 0..255, float images 0..1, so
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from gpuaug._params import _EXACT, _SCALARS, count_nonzero, per_sample, value_shape
+from gpuaug._params import count_nonzero, per_sample, value_shape
 from gpuaug._util import dtype_max as top  # noqa: F401  (solarize, invert, gamma use it)
 from gpuaug._util import is_cuda_array
 
@@ -20,17 +18,8 @@ def channel_param(value, n, channels, name, device):
     """A per-channel parameter (mean, std): a number (every channel), ``C`` numbers (per
     channel, every sample), an ``(N, C)`` array (per sample and channel) or an ``(N, 1)``
     array (per sample, every channel) -> ``(N, C)``."""
-    t = type(value)
-    if t is tuple and len(value) == channels and all(type(v) in _SCALARS for v in value):
-        return per_sample(value, n, name, shape=(channels,), device=device)  # memoised per tuple
-    if t is float and math.isfinite(value) or t is int and -_EXACT <= value <= _EXACT:  # C equal values
-        return per_sample((value,) * channels, n, name, shape=(channels,), device=device)
-    if t is np.ndarray and value.shape == (n, 1) and value.dtype.kind == "f":
-        col = value.astype(np.float64)  # what per_sample makes of its (n, C) broadcast, cheaper
-        if count_nonzero(np.isfinite(col)) == n:
-            out = np.empty((n, channels))
-            out[...] = col
-            return out
+    # (crop_mirror_normalize._host_params writes the usual host forms straight into the
+    # parameter rows; this is the general path, for everything else)
     if value is not None and not is_cuda_array(value):
         value_shape(value, name, f"a number, {channels} numbers (one per channel) or an (N, {channels}) array")
         a = np.asarray(value)

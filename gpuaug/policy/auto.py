@@ -574,6 +574,8 @@ FUSED_MAX_STEPS = 4
 #: per gpuaug_autoaug_fused pass (a chunk of one step still takes gpuaug_autoaug_apply, which
 #: was the faster single step: 75 against 88 us on the H200). See the module docstring.
 STEPS_PER_LAUNCH = 1
+
+
 def _steps_per_launch():
     """``STEPS_PER_LAUNCH`` clamped to 1..FUSED_MAX_STEPS (read per call: tests and benches set it)."""
     return max(1, min(FUSED_MAX_STEPS, int(STEPS_PER_LAUNCH)))
