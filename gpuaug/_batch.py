@@ -152,7 +152,7 @@ class Batch:
         return self.views[i] if self.varshape else self.views[0][i]
 
     def device_id(self):
-        return self.arrays[0].device.id if self.device else None
+        return self.arrays[0].data.device_id if self.device else None  # .device builds a Device
 
     # -- outputs --------------------------------------------------------------------
     def alloc(self, out, shapes, *, dtype=None, channels=None, layout=None, name="out"):

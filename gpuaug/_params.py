@@ -496,6 +496,10 @@ def _gather_device(flat, n):
     # a recorded call (gpuaug._plan) must log its constants: no memo then
     key = None if _cuda.RECORDING[0] else _gather_key(flat, cp.cuda.get_current_stream().ptr)
     got = _GATHER.get(key) if key is not None else None
+    if got is not None and len(got) == 5:  # the memo's own launch: tables and grid fixed
+        out = cp.ndarray((n, got[2]), cp.float32)  # cupy.empty, less a call
+        got[4](out.data.ptr)
+        return out
     if got is None:
         desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
         hkey = None
@@ -514,7 +518,7 @@ def _gather_device(flat, n):
                     _GATHER.pop(next(iter(_GATHER)))
                 elif _clear_gather not in _cuda.ON_CLEAR:
                     _cuda.ON_CLEAR.append(_clear_gather)
-                _GATHER[key] = got
+                _GATHER[key] = got + (_gather_launch(got, len(flat), n),)
         else:
             got = (None, None, 0, None)
     dtab, block, col, fn = got
@@ -523,6 +527,18 @@ def _gather_device(flat, n):
         total = n * col
         fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
     return out
+
+
+def _gather_launch(got, ncols, n):
+    """``go(out_ptr)``: the memo's gather launch with its tables, grid and sizes packed once
+    (``Kernel.prepared``; the output's address is the one argument left)."""
+    dtab, block, col, fn = got
+    total = n * col
+    types = (int, np.int32, type(block) if type(block) is np.uint64 else int, int, np.int32, np.int32)
+    go = fn.prepared(((total + 255) // 256,), (256,), types)
+    head = (dtab.data.ptr, np.int32(ncols), block if type(block) is np.uint64 else block.data.ptr)
+    tail = (np.int32(col), np.int32(n))
+    return lambda ptr: go(head + (ptr,) + tail)
 
 
 #: _gather_device's memo: the columns' layout (device columns by address, dtype, strides and

@@ -364,18 +364,19 @@ class Plan:
         sizes = tuple(size for _, size, _ in sorted(temps.values()))
         return cls(y.shape, y.dtype, y.device.id, tuple(launches), sizes)
 
-    def run(self, x, out=None, fill=None, par=None, same_device=None):
+    def run(self, x, out=None, fill=None, par=None, same_device=None, scratch=None):
         """Replay on CuPy's current stream (into ``out`` when given; scratch memory filled with
         the byte ``fill`` when given, for the check; ``par``: the parameter matrix of a run()
-        plan; ``same_device``: the caller has checked the device); None when the current device
-        is not the plan's (the caller then runs the op normally)."""
+        plan; ``same_device``: the caller has checked the device; ``scratch``: the scratch
+        arrays to use, from a parameter ring's slot, else new ones); None when the current
+        device is not the plan's (the caller then runs the op normally)."""
         cu, cupy, get_device = _MODS or _mods()
         if same_device is None and get_device() != self.dev:
             return None
         if cu.RECORDING[0]:  # a replay's launches hold addresses, not arrays: no plan of them
             cu.log("dirty", "a plan replayed while recording")
         y = cupy.ndarray(self.shape, self.dtype) if out is None else out  # cupy.empty, less a call
-        if self.temps:
+        if self.temps and scratch is None:
             scratch = [cupy.empty(size, np.uint8) for size in self.temps]
             if fill is not None:
                 for t in scratch:
@@ -530,7 +531,8 @@ def run_planned(key, kernels, batch, params, normal, out=None):
         if kern is kernels and mods[2]() == plan.dev and (out is None or _fits(out, plan, x)):
             slot = ring.take(params) if type(params) is np.ndarray else None
             par = _device_params(params, batch.n) if slot is None else slot[1]
-            y = plan.run(x, out, None, par, True)  # (out, fill, par, same_device): no keywords
+            scratch = ring.scratch_of(slot, plan.temps) if plan.temps and slot is not None else None
+            y = plan.run(x, out, None, par, True, scratch)  # (out, fill, par, same_device, scratch): no keywords
             if slot is not None:
                 ring.sent(slot)
             stats["run_replays"] += 1
@@ -567,8 +569,9 @@ class _Ring:
 
     SLOTS = 32            # at most; fewer for large matrices (BYTES pinned per ring)
     BYTES = 256 << 10
+    SCRATCH = 1 << 20     # a plan's scratch memory up to this many bytes is kept per slot
     __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots", "memcpy",
-                 "stream")
+                 "stream", "streams", "last", "scratch")
 
     def __init__(self, shape):
         import threading
@@ -586,6 +589,9 @@ class _Ring:
         self.ptrs = [(h.ctypes.data, d.data.ptr) for h, d in zip(self.host, self.dev)]
         self.events = [_cuda().new_event() for _ in range(k)]
         self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
+        self.streams = [None] * k  # the stream each sent slot's event was recorded on
+        self.scratch = [None] * k  # per slot: the plan's scratch arrays (see scratch())
+        self.last = -1  # the slot sent last
         self.i = 0
         self.lock = threading.Lock()
         self.memcpy, self.stream = cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream  # looked up once
@@ -596,7 +602,9 @@ class _Ring:
         with self.lock:
             i = self.i
             st = self.state[i]
-            if st == 1 or st == 2 and not self.events[i].done:
+            if st == 2:
+                st = self._settle(i)
+            if st:
                 return None
             self.i = (i + 1) % self.slots
             self.state[i] = 1
@@ -608,12 +616,50 @@ class _Ring:
         self.memcpy(dp, hp, self.nbytes, 1, stream.ptr)
         return i, self.dev[i], stream
 
+    def _settle(self, i):
+        """The state of sent slot ``i`` now (call with the lock held): 0 once its event is done.
+        The event of the slot sent last is asked first: when it is done, so is every slot sent
+        before it on the same stream (a stream's events complete in order), and all of them are
+        freed at once; a loop whose device keeps up (the host-bound case, where host time counts)
+        then asks one event per round of the ring instead of one per call."""
+        last = self.last
+        if last >= 0 and self.state[last] == 2 and self.events[last].done:
+            stream, state, streams = self.streams[last], self.state, self.streams
+            for j in range(self.slots):
+                if state[j] == 2 and streams[j] is stream:
+                    state[j] = 0
+                    streams[j] = None
+            if state[i] == 0:
+                return 0
+        if self.events[i].done:
+            self.state[i] = 0
+            self.streams[i] = None
+            return 0
+        return 2
+
     def sent(self, slot):
         """Record slot ``slot``'s event behind the launches that read it (the current stream,
-        which take() looked up: handed to record(), which would look it up again)."""
+        which take() looked up: handed to record(), which would look it up again). The stream
+        object is kept with the slot (so its address cannot be reused while the slot waits)."""
         i = slot[0]
         self.events[i].record(slot[2])
+        self.streams[i] = slot[2]
         self.state[i] = 2
+        self.last = i
+
+    def scratch_of(self, slot, sizes):
+        """Slot ``slot``'s scratch arrays of ``sizes`` bytes (made on its first use, then kept):
+        the slot's event, recorded behind the launches that use them, guards their reuse as it
+        guards the parameters'. None when they would take more than SCRATCH bytes (the caller
+        allocates them per call)."""
+        i = slot[0]
+        got = self.scratch[i]
+        if got is None:
+            if sum(sizes) > self.SCRATCH:
+                return None
+            cupy = _cupy()
+            got = self.scratch[i] = [cupy.empty(size, np.uint8) for size in sizes]
+        return got
 
     def drain(self):
         """Wait for the slots in flight (before the buffers go back to CuPy's pool)."""

@@ -705,9 +705,10 @@ def test_every_native_op_gets_the_parameter_matrix_of_the_standalone_op(per_samp
                 want["m"] = gaussian_weight_rows(ks, sg)
             elif op == "box_blur":
                 from gpuaug.ops._launch import separable_rows
+                from gpuaug.ops.box_blur import _ones
 
                 ks = col("kernel_size").astype(np.int64)
-                want["m"] = separable_rows(ks, lambda kk, r: np.full((len(r), kk), 1.0 / kk))
+                want["m"] = separable_rows(ks, _ones)
             elif op == "gaussian_noise":
                 want["m"] = np.column_stack([col("mean").astype(np.float32), col("std").astype(np.float32),
                                              seed_columns(ref_kw["seed"], N), np.arange(N)])

@@ -224,7 +224,7 @@ def test_separable_rows_bit_identical_to_per_sample_taps(monkeypatch):
     for trial in range(60):
         n = int(rng.integers(1, 80))
         sig = rng.uniform(0.1, 12, n) if trial % 3 else np.full(n, rng.uniform(0.1, 12))
-        k = gaussian_kernel_size(sig, np.uint8) if trial % 2 else rng.choice([1, 3, 5, 11, 31, 63], n)
+        k = gaussian_kernel_size(sig, np.uint8) if trial % 2 else rng.choice([1, 3, 5, 11, 31, 63, 129, 255], n)
         want = _per_sample_rows([gaussian_weights(int(ki), float(si)) for ki, si in zip(k, sig)])
         got = gaussian_weight_rows(k, sig)
         assert got.shape == want.shape and np.array_equal(got, want), trial

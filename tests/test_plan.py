@@ -646,3 +646,59 @@ def test_parameter_ring_slots_rotate_and_wait_for_their_events(monkeypatch):
     assert ring.take(p0) is None  # slot 1: taken, never sent
     big = _plan._Ring((256, 400))  # 400 KiB a slot: more than BYTES, still two slots
     assert big.slots == 2
+
+
+def test_parameter_ring_frees_every_slot_behind_the_last_done_event(monkeypatch):
+    """When the slot sent last has completed, every slot sent before it on the same stream has
+    too (a stream's events complete in order): one event query frees them all, and the next
+    takes ask no event at all; slots sent on another stream keep waiting for their own event;
+    a slot's scratch arrays are made once and handed out again with it."""
+    from gpuaug.kernels import _cuda
+
+    queries = []
+
+    class Event:
+        def __init__(self):
+            self._done = True
+
+        @property
+        def done(self):
+            queries.append(self)
+            return self._done
+
+        def record(self, stream=None):
+            self._done = False
+
+    main, other = types.SimpleNamespace(ptr=1), types.SimpleNamespace(ptr=2)
+    current = [main]
+    cp = types.ModuleType("cupy")
+    cp.cuda = types.SimpleNamespace(
+        alloc_pinned_memory=lambda n: bytearray(n), get_current_stream=lambda: current[0],
+        runtime=types.SimpleNamespace(memcpyAsync=lambda *a: None))
+    cp.empty = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0])
+    monkeypatch.setattr(_cuda, "new_event", Event)
+    monkeypatch.setattr(_plan._Ring, "SLOTS", 4)
+    ring = _plan._Ring((2, 2))
+    p = np.ones((2, 2))
+    slots = []
+    for i in range(4):  # slots 0, 1, 3 on the main stream, slot 2 on another
+        current[0] = other if i == 2 else main
+        slots.append(ring.take(p))
+        ring.sent(slots[-1])
+    scratch = ring.scratch_of(slots[0], (16, 8))
+    assert [a.nbytes for a in scratch] == [16, 8] and ring.scratch_of(slots[0], (16, 8)) is scratch
+    assert ring.scratch_of(slots[1], (_plan._Ring.SCRATCH + 1,)) is None  # too large: per call
+    current[0] = main
+    assert ring.take(p) is None and ring.state == [2, 2, 2, 2]  # nothing done yet
+    queries.clear()
+    ring.events[3]._done = True  # the last slot sent: 0 and 1 (same stream, before it) are done too
+    got = ring.take(p)
+    assert got[0] == 0 and queries == [ring.events[3]]  # one query, not slot 0's own
+    assert ring.state == [1, 0, 2, 0]  # slot 2 (the other stream) still waits
+    ring.sent(got)
+    queries.clear()
+    assert ring.take(p)[0] == 1 and queries == []  # freed already: no query
+    assert ring.take(p) is None  # slot 2: its own event (other stream) pending
+    ring.events[2]._done = True
+    assert ring.take(p)[0] == 2

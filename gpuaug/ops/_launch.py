@@ -26,7 +26,7 @@ from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import per_sample
 from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
-from gpuaug._util import cupy_module, kept_array
+from gpuaug._util import cupy_module
 
 
 @dataclass(frozen=True)
@@ -186,25 +186,38 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
     return k
 
 
-_ALL_ROWS: dict = {}  # n -> arange(n), read-only: separable_rows' rows when every sample shares a size
-
-
 def separable_rows(k, taps) -> np.ndarray:
     """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
-    without a Python loop over samples: ``taps(kk, rows)`` returns the (len(rows), kk) weights
-    of the samples ``rows`` whose size is ``kk`` (one call per distinct size; one call with
-    every row when all samples share a size)."""
+    without a Python loop over samples. ``taps(order, ks, kmax)`` returns the (N, kmax)
+    unnormalised taps of the samples in ``order`` (an index array; None: as given), whose sizes
+    are ``ks``;
+    anything past a row's own k is ignored. Each row is divided by the sum of its own k taps,
+    summed as NumPy sums a 1-D array of k values (an (m, k) block of the samples of one size:
+    a row sum of a 2-D block reduces each row as the 1-D sum does), so the rows are
+    bit-identical to per-sample ``w / w.sum()``. Samples are sorted by size once, so each size
+    is a slice (two NumPy calls per size, no fancy indexing per size)."""
     k = np.asarray(k, np.int64)
-    n, kmax = k.shape[0], int(k.max())
-    p = np.empty((n, 1 + kmax))
-    p[:, 0] = k
-    if int(k.min()) == kmax:  # one size (a scalar sigma or size): no grouping
-        p[:, 1:] = taps(kmax, kept_array(_ALL_ROWS, n, lambda: np.arange(n)))
+    n, kmax = k.shape[0], int(np.maximum.reduce(k))  # k.max(), less its Python wrapper
+    if int(np.minimum.reduce(k)) == kmax:  # one size (a scalar sigma or size): no grouping
+        p = np.empty((n, 1 + kmax))
+        p[:, 0] = k
+        w = taps(None, k, kmax)
+        np.divide(w, np.add.reduce(w, axis=1, keepdims=True), out=p[:, 1:])
         return p
-    p[:, 1:] = 0
-    for kk in np.flatnonzero(np.bincount(k)).tolist():  # the sizes present (np.unique sorts: slower)
-        rows = np.nonzero(k == kk)[0]
-        p[rows, 1:1 + kk] = taps(kk, rows)
+    order = np.argsort(k, kind="stable")
+    ks = k[order]
+    w = taps(order, ks, kmax)
+    counts = np.bincount(ks)
+    sizes = counts.nonzero()[0]  # the sizes present, ascending (np.unique sorts again)
+    ps = np.zeros((n, 1 + kmax))
+    ps[:, 0] = ks
+    lo = 0
+    for kk, hi in zip(sizes.tolist(), np.cumsum(counts[sizes]).tolist()):
+        blk = w[lo:hi, :kk]
+        np.divide(blk, np.add.reduce(blk, axis=1, keepdims=True), out=ps[lo:hi, 1:1 + kk])
+        lo = hi
+    p = np.empty_like(ps)
+    p[order] = ps
     return p
 
 

@@ -45,10 +45,15 @@ def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=No
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     k = odd_sizes(kernel_size, b.n)
-    params = separable_rows(k, lambda kk, rows: np.full((len(rows), kk), 1.0 / kk))
+    params = separable_rows(k, _ones)  # normalised: 1 / k exactly (a sum of k ones is k)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
                       plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
                       numba_extra=store_range(b.dtype))
+
+
+def _ones(order, ks, kmax):
+    """separable_rows' taps of a box filter: ones."""
+    return np.ones((ks.shape[0], kmax))
 
 
 def _example(rng, n, h, w):

@@ -22,8 +22,13 @@ KERNELS = Kernels(
 def gaussian_kernel_size(sigma, dtype):
     """OpenCV's default size for ``sigma``: ``round(2 * m * sigma + 1) | 1`` with m = 3 for
     uint8 and m = 4 for floats (cv::GaussianBlur with ksize (0, 0); round half to even)."""
-    m = 3 if np.dtype(dtype) == np.uint8 else 4
-    return np.rint(np.asarray(sigma, np.float64) * (2 * m) + 1).astype(np.int64) | 1
+    q = np.multiply(sigma, 6.0 if np.dtype(dtype) == np.uint8 else 8.0, dtype=np.float64)
+    if type(q) is not np.ndarray:  # one sigma: a NumPy scalar
+        return np.rint(q + 1).astype(np.int64) | 1
+    q += 1  # in place on the new array: the same values, fewer temporaries
+    k = np.rint(q, out=q).astype(np.int64)
+    k |= 1
+    return k
 
 
 def gaussian_weights(k, sigma):
@@ -38,17 +43,17 @@ def gaussian_weight_rows(k, sigma) -> np.ndarray:
     """The (N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of
     :func:`gaussian_weights` per sample (:func:`separable_rows`), bit-identical to it: the
     exponentials of every sample in one (N, max k) array (element-wise, so each tap is the
-    value the 1-D call gives), then each row divided by the sum of its own k taps, summed as an
-    (m, k) array of the samples of one k (row sums of an (m, k) array reduce each row exactly
-    as the 1-D sum does)."""
+    value the 1-D call gives: ``(t / s) ** 2`` is NumPy's square, and the scaling and the
+    exponential run in place), normalised by :func:`separable_rows`."""
     sigma = np.asarray(sigma, np.float64)
-    k = np.asarray(k, np.int64)
-    t = _offsets(int(k.max()))[k]  # row i: j - (k_i - 1) / 2, exact (half-integers)
-    e = np.exp(-0.5 * (t / sigma[:, None]) ** 2)
 
-    def taps(kk, rows):
-        w = e if len(rows) == e.shape[0] and kk == e.shape[1] else e[rows, :kk]  # every row: e itself
-        return w / w.sum(axis=1, keepdims=True)
+    def taps(order, ks, kmax):
+        s = sigma if order is None else sigma[order]
+        q = _offsets(kmax)[ks]  # row i: j - (k_i - 1) / 2, exact (half-integers); a new array
+        np.divide(q, s[:, None], out=q)
+        np.square(q, out=q)
+        np.multiply(q, -0.5, out=q)
+        return np.exp(q, out=q)
 
     return separable_rows(k, taps)
 
@@ -108,7 +113,7 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
         k = odd_sizes(kernel_size, b.n)
     params = gaussian_weight_rows(k, sig)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
-                      plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
+                      plan=separable_plan(KERNELS.cu[1], int(np.maximum.reduce(k))), numba_module=KERNELS.numba[0],
                       numba_extra=store_range(b.dtype))
 
 
