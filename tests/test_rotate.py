@@ -180,3 +180,42 @@ def test_rotate_gpu_device_params():
     assert np.abs(cp.asnumpy(got).astype(int) - want).max() <= 1
     got = gpuaug.rotate(cp.asarray(x), cp.asarray(angle), None, scale)
     assert np.abs(cp.asnumpy(got).astype(int) - gpuaug.rotate(x, angle, None, scale)).max() <= 1
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rotate_device_rows_equal_host_parameters(dtype):
+    """Device angles with one number as the fill take gpuaug_rotation_rows (the whole float32
+    parameter rows in the matrices' own launch, no gather): the same output, bit for bit, as
+    the same values on the host, for every channel count, border, interpolation and form of
+    fill (int, float, NumPy float, out of uint8's range, negative zero); other fills (per
+    sample, on the GPU, NaN) still take the general path and its checks."""
+    import cupy as cp
+
+    from gpuaug.ops import _warp
+
+    rng = np.random.default_rng(28)
+    n = 7
+    for c in (1, 3, 4):
+        x = cp.asarray(random_images(rng, n, 23, 31, c, dtype))
+        angle, scale, center = _case(rng, n, 23, 31)
+        angle[:3] = (90.0, -180.0, 0.0)  # quarter turns: exact cos/sin on both paths
+        for fill in (0, 17, 300, -2.5, np.float64(0.25), -0.0):
+            for interp, border in (("bilinear", "constant"), ("nearest", "reflect")):
+                kw = dict(interpolation=interp, border=border, fill=fill)
+                want = gpuaug.rotate(x, angle, center, scale, **kw)
+                for args in ((cp.asarray(angle), center, scale), (angle, cp.asarray(center), cp.asarray(scale)),
+                             (cp.asarray(angle), None, 1.0)):
+                    got = gpuaug.rotate(x, *args, **kw)
+                    ref = want if args[1] is not None else gpuaug.rotate(x, angle, None, 1.0, **kw)
+                    assert cp.array_equal(got.view(cp.uint8), ref.view(cp.uint8)), (c, fill, interp, args[1] is None)
+        b = gpuaug._batch.as_batch(x)
+        rows = _warp.rotation_inverse(b, cp.asarray(angle), None, 1.0, (1, 0, 5))
+        assert type(rows) is _warp.Rows and rows.matrix.dtype == cp.float32 and rows.matrix.shape == (n, 8 + c)
+        per = rng.uniform(0, 9, n)
+        for fill in (per, cp.asarray(per)):  # per-sample fills: the general path
+            assert type(_warp.rotation_inverse(b, cp.asarray(angle), None, 1.0, (1, 0, fill))) is not _warp.Rows
+            want = gpuaug.rotate(x, angle, fill=cp.asnumpy(fill) if not isinstance(fill, np.ndarray) else fill)
+            assert cp.array_equal(gpuaug.rotate(x, cp.asarray(angle), fill=fill).view(cp.uint8), want.view(cp.uint8))
+    with pytest.raises(ValueError, match="fill"):
+        gpuaug.rotate(x, cp.asarray(angle), fill=float("nan"))

@@ -210,8 +210,8 @@ def test_warp_cuda_c_compiles_every_specialisation():
 
 
 def test_rotation_inverse_kernel_compiles():
-    """kernels/rotation_inverse.cu (rotate's matrices from device angles) with the options its
-    caller uses: one entry, and --fmad=false leaves no contracted multiply-add in the matrix
+    """kernels/rotation_inverse.cu (rotate's matrices, or its whole parameter rows, from device
+    angles) with the options its caller uses: both entries, and --fmad=false leaves no contracted multiply-add in the matrix
     maths (an fma.rn.f64 outside libdevice's cos/sin would round differently from the host)."""
     try:
         from cupy_backends.cuda.libs import nvrtc
@@ -221,12 +221,13 @@ def test_rotation_inverse_kernel_compiles():
         pytest.skip(f"NVRTC is not available here ({type(e).__name__})")
     from gpuaug.kernels import _cuda
 
-    ptx = _cuda.check_compile("rotation_inverse.cu", ["gpuaug_rotation_inverse"])
-    assert ptx.count(".entry") == 1
+    names = ["gpuaug_rotation_inverse", "gpuaug_rotation_rows"]
+    ptx = _cuda.check_compile("rotation_inverse.cu", names)
+    assert ptx.count(".entry") == 2
     opts = _cuda.NVRTC_OPTIONS
     try:
         _cuda.NVRTC_OPTIONS = opts + ("--fmad=false",)
-        strict = _cuda.check_compile("rotation_inverse.cu", ["gpuaug_rotation_inverse"])
+        strict = _cuda.check_compile("rotation_inverse.cu", names)
     finally:
         _cuda.NVRTC_OPTIONS = opts
     assert strict.count("fma.rn.f64") < ptx.count("fma.rn.f64")

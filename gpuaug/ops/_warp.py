@@ -175,9 +175,25 @@ def matrix_inverse(matrix, b, shape, inverse_map):
     return inv  # (1, k) when one matrix serves the batch: params_matrix broadcasts it
 
 
-def rotation_inverse(b, angle, center, scale):
+class Rows:
+    """An inverse callable's answer that is already the op's whole (N, P) parameter matrix
+    (float32 on the device, float64 on the host): :func:`warp` uses it as it is, without
+    :func:`params_matrix`."""
+
+    __slots__ = ("matrix",)
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+
+def rotation_inverse(b, angle, center, scale, modes=None):
     """(N, 6) inverse of OpenCV's getRotationMatrix2D(center, angle, scale) per sample:
-    src = R(angle)^T (dst - center) / scale + center."""
+    src = R(angle)^T (dst - center) / scale + center.
+
+    ``modes``: the call's ``(interpolation, border, fill)`` codes and fill, when the caller
+    takes whole parameter rows: with one finite number as the fill the rows come back as
+    :class:`Rows`, made by the matrices' own launch (parameters on the GPU) or written into a
+    copy of :func:`params_matrix`'s template rows (on the host: no matrix copied twice)."""
     n = b.n
     a = per_sample(angle, n, "angle", device=b.device)
     k = _plain_reciprocal(scale)  # one ordinary scale for the batch: no column, no zero check
@@ -189,10 +205,15 @@ def rotation_inverse(b, angle, center, scale):
     if s is None and not (type(a) is np.ndarray and (ctr is None or type(ctr) is np.ndarray)):
         s = per_sample(scale, n, "scale", device=b.device)  # the device path takes a column
     if s is not None and xp_of(a, s, ctr) is not np:
-        return _rotation_inverse_device(b, a, s, ctr)
+        return _rotation_inverse_device(b, a, s, ctr, modes)
     if k is None:  # one scale for the batch (a broadcast scalar): its reciprocal once
         k = float(1.0 / s[0]) if s.ndim == 1 and n and s.strides[0] == 0 else 1.0 / s
-    return _rotation_inverse_host(b, a, k, ctr)
+    tmpl = None if modes is None else _template(b, modes[0], modes[1], 6, modes[2])
+    if tmpl is None:
+        return _rotation_inverse_host(b, a, k, ctr)
+    rows = tmpl.copy()
+    _rotation_inverse_host(b, a, k, ctr, rows[:, 2:8])
+    return Rows(rows)
 
 
 def _plain_reciprocal(scale):
@@ -222,9 +243,10 @@ def _cos_sin_host(a):
     return c, sn
 
 
-def _rotation_inverse_host(b, a, k, ctr):
+def _rotation_inverse_host(b, a, k, ctr, inv=None):
     """rotation_inverse's maths on the host: ``a`` (n,) angles, ``k`` 1/scale (a float or (n,)
-    values), ``ctr`` None or (n, 2) centres. Term by term the per-sample formula::
+    values), ``ctr`` None or (n, 2) centres; written into ``inv`` (an (n, 6) float64 view)
+    when given, else into a new array. Term by term the per-sample formula::
 
         a00 = cos * k, a01 = -sin * k
         [a00, a01, (cx - a00 cx) - a01 cy, -a01, a00, (cy + a01 cx) - a00 cy]
@@ -249,7 +271,8 @@ def _rotation_inverse_host(b, a, k, ctr):
     a01 = np.negative(sn)
     if not one:
         a01 *= k
-    inv = np.empty((n, 6))
+    if inv is None:
+        inv = np.empty((n, 6))
     inv[:, 0] = a00
     inv[:, 1] = a01
     np.negative(a01, out=inv[:, 3])
@@ -263,13 +286,16 @@ def _rotation_inverse_host(b, a, k, ctr):
     return inv
 
 
-def _rotation_inverse_device(b, a, s, ctr):
+def _rotation_inverse_device(b, a, s, ctr, modes=None):
     """:func:`rotation_inverse` for parameters on the GPU: one launch of
     ``gpuaug_rotation_inverse`` (kernels/rotation_inverse.cu, compiled with --fmad=false so
     that device and host angles give the same matrices bit for bit) instead of about ten CuPy
     launches (cos, sin, round, where, ...). Device columns are read in place (any stride);
     host values that are one value for the batch go in as kernel scalars, other host columns
-    in one pinned upload."""
+    in one pinned upload. With ``modes`` (interpolation, border, fill) and a finite number as
+    the fill, ``gpuaug_rotation_rows`` writes the whole float32 parameter rows instead
+    (:class:`Rows`): the values params_matrix and the gather kernel would make from the
+    matrices, without their launch."""
     from gpuaug.kernels._cuda import get_function, upload
 
     cp = cupy_module()
@@ -291,6 +317,17 @@ def _rotation_inverse_device(b, a, s, ctr):
     else:
         h, w = b.nhwc.shape[1:3]
         cx, cy = (None, np.int64(0), np.float64((w - 1) / 2)), (None, np.int64(0), np.float64((h - 1) / 2))
+    fill = None if modes is None else modes[2]
+    t = type(fill)
+    if t is int and -2 ** 63 <= fill < 2 ** 63 or (t is float or t is np.float64) and math.isfinite(fill):
+        c = b.channels
+        rows = cp.empty((n, 8 + c), cp.float32)
+        if n:
+            fn = get_function("rotation_inverse.cu", "gpuaug_rotation_rows", ("--fmad=false",))
+            fn(((n + 127) // 128,), (128,), arg(a) + arg(s) + cx + cy + (
+                rows, np.int32(n), np.float64(modes[0]), np.float64(modes[1]),
+                np.float64(fill_scalar(fill, b.dtype)), np.int32(c)))
+        return Rows(rows)
     inv = cp.empty((n, 6), cp.float64)
     if n:
         fn = get_function("rotation_inverse.cu", "gpuaug_rotation_inverse", ("--fmad=false",))
@@ -389,14 +426,17 @@ def dense_fast(kernels, template):
     return fast
 
 
-def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend):
+def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, layout, stream, backend,
+         rows=False):
     """The body of every warp op: checks, the parameter rows, the launch.
 
     ``inverse(b, **flags)`` returns the per-sample destination->source maps, (N, 6) or
     (N, 9) (or one row for the whole batch); it runs on the input's device and ``stream``
     (:func:`device_scope`). ``flags``: the op's boolean options by name (e.g.
     ``{"inverse_map": False}``), checked in order after the modes. ``size``: the output
-    (height, width), None for each input's own size. The other arguments are the op's own.
+    (height, width), None for each input's own size. ``rows``: ``inverse`` also takes
+    ``modes=(interpolation code, border code, fill)`` and may answer :class:`Rows`, the whole
+    parameter matrix. The other arguments are the op's own.
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
@@ -405,8 +445,8 @@ def warp(kernels, x, inverse, flags, size, interpolation, border, fill, out, lay
         flags = {k: check_flag(k, v) for k, v in flags.items()}
     shapes = output_shapes(b, size)
     with device_scope(b, stream):
-        inv = inverse(b, **flags)
-        params = params_matrix(b, interp, bord, inv, fill)
+        inv = inverse(b, modes=(interp, bord, fill), **flags) if rows else inverse(b, **flags)
+        params = inv.matrix if type(inv) is Rows else params_matrix(b, interp, bord, inv, fill)
     template = (dtype_name(b.dtype), b.channels, interp, bord)
     return run(b, kernels, params, shapes=shapes, out=out, backend=be, stream=stream,
                template=template, fast=dense_fast(kernels, template))

@@ -57,8 +57,8 @@ def rotate(x, angle, center=None, scale=1.0, interpolation="bilinear", border="c
                [1, 4, 7],
                [0, 3, 6]], dtype=uint8)
     """
-    return _warp.warp(KERNELS, x, lambda b: _warp.rotation_inverse(b, angle, center, scale), {}, None,
-                      interpolation, border, fill, out, layout, stream, backend)
+    return _warp.warp(KERNELS, x, lambda b, modes=None: _warp.rotation_inverse(b, angle, center, scale, modes), {},
+                      None, interpolation, border, fill, out, layout, stream, backend, rows=True)
 
 
 def _example(rng, n, h, w):

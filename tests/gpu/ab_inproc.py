@@ -4,7 +4,7 @@ that both see the same host noise. Per case: the least and median us per call ov
 blocks (back-to-back calls, one sync per block), and new / base.
 
 Cases: `gpuaug bench`'s own calls (each op's example per-sample values, out=) and a few plain
-loops without out= (flip with host and device flags).
+loops without out= (flip and rotate with host and device values).
 
     PYTHONPATH=.base2:tests/gpu python3 tests/gpu/ab_inproc.py --n 32 [--blocks 12 --calls 400]
 """
@@ -34,8 +34,12 @@ def plain_calls(mod, x, n):
     rng = np.random.default_rng(1)
     fh = rng.random(n) < 0.5
     fd = cp.asarray(fh)
+    ah = rng.uniform(-30, 30, n)
+    ad = cp.asarray(ah)
     return {"flip host flags (no out)": lambda: mod.flip(x, horizontal=fh),
-            "flip device flags (no out)": lambda: mod.flip(x, horizontal=fd)}
+            "flip device flags (no out)": lambda: mod.flip(x, horizontal=fd),
+            "rotate host angles (no out)": lambda: mod.rotate(x, ah),
+            "rotate device angles (no out)": lambda: mod.rotate(x, ad)}
 
 
 def main():
