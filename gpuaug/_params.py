@@ -442,7 +442,10 @@ def column_stack(cols, n):
     NumPy float64 when every column is on the host; CuPy float32 (on the current stream, no
     sync; the kernels read float32 parameters) when any column is a CUDA array.
     """
-    flat = [c.reshape(n, -1) for c in cols]
+    # device columns of shape (n,) stay 1-D (gather_table reads them as one column): a CuPy
+    # reshape costs about a microsecond per column
+    flat = [c if c.ndim == 2 and c.shape[0] == n or c.ndim == 1 and type(c) is not np.ndarray and c.shape[0] == n
+            else c.reshape(n, -1) for c in cols]
     if all(isinstance(c, np.ndarray) for c in flat):
         return np.concatenate(flat, axis=1) if flat else np.zeros((n, 0))
     return _gather_device(flat, n)
@@ -458,18 +461,20 @@ _HOST_BLOCK = 10
 
 def gather_table(flat, on_host, address):
     """(column table, host block or None, P) for kernels/params.cu: ``flat`` holds (n, k)
-    columns, ``on_host[g]`` says which are host arrays (packed into one float64 block) and
+    columns (device columns may also be (n,): one column), ``on_host[g]`` says which are host
+    arrays (packed into one float64 block) and
     ``address(c)`` gives a device column's address. Pure host logic (the tests run the
     kernel on an emulator with it)."""
     rows, col, hcol = [], 0, 0
     for c, h in zip(flat, on_host):
-        k = c.shape[1]
+        k = c.shape[1] if c.ndim == 2 else 1
         if h:
             rows.append([hcol, _HOST_BLOCK, -1, 1, k, col])  # row stride filled in below
             hcol += k
         else:
             it = c.itemsize
-            rows.append([address(c), _GATHER_CODES[c.dtype], c.strides[0] // it, c.strides[1] // it, k, col])
+            rows.append([address(c), _GATHER_CODES[c.dtype], c.strides[0] // it,
+                         c.strides[1] // it if c.ndim == 2 else 1, k, col])
         col += k
     if hcol:
         for r in rows:

@@ -31,6 +31,8 @@ def _columns(rng, n):
     on_host.append(False)
     cols.append(rng.random((n, 2)).astype(np.float32)[:, ::-1])  # negative column stride
     on_host.append(False)
+    cols.append(rng.integers(0, 200, (n, 2)).astype(np.uint8)[:, 1])  # a 1-D device column, strided
+    on_host.append(False)
     cols.append(rng.random((n, 3)))  # host block
     on_host.append(True)
     cols.insert(3, rng.integers(0, 9, (n, 1)).astype(np.float64))  # a host column in the middle
@@ -45,7 +47,7 @@ def test_gather_kernel_matches_concatenate(kernel, n):
     desc, host, P = gather_table(cols, on_host, lambda c: c.__array_interface__["data"][0])
     assert host is not None and host.shape == (n, sum(c.shape[1] for c, h in zip(cols, on_host) if h))
     total = n * P
-    want = np.concatenate([np.asarray(c, np.float64) for c in cols], axis=1)
+    want = np.concatenate([np.asarray(c, np.float64).reshape(n, -1) for c in cols], axis=1)
     for t, dt in (("double", np.float64), ("float", np.float32)):
         out = np.full((n, P), np.nan, dt)
         kernel[t](((total + 255) // 256,), (256,), (desc, len(cols), host, out, P, n))
@@ -70,6 +72,8 @@ def test_column_stack_device_matches_host():
     n = 37
     cols, on_host = _columns(rng, n)
     dev = [c if h else cp.asarray(np.ascontiguousarray(c))[:, :] for c, h in zip(cols, on_host)]
+    assert sum(c.ndim == 1 for c in dev) == 1
+    dev[-2] = cp.asarray(np.stack([cols[-2], cols[-2]], axis=1))[:, 1]  # 1-D and strided on the device too
     dev[-1] = cp.asarray(rng.random((n, 4)).astype(np.float16))[:, 1:3]  # strided device float16
     cols[-1] = cp.asnumpy(dev[-1])
     got = column_stack(dev, n)
