@@ -197,8 +197,11 @@ def separable_rows(k, taps) -> np.ndarray:
     bit-identical to per-sample ``w / w.sum()``. Samples are sorted by size once, so each size
     is a slice (two NumPy calls per size, no fancy indexing per size)."""
     k = np.asarray(k, np.int64)
-    n, kmax = k.shape[0], int(np.maximum.reduce(k))  # k.max(), less its Python wrapper
-    if int(np.minimum.reduce(k)) == kmax:  # one size (a scalar sigma or size): no grouping
+    n = k.shape[0]
+    counts = np.bincount(k).tolist()  # sizes are 1..255: the sizes present, ascending, and their counts
+    sizes = [kk for kk, c in enumerate(counts) if c]
+    kmax = sizes[-1]
+    if len(sizes) == 1:  # one size (a scalar sigma or size): no grouping
         p = np.empty((n, 1 + kmax))
         p[:, 0] = k
         w = taps(None, k, kmax)
@@ -207,12 +210,11 @@ def separable_rows(k, taps) -> np.ndarray:
     order = np.argsort(k, kind="stable")
     ks = k[order]
     w = taps(order, ks, kmax)
-    counts = np.bincount(ks)
-    sizes = counts.nonzero()[0]  # the sizes present, ascending (np.unique sorts again)
     ps = np.zeros((n, 1 + kmax))
     ps[:, 0] = ks
     lo = 0
-    for kk, hi in zip(sizes.tolist(), np.cumsum(counts[sizes]).tolist()):
+    for kk in sizes:
+        hi = lo + counts[kk]
         blk = w[lo:hi, :kk]
         np.divide(blk, np.add.reduce(blk, axis=1, keepdims=True), out=ps[lo:hi, 1:1 + kk])
         lo = hi
