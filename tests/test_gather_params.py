@@ -71,9 +71,10 @@ def test_column_stack_device_matches_host():
     rng = np.random.default_rng(3)
     n = 37
     cols, on_host = _columns(rng, n)
-    dev = [c if h else cp.asarray(np.ascontiguousarray(c))[:, :] for c, h in zip(cols, on_host)]
+    dev = [c if h else cp.asarray(np.ascontiguousarray(c))[:, :] if c.ndim == 2 else
+           cp.asarray(np.stack([c, c], axis=1))[:, 1]  # the 1-D column: strided on the device too
+           for c, h in zip(cols, on_host)]
     assert sum(c.ndim == 1 for c in dev) == 1
-    dev[-2] = cp.asarray(np.stack([cols[-2], cols[-2]], axis=1))[:, 1]  # 1-D and strided on the device too
     dev[-1] = cp.asarray(rng.random((n, 4)).astype(np.float16))[:, 1:3]  # strided device float16
     cols[-1] = cp.asnumpy(dev[-1])
     got = column_stack(dev, n)
