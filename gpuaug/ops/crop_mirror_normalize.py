@@ -112,7 +112,7 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     n, c = b.n, b.channels
     shapes = b.uniform(window) if window is not None else b.shapes
     hw = _size_rows(b, window)
-    params = _host_params(n, c, pos, mir, hw, mean, std)
+    params = _host_params(n, c, pos, mir, hw, mean, std, window or getattr(b.shapes, "hw", None))
     if params is None:
         m = channel_param(mean, n, c, "mean", b.device)
         s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
@@ -134,23 +134,32 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     return run(b, kernels, params, shapes=shapes, out=out, layout=out_layout, **kw)
 
 
-def _host_params(n, c, pos, mir, hw, mean, std):
+def _host_params(n, c, pos, mir, hw, mean, std, size=None):
     """cmn's (N, 5 + 2C) parameter rows ``[pos_y, pos_x, mirror, h, w, mean.., std..]`` written
     in place when every part is on the host in a usual form (mean and std: a number, C numbers,
     or an (N, 1) / (N, C) float array; all finite, std without zeros): the same values as
     channel_param + column_stack, without their per-part copies. None otherwise: the general
-    path then converts, checks and says what is wrong."""
+    path then converts, checks and says what is wrong. ``size``: the one (h, w) of every row
+    (a window, a uniform batch), when there is one: the rows start as a copy of zeros with
+    the sizes in place (kept per (N, C, size)), so only the per-call parts are written."""
     fm, fs = _plain_channels(mean, n, c), _plain_channels(std, n, c)
     if fm is None or fs is None or not (pos is None or type(pos) is np.ndarray) or not (
             mir is None or type(mir) is np.ndarray):
         return None
-    p = np.empty((n, 5 + 2 * c))
-    if pos is None:
-        p[:, :2] = 0.0
+    if size is not None:
+        p = kept_array(_ROWS, (n, c, size[0], size[1]), lambda: _zero_rows(n, c, hw)).copy()
+        if pos is not None:
+            p[:, :2] = pos
+        if mir is not None:
+            p[:, 2] = mir
     else:
-        p[:, :2] = pos
-    p[:, 2] = 0.0 if mir is None else mir
-    p[:, 3:5] = hw
+        p = np.empty((n, 5 + 2 * c))
+        if pos is None:
+            p[:, :2] = 0.0
+        else:
+            p[:, :2] = pos
+        p[:, 2] = 0.0 if mir is None else mir
+        p[:, 3:5] = hw
     p[:, 5:5 + c] = fm
     p[:, 5 + c:] = fs
     if (type(fm) is np.ndarray or type(fs) is np.ndarray) and count_nonzero(np.isfinite(p[:, 5:])) != 2 * n * c:
@@ -158,6 +167,16 @@ def _host_params(n, c, pos, mir, hw, mean, std):
     if count_nonzero(p[:, 5 + c:]) != n * c:
         return None  # a zero std: the general path's error
     return p
+
+
+def _zero_rows(n, c, hw):
+    """_host_params' starting rows: zeros, the (N, 2) sizes ``hw`` in columns 3 and 4."""
+    p = np.zeros((n, 5 + 2 * c))
+    p[:, 3:5] = hw
+    return p
+
+
+_ROWS: dict = {}  # (N, C, h, w) -> _zero_rows, read-only
 
 
 def _plain_channels(value, n, c):
