@@ -80,8 +80,16 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
             params = np.concatenate([params, means[:, None]], axis=1)
         return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                    channels=channels)
+    whole = len(cols) == 1 and type(cols[0]) is np.ndarray and cols[0].ndim == 2
+    planned = backend == "cuda" and stream is None and not b.varshape  # run()'s launch plans (gpuaug._plan)
+    if planned and whole:  # host rows: the replay first, outside the device scope (it checks the device)
+        m = None if skip_mean else mean
+        got = _plan.launch(b, kernels, cols[0], (), ("colour", channels, m),
+                           lambda: _run_cuda_on_device(b, kernels, cols[0], out, channels, m), out)
+        if got is not None:
+            return got
     with on_device(b.device_id(), stream):
-        if len(cols) == 1 and type(cols[0]) is np.ndarray and cols[0].ndim == 2:
+        if whole:
             params = cols[0]  # the op's own matrix (host_rows'), already whole: no copy
         else:
             params = column_stack(cols, b.n)
@@ -93,12 +101,18 @@ def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=No
             return run(b, kernels, params, shapes=b.shapes, out=out, backend=backend, stream=stream,
                        channels=channels)
         m = None if skip_mean else mean
-        if stream is None and not b.varshape:  # run()'s launch plans (gpuaug._plan)
+        if planned and not whole:  # (host rows tried their plan above)
             got = _plan.launch(b, kernels, params, (), ("colour", channels, m),
                                lambda: _run_cuda(b, kernels, params, out, channels, m), out)
             if got is not None:
                 return got
         return _run_cuda(b, kernels, params, out, channels, m)
+
+
+def _run_cuda_on_device(b, kernels, params, out, channels, mean):
+    """_run_cuda on the batch's device (a plan being recorded outside apply's device scope)."""
+    with on_device(b.device_id(), None):
+        return _run_cuda(b, kernels, params, out, channels, mean)
 
 
 @dataclass(frozen=True)
