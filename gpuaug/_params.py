@@ -113,9 +113,11 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
     parameters, flags that are not bool, any value out of range or not finite), which the
     general path then handles (its checks and messages are the contract; it gives the same
     array for values that pass)."""
-    if integer or arr.shape != ((n,) + shape if shape else (n,)):
+    if arr.shape != ((n,) + shape if shape else (n,)):
         return None
     kind = arr.dtype.kind
+    if integer:
+        return _host_ints(arr, kind, low, high, low_open)
     if kind not in "biuf":
         return None
     if boolean:
@@ -148,6 +150,24 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
         if type(high) is int and -_EXACT <= high <= _EXACT:
             high = float(high)
         if count_nonzero(arr > high):
+            return None
+    return arr
+
+
+def _host_ints(arr, kind, low, high, low_open):
+    """_host_array for integer parameters: a signed or (up to 32-bit) unsigned integer array as
+    an int64 copy, its range decided by one min and one max; None for anything else (floats,
+    which must be checked integral; uint64, which may not fit; bools; values out of range),
+    which the general path handles as before."""
+    if not (kind == "i" or kind == "u" and arr.itemsize <= 4):
+        return None
+    arr = arr.astype(np.int64)
+    if arr.size:
+        if low is not None:
+            lo = np.minimum.reduce(arr, axis=None)
+            if lo <= low if low_open else lo < low:
+                return None
+        if high is not None and np.maximum.reduce(arr, axis=None) > high:
             return None
     return arr
 

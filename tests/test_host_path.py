@@ -716,3 +716,18 @@ def test_per_sample_range_checks_with_and_without_nan():
     got = per_sample(np.array([0.0, 1.0]), 2, "v", low=0, high=1)
     assert got.dtype == np.float64 and got.tolist() == [0.0, 1.0]
     assert per_sample(np.zeros((0,)), 0, "v", low=1).shape == (0,)
+
+
+def test_as_stored_equals_clip_of_floor_bit_for_bit():
+    """as_stored's uint8 rule on the host (add, floor, maximum, minimum in place) is
+    np.clip(np.floor(v + 0.5), 0, 255) bit for bit: halves, the bounds, signed zeros, NaN, infinities."""
+    from gpuaug.ops._launch import as_stored
+    rng = np.random.default_rng(8)
+    v = np.concatenate([rng.uniform(-300, 600, 2000), [-0.5, -0.49999, 0.5, 254.5, 255.49, 255.5, -0.0, 0.0,
+                                                       np.nan, np.inf, -np.inf, 2.4999999999, -1e300]])
+    want = np.clip(np.floor(v + 0.5), 0, 255)
+    got = as_stored(v, np.uint8)
+    assert got is not v and np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    f16 = as_stored(v[:50], np.float16)
+    assert np.array_equal(f16, v[:50].astype(np.float16).astype(np.float64), equal_nan=True)

@@ -84,3 +84,39 @@ def test_closed_range_is_per_sample_rule(low, high, low_open):
     for e in v[~want]:
         assert _host_array(np.array([e]), 1, (), False, True, low, high, low_open, False) is None
     assert closed_range(2 ** 60, None, False) is None and closed_range(np.float64(1), None, False) is None
+
+
+def _outcome(f, *args, **kw):
+    try:
+        r = f(*args, **kw)
+        return "ok", r.dtype, r.shape, r.tolist()
+    except (TypeError, ValueError) as e:
+        return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "uint16", "uint32", "uint64", "bool",
+                                   "float64"])
+def test_integer_arrays_take_the_fast_path_with_the_general_paths_results(dtype):
+    """per_sample(integer=True) of an integer NumPy array (the int64 copy, one min and one max
+    for the range) gives exactly the general path's array or error, for every range form; uint64,
+    bools and floats still go the general way."""
+    from gpuaug._params import _host_array, _per_sample
+    rng = np.random.default_rng(4)
+    n = 9
+    base = [rng.integers(-5, 6, n), rng.integers(0, 4, (n, 4)), np.arange(n) * 2 ** 40 % 2 ** 62]
+    ranges = [(None, None, False), (0, None, False), (0, None, True), (-3, 3, False), (1, 255, False),
+              (0.5, 3.5, False), (-2 ** 63, 2 ** 63 - 1, False)]
+    for raw in base:
+        if np.dtype(dtype).kind == "u":
+            raw = np.abs(raw)
+        a = raw.astype(dtype)
+        shape = a.shape[1:]
+        for low, high, low_open in ranges:
+            kw = dict(shape=shape, integer=True, low=low, high=high, low_open=low_open)
+            want = _outcome(_per_sample, a, n, "k", shape, True, True, low, high, low_open, False, False)
+            assert _outcome(per_sample, a, n, "k", **kw) == want, (dtype, low, high, low_open)
+            fast = _host_array(a, n, shape, True, True, low, high, low_open, False)
+            if dtype in ("uint64", "bool", "float64"):
+                assert fast is None
+            elif want[0] == "ok":
+                assert fast is not None and fast is not a and fast.dtype == np.int64  # a copy

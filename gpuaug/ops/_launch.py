@@ -23,7 +23,7 @@ import numpy as np
 
 import gpuaug._plan as _plan
 from gpuaug._batch import Batch, max_over, max_size, table_item
-from gpuaug._params import per_sample
+from gpuaug._params import count_nonzero, per_sample
 from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
 from gpuaug._util import cupy_module
@@ -148,7 +148,14 @@ def as_stored(values, dtype):
     parameters) stores, instead of rounding a second time from the float32 rounding (2.4999999999
     -> 2.5 -> 3 for uint8, 0.8322754063453663 -> 0.83227539 -> 0.83203125 for float16).
     NumPy or CuPy in, the same out."""
-    xp = np if isinstance(values, np.ndarray) else cupy_module()
+    if isinstance(values, np.ndarray):
+        if np.dtype(dtype) == np.uint8:  # np.clip's maximum-then-minimum, without its Python layers
+            v = np.add(values, 0.5)
+            np.floor(v, out=v)
+            np.maximum(v, 0.0, out=v)
+            return np.minimum(v, 255.0, out=v)
+        return values.astype(dtype).astype(np.float64)
+    xp = cupy_module()
     if np.dtype(dtype) == np.uint8:
         return xp.clip(xp.floor(values + 0.5), 0, 255)
     return values.astype(dtype).astype(np.float64)
@@ -180,7 +187,7 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
             bad = k[~np.isin(k, allowed)][0]
             raise ValueError(f"{name}: got {int(bad)}; expected one of {', '.join(map(str, allowed))}")
         return k
-    if np.any(k < 1) or np.any(k % 2 == 0) or np.any(k > MAX_KERNEL_SIZE):
+    if count_nonzero(k & 1) != k.size or np.minimum.reduce(k) < 1 or np.maximum.reduce(k) > MAX_KERNEL_SIZE:
         bad = k[(k < 1) | (k % 2 == 0) | (k > MAX_KERNEL_SIZE)][0]
         raise ValueError(f"{name}: got {int(bad)}; expected odd sizes from 1 to {MAX_KERNEL_SIZE}")
     return k

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import column_stack, host_size, per_sample
+from gpuaug._params import column_stack, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
 from gpuaug._util import is_cuda_array
@@ -27,7 +27,7 @@ def output_shapes(b, hs, ws, names):
     """Per-sample output sizes from (N,) heights and widths: one :class:`gpuaug._batch.Same`
     when they are all equal (what run()'s launch plans key on; no per-sample list), else a
     list of (h, w), refused for a uniform (4-D) batch."""
-    if b.n and (hs == hs[0]).all() and (ws == ws[0]).all():
+    if b.n and not count_nonzero(hs != hs[0]) and not count_nonzero(ws != ws[0]):
         return b.uniform((int(hs[0]), int(ws[0])))
     shapes = list(zip(hs.tolist(), ws.tolist()))
     if not b.varshape and len(set(shapes)) > 1:
@@ -71,22 +71,29 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    hs = host_ints(height, b.n, "height", low=1)
-    ws = host_ints(width, b.n, "width", low=1)
-    shapes = output_shapes(b, hs, ws, "height, width")
+    if type(height) is int and type(width) is int and 1 <= height < 2 ** 31 and 1 <= width < 2 ** 31:
+        hs, ws = height, width  # one window size (the usual call): no per-sample columns
+        shapes = b.uniform((height, width))
+    else:
+        hs = host_ints(height, b.n, "height", low=1)
+        ws = host_ints(width, b.n, "width", low=1)
+        shapes = output_shapes(b, hs, ws, "height, width")
     t = per_sample(top, b.n, "top", integer=True, **SPECS[0].limits("top"), device=b.device)
     l_ = per_sample(left, b.n, "left", integer=True, **SPECS[0].limits("left"), device=b.device)
+    hw = getattr(b.shapes, "hw", None)  # a uniform batch: one bound per axis
     for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):
         if not isinstance(off, np.ndarray):
             continue
-        lim = b.sizes()[axis]
-        bad = np.nonzero(off > lim - size)[0]  # not off + size: it overflows int64
-        if bad.size:
-            i = int(bad[0])
+        lim = hw[axis] if hw is not None else b.sizes()[axis]
+        over = off > lim - size  # not off + size: it overflows int64
+        if count_nonzero(over):
+            i = int(np.nonzero(over)[0][0])
+            si = size if type(size) is int else size[i]
+            li = lim if hw is not None else lim[i]
             raise ValueError(f"{name}, {dim}: sample {i} has {name}={int(off[i])} and {dim}="
-                             f"{size[i]}, which ends at {int(off[i]) + size[i]}, outside its "
+                             f"{si}, which ends at {int(off[i]) + si}, outside its "
                              f"{b.shapes[i][0]}x{b.shapes[i][1]} image; expected "
-                             f"0 <= {name} <= {lim[i]} - {dim}")
+                             f"0 <= {name} <= {li} - {dim}")
     params = column_stack([t, l_], b.n)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
                fast=rows_fast())

@@ -69,11 +69,17 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
         p = np.repeat(p[:, None], 4, axis=1)
     else:
         p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, **SPECS[0].limits("padding"))
-    hs, ws = b.sizes()
+    hw = getattr(b.shapes, "hw", None)
+    hs, ws = (hw[0], hw[1]) if hw is not None else b.sizes()  # one size: scalars, not columns
     shapes = output_shapes(b, hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3], "padding")
     v = as_stored(per_sample(value, b.n, "value", device=b.device), b.dtype)  # exact on every backend
-    mcol = np.full(b.n, float(MODES[mode]))
-    params = column_stack([p[:, 0], p[:, 2], mcol, v], b.n)
+    if type(v) is np.ndarray:  # [top, left, mode, value] written in place
+        params = np.empty((b.n, 4))
+        params[:, :2] = p[:, 0:3:2]
+        params[:, 2] = MODES[mode]
+        params[:, 3] = v
+    else:
+        params = column_stack([p[:, 0], p[:, 2], np.full(b.n, float(MODES[mode])), v], b.n)
     fill = v if isinstance(v, np.ndarray) or be != "numba" else cupy_module().asnumpy(v)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fill=fill,
                fast=rows_fast(sign=-1, fill_col=3, mode=MODES[mode]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import _fmt, column_stack, per_sample
+from gpuaug._params import _fmt, column_stack, count_nonzero, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import is_cuda_array
@@ -57,27 +57,30 @@ def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
         shapes = b.shapes
     else:
         kk = per_sample(k, b.n, "k", integer=True)
-        if np.any(kk < -3) or np.any(kk > 3):
+        if count_nonzero((kk < -3) | (kk > 3)):
             raise ValueError(f"k: got {_fmt(k)}; expected integers in -3..3 (quarter turns "
                              "counter-clockwise, negative for clockwise)")
         kk = kk % 4
-        shapes = [(w, h) if q % 2 else (h, w) for (h, w), q in zip(b.shapes, kk.tolist())]
-        if not b.varshape and len(set(shapes)) > 1:
+        odd = count_nonzero(kk & 1)
+        if b.varshape:
+            shapes = [(w, h) if q % 2 else (h, w) for (h, w), q in zip(b.shapes, kk.tolist())]
+        else:
             h, w = b.shapes[0]
-            raise ValueError(f"k: got {_fmt(k)}; the images are {h}x{w} (not square) and odd k "
-                             "swaps height and width, so a uniform batch needs every k of one "
-                             "parity (all odd or all even); pass a list of images to mix them")
+            if 0 < odd < b.n and h != w:
+                raise ValueError(f"k: got {_fmt(k)}; the images are {h}x{w} (not square) and odd k "
+                                 "swaps height and width, so a uniform batch needs every k of one "
+                                 "parity (all odd or all even); pass a list of images to mix them")
+            shapes = b.uniform((w, h) if odd else (h, w))  # one size: run()'s plans take the call
     params = column_stack([kk], b.n)
     fast = None
     if be == "cuda" and isinstance(kk, np.ndarray):
-        if np.all(kk % 2 == 0):
+        if not odd:
             # k = 2 is a flip of both axes, k = 0 a copy: flip's kernels (and fast paths).
             from gpuaug.ops.flip import flip
-
-            return flip(x, kk == 2, kk == 2, out=out, layout=layout, stream=stream, backend="cuda")
-        if np.all(kk % 2 == 1):
+            two = kk == 2
+            return flip(x, two, two, out=out, layout=layout, stream=stream, backend="cuda")
+        if odd == b.n:
             from gpuaug.ops.transpose import tiles_fast
-
             fast = tiles_fast(kcol=0)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fast=fast)
 
