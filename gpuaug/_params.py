@@ -55,6 +55,8 @@ def value_shape(value, name, accepted="numbers"):
     """The shape of a parameter value (host or CUDA array, number, nested sequence), or a
     TypeError naming ``name`` when NumPy cannot hold it as one array (ragged nesting, strings
     mixed with numbers)."""
+    if type(value) is np.ndarray and value.dtype.kind in "biuf":  # the usual host array, as it is
+        return value.shape
     if hasattr(value, "shape") and not isinstance(value, np.ndarray) and is_cuda_array(value):
         return tuple(value.shape)
     try:

@@ -731,3 +731,49 @@ def test_as_stored_equals_clip_of_floor_bit_for_bit():
     assert np.array_equal(np.signbit(got), np.signbit(want))
     f16 = as_stored(v[:50], np.float16)
     assert np.array_equal(f16, v[:50].astype(np.float16).astype(np.float64), equal_nan=True)
+
+
+def test_grid_mask_host_rows_equal_the_general_formula(monkeypatch):
+    """grid_mask's host rows (written in place, rounded to float32 together) are the general
+    path's columns (each rounded on its own) bit for bit, scalars and per-sample values alike."""
+    import gpuaug.ops.grid_mask as G
+    seen = []
+    monkeypatch.setattr(G, "run", lambda b, kernels, params, **kw: seen.append(params))
+    rng = np.random.default_rng(9)
+    n = 23
+    f32 = (lambda v: np.asarray(v, np.float64).astype(np.float32).astype(np.float64))
+    x = np.zeros((n, 4, 4, 3), np.uint8)
+    for tile, ratio, angle, shift in ((rng.uniform(0.5, 40, n), rng.uniform(0, 1, n), rng.uniform(-400, 400, n),
+                                       rng.uniform(-9, 9, (n, 2))), (7.3, 0.5, 33.3, (1.25, -2.0)), (1e-30, 1.0, 0.0, (0, 0))):
+        G.grid_mask(x, tile, ratio, angle, shift)
+        t, r, a = (np.broadcast_to(np.asarray(v, np.float64), (n,)) for v in (tile, ratio, angle))
+        s = np.broadcast_to(np.asarray(shift, np.float64), (n, 2))
+        rad = a * (np.pi / 180.0)
+        t32 = f32(t)
+        want = np.column_stack([f32(np.cos(rad)), f32(np.sin(rad)), f32(s), t32, f32(r * t32)])
+        got = seen.pop()
+        assert got.dtype == np.float64 and np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    with pytest.raises(ValueError, match="tile"):
+        G.grid_mask(x, np.full(n, 1e-50), 0.5)
+
+
+def test_salt_and_pepper_host_rows_equal_the_general_columns(monkeypatch):
+    """salt_and_pepper's host rows (written in place) are the general path's columns bit for
+    bit: the two thresholds split into 16-bit halves, the seed's chunks, the salt value, the
+    sample index."""
+    import gpuaug.ops.salt_and_pepper as S
+    from gpuaug._params import column_stack
+    from gpuaug.ops._launch import seed_columns
+    seen = []
+    monkeypatch.setattr(S, "run_custom", lambda b, params, **kw: seen.append(params))
+    rng = np.random.default_rng(10)
+    n = 19
+    for dtype, prob, sv, seed in ((np.uint8, rng.uniform(0, 1, n), rng.uniform(0, 1, n), 2 ** 63 - 5),
+                                  (np.float32, 0.25, 1.0, 0), (np.uint8, 1.0, rng.uniform(0, 1, n), 12345)):
+        S.salt_and_pepper(np.zeros((n, 4, 4, 3), dtype), prob, sv, seed)
+        pr, s_ = (np.broadcast_to(np.asarray(v, np.float64), (n,)) for v in (prob, sv))
+        tn, ts = np.floor(pr * 2.0 ** 32), np.floor(pr * s_ * 2.0 ** 32)
+        want = column_stack([*S._split(tn, np), *S._split(ts, np), seed_columns(seed, n),
+                             np.full(n, 255.0 if dtype == np.uint8 else 1.0), np.arange(n, dtype=np.float64)], n)
+        got = seen.pop()
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))

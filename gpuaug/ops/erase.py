@@ -23,10 +23,11 @@ def _boxes(boxes, n, device):
                          f"for every sample or (N, K, 4) = ({n}, K, 4), one set per sample")
     k = shape[-2]
     b = per_sample(boxes, n, "boxes", shape=(k, 4), integer=True, device=device)
-    if isinstance(b, np.ndarray) and np.any(b[..., 2:] < 0):
-        raise ValueError(f"boxes: got a negative height or width ({b[..., 2:].min()}); expected sizes >= 0")
-    if isinstance(b, np.ndarray) and np.any(np.abs(b) >= 2 ** 24):
-        raise ValueError("boxes: got coordinates beyond 2**24; expected pixel coordinates")
+    if isinstance(b, np.ndarray) and b.size:  # one reduction each (np.any's Python layers cost more)
+        if np.minimum.reduce(b[..., 2:], axis=None) < 0:
+            raise ValueError(f"boxes: got a negative height or width ({b[..., 2:].min()}); expected sizes >= 0")
+        if np.maximum.reduce(b, axis=None) >= 2 ** 24 or np.minimum.reduce(b, axis=None) <= -2 ** 24:
+            raise ValueError("boxes: got coordinates beyond 2**24; expected pixel coordinates")
     return b.reshape(n, 4 * k), k
 
 
@@ -89,9 +90,15 @@ def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=No
     bx, k = _boxes(boxes, b.n, b.device)
     vals = as_stored(_values(value, b.n, b.channels, b.device), b.dtype)  # exact on every backend
     xp = np if isinstance(vals, np.ndarray) else cupy_module()
-    fill4 = xp.zeros((b.n, 4))
-    fill4[:, :b.channels] = vals
-    params = column_stack([fill4, np.full(b.n, float(k)), bx], b.n)
+    if xp is np and type(bx) is np.ndarray:  # [fill x 4, K, boxes...] written in place
+        params = np.zeros((b.n, 5 + 4 * k))
+        params[:, :b.channels] = vals
+        params[:, 4] = k
+        params[:, 5:] = bx
+    else:
+        fill4 = xp.zeros((b.n, 4))
+        fill4[:, :b.channels] = vals
+        params = column_stack([fill4, np.full(b.n, float(k)), bx], b.n)
     fill = vals if xp is np or be == "cuda" else cupy_module().asnumpy(vals)  # Numba twins: host fills
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fill=fill,
                fast=rows_fast(*KERNELS.cu))

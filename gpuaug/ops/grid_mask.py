@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import column_stack, per_sample
+from gpuaug._params import column_stack, count_nonzero, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
@@ -60,14 +60,29 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     if isinstance(t, np.ndarray):  # the kernels divide by tile in float32: it must hold it
         with np.errstate(over="ignore"):
             t32_ = t.astype(np.float32)
-        bad = (t32_ == 0) | ~np.isfinite(t32_)
-        if bad.any():
-            i = int(np.argmax(bad))
+        ok = np.isfinite(t32_)
+        ok &= t32_ != 0
+        if count_nonzero(ok) != ok.size:
+            i = int(np.argmin(ok))
             raise ValueError(f"tile: sample {i} has tile={float(t[i])!r}, which is {float(t32_[i])} in float32 (the "
                              "kernels' precision); expected values float32 holds, from 1.4e-45 to 3.4e+38")
     r = per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device)
     a = per_sample(angle, b.n, "angle", device=b.device)
     s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
+    if all(type(v) is np.ndarray for v in (t, r, a, s)):
+        # host values: the rows [cos, sin, shift_y, shift_x, tile, ratio * tile] written in
+        # place in float64, then rounded to float32 together (each column as the general path
+        # rounds it: the tile column is t32_ already, so ratio * tile multiplies the same values)
+        rows = np.empty((b.n, 6))
+        rad = a * (np.pi / 180.0)
+        np.cos(rad, out=rows[:, 0])
+        np.sin(rad, out=rows[:, 1])
+        rows[:, 2:4] = s
+        rows[:, 4] = t32_
+        np.multiply(r, rows[:, 4], out=rows[:, 5])
+        params = rows.astype(np.float32).astype(np.float64)
+        return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
+                   fast=rows_fast(*KERNELS.cu))
     xp = np if all(isinstance(v, np.ndarray) for v in (t, r, a, s)) else cupy_module()
     t, r, a, s = (xp.asarray(v, dtype=xp.float64) for v in (t, r, a, s))
     rad = a * (np.pi / 180.0)

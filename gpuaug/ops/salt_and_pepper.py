@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
-from gpuaug._util import cupy_module, dtype_max
+from gpuaug._util import cupy_module, dtype_max, kept_array
 from gpuaug.ops._launch import host_seed, rows_plan, run_custom, seed_columns
 
 KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
@@ -62,6 +62,10 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     pr = per_sample(prob, b.n, "prob", **SPECS[0].limits("prob"), device=b.device)
     sv = per_sample(salt_vs_pepper, b.n, "salt_vs_pepper", **SPECS[0].limits("salt_vs_pepper"),
                     device=b.device)
+    if type(pr) is np.ndarray and type(sv) is np.ndarray:
+        params = _host_rows(pr, sv, seed, b.n, dtype_max(b.dtype))
+        return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                          numba_module=KERNELS.numba[0])
     xp = np if isinstance(pr, np.ndarray) and isinstance(sv, np.ndarray) else cupy_module()
     pr, sv = xp.asarray(pr, dtype=xp.float64), xp.asarray(sv, dtype=xp.float64)
     t_noisy = xp.floor(pr * 2.0 ** 32)
@@ -71,6 +75,28 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
                            np.arange(b.n, dtype=np.float64)], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0])
+
+
+def _host_rows(pr, sv, seed, n, salt):
+    """The rows ``[noisy lo, noisy hi, salt lo, salt hi, seed x 4, salt value, sample index]``
+    for host values, written in place: the general path's columns (:func:`_split` of the two
+    thresholds, :func:`seed_columns`...) value for value, with the same operations in the same
+    order, without a column each and their concatenation."""
+    rows = np.empty((n, 10))
+    for col, t in ((0, np.multiply(pr, 2.0 ** 32)), (2, np.multiply(pr, sv))):
+        if col:
+            t *= 2.0 ** 32  # pr * sv * 2**32, multiplied left to right as the general path
+        np.floor(t, out=t)
+        lo = np.mod(t, 65536.0, out=rows[:, col])
+        np.subtract(t, lo, out=rows[:, col + 1])
+        rows[:, col + 1] /= 65536.0
+    rows[:, 4:8] = [(seed >> s) & 0xFFFF for s in (0, 16, 32, 48)]
+    rows[:, 8] = salt
+    rows[:, 9] = kept_array(_INDEX, n, lambda: np.arange(n, dtype=np.float64))
+    return rows
+
+
+_INDEX: dict = {}  # n -> arange(n) as float64, read-only
 
 
 def _example(rng, n, h, w):
