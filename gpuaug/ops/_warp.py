@@ -110,16 +110,26 @@ def invert_affine(m, xp):
     inv = xp.empty((m.shape[0], 6))
     with _quiet(xp, det):
         r = 1.0 / det
-        inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = e * r, -b_ * r, -d * r, a * r
-        inv[:, 2] = -(inv[:, 0] * c + inv[:, 1] * f)
-        inv[:, 5] = -(inv[:, 3] * c + inv[:, 4] * f)
+        if xp is np:  # the same products written into place (no temporaries to copy in)
+            np.multiply(e, r, out=inv[:, 0])
+            np.multiply(np.negative(b_), r, out=inv[:, 1])
+            np.multiply(np.negative(d), r, out=inv[:, 3])
+            np.multiply(a, r, out=inv[:, 4])
+            for row in (0, 3):  # -(inv0 c + inv1 f): x + y is y + x exactly
+                t = np.multiply(inv[:, row], c)
+                t += np.multiply(inv[:, row + 1], f)
+                np.negative(t, out=inv[:, row + 2])
+        else:
+            inv[:, 0], inv[:, 1], inv[:, 3], inv[:, 4] = e * r, -b_ * r, -d * r, a * r
+            inv[:, 2] = -(inv[:, 0] * c + inv[:, 1] * f)
+            inv[:, 5] = -(inv[:, 3] * c + inv[:, 4] * f)
     return inv, det
 
 
 def _quiet(xp, det):
     """Silence NumPy's divide-by-zero warnings only where a zero determinant makes them
     (check_invertible reports it); errstate costs microseconds per call."""
-    if xp is np and not det.all():
+    if xp is np and count_nonzero(det) != det.size:
         return np.errstate(divide="ignore", invalid="ignore", over="ignore")
     return contextlib.nullcontext()
 
@@ -146,7 +156,7 @@ def check_invertible(m, inv, det, name, rows):
     else:
         norms = np.sqrt(np.einsum("nij,nij->ni", m, m)).prod(axis=1)
     good = np.abs(det) > SINGULAR_RATIO * norms  # NaN compares False: finite inputs only here
-    if good.all() and np.isfinite(inv).all():
+    if count_nonzero(good) == good.size and count_nonzero(np.isfinite(inv)) == inv.size:
         return
     bad = ~good | ~np.isfinite(inv).all(axis=1)
     i = int(np.argmax(bad))
