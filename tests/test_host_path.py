@@ -777,3 +777,23 @@ def test_salt_and_pepper_host_rows_equal_the_general_columns(monkeypatch):
                              np.full(n, 255.0 if dtype == np.uint8 else 1.0), np.arange(n, dtype=np.float64)], n)
         got = seen.pop()
         assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_resample_params_host_rows_equal_the_general_columns():
+    """resample_params for host columns (written into a copy of kept constant rows) equals the
+    column_stack of its columns bit for bit, for int and float columns, and the kept rows stay
+    as they were."""
+    from gpuaug._params import column_stack
+    from gpuaug.ops.resize import resample_params
+    rng = np.random.default_rng(12)
+    n = 17
+    for cols in ((np.zeros(n), np.zeros(n), rng.integers(1, 500, n), rng.integers(1, 500, n)),
+                 tuple(rng.uniform(0, 300, (4, n)).astype(np.float32).astype(np.float64))):
+        for size, mode in (((224, 224), 1), ((7, 311), 2)):
+            oh, ow = size
+            t, l_, h, w = cols
+            want = column_stack([t, l_, h / oh, w / ow, h, w] + [np.full(n, v, np.float64) for v in (oh, ow, mode, 0, 0, 0)], n)
+            got = resample_params(t, l_, h, w, size, mode, n)
+            assert np.array_equal(got, want)
+            got[:] = -1
+            assert np.array_equal(resample_params(t, l_, h, w, size, mode, n), want)

@@ -7,7 +7,7 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, host_size
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
-from gpuaug._util import check_choice, dtype_name
+from gpuaug._util import check_choice, dtype_name, kept_array
 
 KERNELS = Kernels(cu=("resize.cu", "gpuaug_resize"), numba=("resize", "resample_value"), kind="value")
 
@@ -20,8 +20,25 @@ def resample_params(tops, lefts, heights, widths, size, mode, n):
     NumPy or CuPy) resampled to ``size`` = (out_h, out_w) with MODE ``mode``:
     [top, left, scale_y, scale_x, box_h, box_w, out_h, out_w, mode, 0, 0, 0]."""
     oh, ow = size
+    cols = (tops, lefts, heights, widths)
+    if all(type(c) is np.ndarray for c in cols):  # host columns: written into a copy of the constant rows
+        def make():
+            rows = np.zeros((n, 12))
+            rows[:, 6:9] = oh, ow, mode
+            return rows
+        p = kept_array(_ROWS, (n, oh, ow, mode), make).copy()
+        p[:, 0] = tops
+        p[:, 1] = lefts
+        np.divide(heights, oh, out=p[:, 2])
+        np.divide(widths, ow, out=p[:, 3])
+        p[:, 4] = heights
+        p[:, 5] = widths
+        return p
     const = [np.full(n, v, np.float64) for v in (oh, ow, mode, 0, 0, 0)]
     return column_stack([tops, lefts, heights / oh, widths / ow, heights, widths] + const, n)
+
+
+_ROWS: dict = {}  # (N, out_h, out_w, mode) -> resample_params' constant rows, read-only
 
 
 def interpolation_mode(interpolation):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import _fmt, host_size, per_sample
+from gpuaug._params import _fmt, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import dtype_name
@@ -75,11 +75,14 @@ def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="
     bx = per_sample(boxes, b.n, "boxes", shape=(4,), device=b.device)
     if isinstance(bx, np.ndarray):
         # Every backend uses the float32 box the GPU sees, so they agree bit for bit.
-        with np.errstate(over="ignore"):
-            bx = bx.astype(np.float32).astype(np.float64)
-        if not np.all(np.isfinite(bx)):
+        if np.maximum.reduce(bx, axis=None) < 3.4e38 and np.minimum.reduce(bx, axis=None) > -3.4e38:
+            bx = bx.astype(np.float32).astype(np.float64)  # nothing can overflow: no errstate
+        else:
+            with np.errstate(over="ignore"):
+                bx = bx.astype(np.float32).astype(np.float64)
+        if count_nonzero(np.isfinite(bx)) != bx.size:
             raise ValueError(f"boxes: got {_fmt(boxes)}; expected finite numbers within float32 range")
-        if np.any(bx[:, 2:] <= 0):
+        if np.minimum.reduce(bx[:, 2:], axis=None) <= 0:
             raise ValueError(f"boxes: got {_fmt(boxes)}; expected rows (top, left, height, width) "
                              "with height > 0 and width > 0")
     params = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], size, mode, b.n)
