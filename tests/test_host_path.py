@@ -797,3 +797,30 @@ def test_resample_params_host_rows_equal_the_general_columns():
             assert np.array_equal(got, want)
             got[:] = -1
             assert np.array_equal(resample_params(t, l_, h, w, size, mode, n), want)
+
+
+def test_gaussian_noise_host_rows_equal_the_general_columns(monkeypatch):
+    """gaussian_noise's host rows (written in place) are the general path's columns bit for bit."""
+    import gpuaug.ops.gaussian_noise as G
+    from gpuaug._params import column_stack
+    from gpuaug.ops._launch import float32_exact, seed_columns
+    seen = []
+    monkeypatch.setattr(G, "run_custom", lambda b, params, **kw: seen.append(params))
+    rng = np.random.default_rng(13)
+    n = 21
+    for mean, std, seed in ((rng.uniform(-5, 5, n), rng.uniform(0, 20, n), 2 ** 64 - 1), (0.1, 3.3, 7)):
+        G.gaussian_noise(np.zeros((n, 4, 4, 3), np.uint8), mean, std, seed)
+        mu, sd = (float32_exact(np.broadcast_to(np.asarray(v, np.float64), (n,)).copy()) for v in (mean, std))
+        want = column_stack([mu, sd, seed_columns(seed, n), np.arange(n, dtype=np.float64)], n)
+        got = seen.pop()
+        assert got.flags.c_contiguous and np.array_equal(got, want)
+
+
+def test_odd_sizes_with_allowed_sizes_refuses_the_others():
+    """odd_sizes(allowed=...) looks sizes up in a table of the allowed ones: every size outside
+    them (even, negative, too large, between) is refused with its message, the allowed pass."""
+    from gpuaug.ops._launch import odd_sizes
+    assert odd_sizes(np.array([3, 5, 5, 3]), 4, allowed=(3, 5)).tolist() == [3, 5, 5, 3]
+    for bad in (4, 1, 7, -3, 0, 2 ** 40):
+        with pytest.raises(ValueError, match=f"got {bad}; expected one of 3, 5"):
+            odd_sizes(np.array([3, bad, 5]), 3, allowed=(3, 5))

@@ -26,7 +26,7 @@ from gpuaug._batch import Batch, max_over, max_size, table_item
 from gpuaug._params import count_nonzero, per_sample
 from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
-from gpuaug._util import cupy_module
+from gpuaug._util import cupy_module, kept_array
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,27 @@ def host_seed(seed, name="seed") -> int:
     return seed
 
 
+_ALLOWED: dict = {}  # allowed sizes -> bool table by size, read-only (odd_sizes)
+
+
+def seed_chunks(seed: int) -> list:
+    """The seed as four 16-bit chunks, low first (each exact in float32)."""
+    return [(seed >> s) & 0xFFFF for s in (0, 16, 32, 48)]
+
+
 def seed_columns(seed: int, n: int) -> np.ndarray:
     """(n, 4) float columns holding the seed as four 16-bit chunks (exact in float32)."""
-    return np.tile(np.array([(seed >> s) & 0xFFFF for s in (0, 16, 32, 48)], np.float64), (n, 1))
+    cols = np.empty((n, 4))
+    cols[:] = seed_chunks(seed)  # np.tile's Python layers cost more
+    return cols
+
+
+def sample_index(n: int) -> np.ndarray:
+    """arange(n) as float64, read-only and kept per n: the noise ops' sample-index column."""
+    return kept_array(_INDEX, n, lambda: np.arange(n, dtype=np.float64))
+
+
+_INDEX: dict = {}
 
 
 def float32_exact(a):
@@ -183,7 +201,12 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
     """Per-sample odd kernel sizes 1..MAX_KERNEL_SIZE (or one of ``allowed``) as int64 (N,)."""
     k = per_sample(kernel_size, n, name, integer=True)
     if allowed is not None:
-        if not np.all(np.isin(k, allowed)):
+        lo, hi = np.minimum.reduce(k), np.maximum.reduce(k)
+        ok = lo >= 0 and hi <= max(allowed)
+        if ok:  # a lookup of each size in a table of the allowed ones (np.isin sorts)
+            table = kept_array(_ALLOWED, tuple(allowed), lambda: np.isin(np.arange(max(allowed) + 1), allowed))
+            ok = count_nonzero(table[k]) == k.size
+        if not ok:
             bad = k[~np.isin(k, allowed)][0]
             raise ValueError(f"{name}: got {int(bad)}; expected one of {', '.join(map(str, allowed))}")
         return k

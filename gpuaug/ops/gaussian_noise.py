@@ -7,7 +7,8 @@ from gpuaug._batch import as_batch, max_over
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
-from gpuaug.ops._launch import CudaPlan, float32_exact, host_seed, run_custom, seed_columns
+from gpuaug.ops._launch import (CudaPlan, float32_exact, host_seed, run_custom, sample_index, seed_chunks,
+                                seed_columns)
 
 KERNELS = Kernels(cu=("gaussian_noise.cu", "gpuaug_gaussian_noise"), numba=("gaussian_noise", "kernel"),
                   kind="value")
@@ -63,11 +64,19 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
     seed = host_seed(seed)
     mu = per_sample(mean, b.n, "mean", device=b.device)
     sd = per_sample(std, b.n, "std", **SPECS[0].limits("std"), device=b.device)
-    if isinstance(mu, np.ndarray):
-        mu = float32_exact(mu)
-    if isinstance(sd, np.ndarray):
-        sd = float32_exact(sd)
-    params = column_stack([mu, sd, seed_columns(seed, b.n), np.arange(b.n, dtype=np.float64)], b.n)
+    if type(mu) is np.ndarray and type(sd) is np.ndarray:  # [mean, std, seed x 4, index] in place
+        params = np.empty((b.n, 7))
+        params[:, 0] = mu
+        params[:, 1] = sd
+        params[:, :2] = float32_exact(params[:, :2])  # each value rounded on its own: as per column
+        params[:, 2:6] = seed_chunks(seed)
+        params[:, 6] = sample_index(b.n)
+    else:
+        if isinstance(mu, np.ndarray):
+            mu = float32_exact(mu)
+        if isinstance(sd, np.ndarray):
+            sd = float32_exact(sd)
+        params = column_stack([mu, sd, seed_columns(seed, b.n), np.arange(b.n, dtype=np.float64)], b.n)
     rnd = b.dtype == np.uint8
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0], numba_extra=(rnd,))

@@ -7,8 +7,8 @@ from gpuaug._batch import as_batch
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
-from gpuaug._util import cupy_module, dtype_max, kept_array
-from gpuaug.ops._launch import host_seed, rows_plan, run_custom, seed_columns
+from gpuaug._util import cupy_module, dtype_max
+from gpuaug.ops._launch import host_seed, rows_plan, run_custom, sample_index, seed_chunks, seed_columns
 
 KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
                   numba=("salt_and_pepper", "kernel"), kind="value")
@@ -90,13 +90,10 @@ def _host_rows(pr, sv, seed, n, salt):
         lo = np.mod(t, 65536.0, out=rows[:, col])
         np.subtract(t, lo, out=rows[:, col + 1])
         rows[:, col + 1] /= 65536.0
-    rows[:, 4:8] = [(seed >> s) & 0xFFFF for s in (0, 16, 32, 48)]
+    rows[:, 4:8] = seed_chunks(seed)
     rows[:, 8] = salt
-    rows[:, 9] = kept_array(_INDEX, n, lambda: np.arange(n, dtype=np.float64))
+    rows[:, 9] = sample_index(n)
     return rows
-
-
-_INDEX: dict = {}  # n -> arange(n) as float64, read-only
 
 
 def _example(rng, n, h, w):
