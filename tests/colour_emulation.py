@@ -142,9 +142,13 @@ def emulated(op, sms=132):
             assert rc == 0, f"no emulated kernel {name}"
         return result
 
-    saved = mod.apply
-    mod.apply = fake_apply
+    # the op's own name for apply (ops that call it directly), and _colour's (apply_one's)
+    targets = [m for m in {mod, _colour} if hasattr(m, "apply")]
+    saved = [m.apply for m in targets]
+    for m in targets:
+        m.apply = fake_apply
     try:
         yield calls
     finally:
-        mod.apply = saved
+        for m, f in zip(targets, saved):
+            m.apply = f

@@ -25,7 +25,7 @@ import numpy as np
 import gpuaug._plan as _plan
 from gpuaug._batch import Batch, descriptor_table, layout_key, memo_plan
 from gpuaug._layout import packed_layout
-from gpuaug._params import column_stack
+from gpuaug._params import column_stack, count_nonzero, host_rows, per_sample
 from gpuaug._run import Kernels, run
 from gpuaug._stream import on_device  # at import: a from-import per call costs ~0.4 us
 from gpuaug._util import cupy_module, dtype_max, dtype_name
@@ -58,6 +58,24 @@ def _multiprocessors(cp):
     if dev not in _sm_count:
         _sm_count[dev] = cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"]
     return _sm_count[dev]
+
+
+def apply_one(b: Batch, kernels: Kernels, value, name, limits, rows, *, out, backend, stream, mean=None,
+              skip_unit=False):
+    """:func:`apply` for an op of one per-sample value (brightness's factor, hue's shift...)
+    and the max-value column: a NumPy array of N numbers goes as :func:`host_rows`' whole
+    matrix (one checked pass, no column stack), anything else through :func:`per_sample`
+    (its checks and messages). ``limits``: the value's range (``OpSpec.limits``); ``rows``:
+    the same as a :class:`gpuaug._params.RowLimits`. ``skip_unit``: host values all 1.0 mean
+    the sample mean is not used (contrast): ``skip_mean`` then."""
+    m = host_rows((value,), b.n, rows, maxv_column(b))
+    if m is not None:
+        cols, v = [m], m[:, 0]
+    else:
+        v = per_sample(value, b.n, name, **limits, device=b.device)
+        cols = [v, maxv_column(b)]
+    skip = skip_unit and isinstance(v, np.ndarray) and not count_nonzero(v != 1)
+    return apply(b, kernels, cols, out=out, backend=backend, stream=stream, mean=mean, skip_mean=skip)
 
 
 def apply(b: Batch, kernels: Kernels, cols, *, out, backend, stream, channels=None, mean=None,

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from gpuaug._batch import as_batch
-from gpuaug._params import RowLimits, host_rows, per_sample
+from gpuaug._params import RowLimits
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
-from gpuaug.ops._colour import apply, colour_kernels, maxv_column
+from gpuaug.ops._colour import apply_one, colour_kernels
 
 CHANNELS = (1, 3, 4)
 KERNELS = colour_kernels("brightness", CHANNELS)
@@ -40,11 +40,7 @@ def brightness(x, factor, *, out=None, layout="NHWC", stream=None, backend=None)
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    m = host_rows((factor,), b.n, _ROWS, maxv_column(b))  # a NumPy factor per sample
-    if m is not None:
-        return apply(b, KERNELS, [m], out=out, backend=be, stream=stream)
-    f = per_sample(factor, b.n, "factor", **_LIMITS, device=b.device)
-    return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
+    return apply_one(b, KERNELS, factor, "factor", _LIMITS, _ROWS, out=out, backend=be, stream=stream)
 
 
 def _example(rng, n, h, w):

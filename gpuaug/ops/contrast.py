@@ -1,13 +1,11 @@
 """contrast: blend each image with its mean grayscale, per sample (torchvision's adjust_contrast)."""
 from __future__ import annotations
 
-import numpy as np
-
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import RowLimits
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
-from gpuaug.ops._colour import apply, colour_kernels, maxv_column
+from gpuaug.ops._colour import apply_one, colour_kernels
 
 CHANNELS = (1, 3, 4)
 KERNELS = colour_kernels("contrast", CHANNELS, mean_bright=False)
@@ -49,10 +47,8 @@ def contrast(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
-    skip = isinstance(f, np.ndarray) and bool((f == 1).all())  # the mean is not used
-    return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream, mean=(False, GRAY),
-                 skip_mean=skip)
+    return apply_one(b, KERNELS, factor, "factor", _LIMITS, _ROWS, out=out, backend=be, stream=stream,
+                     mean=(False, GRAY), skip_unit=True)  # factors all 1: the mean is not used
 
 
 def _example(rng, n, h, w):
@@ -66,5 +62,8 @@ SPECS = (
         peers={"dali": "brightness_contrast"},
         demo={"factor": 1.8}),
 )
+
+_LIMITS = SPECS[0].limits("factor")  # looked up once
+_ROWS = RowLimits(_LIMITS)
 
 __all__ = ["contrast"]

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import RowLimits
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
-from gpuaug.ops._colour import apply, colour_kernels, maxv_column
+from gpuaug.ops._colour import apply_one, colour_kernels
 
 CHANNELS = (1, 3, 4)
 KERNELS = colour_kernels("hue", CHANNELS)
@@ -44,8 +44,7 @@ def hue(x, shift, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    s = per_sample(shift, b.n, "shift", **SPECS[0].limits("shift"), device=b.device)
-    return apply(b, KERNELS, [s, maxv_column(b)], out=out, backend=be, stream=stream)
+    return apply_one(b, KERNELS, shift, "shift", _LIMITS, _ROWS, out=out, backend=be, stream=stream)
 
 
 def _example(rng, n, h, w):
@@ -58,5 +57,8 @@ SPECS = (
     ), channels=CHANNELS, geometric=False, example=_example, kernels=KERNELS, doc=hue.__doc__,
         demo={"shift": 0.3}, peers={"dali": "hsv"}),
 )
+
+_LIMITS = SPECS[0].limits("shift")  # looked up once
+_ROWS = RowLimits(_LIMITS)
 
 __all__ = ["hue"]

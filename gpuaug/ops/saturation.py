@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from gpuaug._batch import as_batch
-from gpuaug._params import per_sample
+from gpuaug._params import RowLimits
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
-from gpuaug.ops._colour import apply, colour_kernels, maxv_column
+from gpuaug.ops._colour import apply_one, colour_kernels
 
 CHANNELS = (1, 3, 4)
 KERNELS = colour_kernels("saturation", CHANNELS)
@@ -42,8 +42,7 @@ def saturation(x, factor, *, out=None, layout="NHWC", stream=None, backend=None)
     """
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
-    return apply(b, KERNELS, [f, maxv_column(b)], out=out, backend=be, stream=stream)
+    return apply_one(b, KERNELS, factor, "factor", _LIMITS, _ROWS, out=out, backend=be, stream=stream)
 
 
 def _example(rng, n, h, w):
@@ -57,5 +56,8 @@ SPECS = (
         peers={"dali": "hsv"},
         demo={"factor": 2.0}),
 )
+
+_LIMITS = SPECS[0].limits("factor")  # looked up once
+_ROWS = RowLimits(_LIMITS)
 
 __all__ = ["saturation"]
