@@ -122,6 +122,8 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
     ``template``: the CUDA C template arguments (default: input dtype name, channels).
     ``fast``: optional CUDA C fast path, ``fast(src, dst) -> launch(params_dev) or None``;
     when it returns a launcher (the inputs suit it), that runs instead of the generic kernel.
+    A hook whose launches depend on values of the call other than the parameter matrix and
+    the geometry carries them as ``fast.key`` (hashable): run()'s plans are keyed by it.
     """
     check_stream(stream)
     describing = _DESCRIBE.get()
@@ -131,7 +133,10 @@ def run(batch: Batch, kernels: Kernels, params, *, shapes, out, backend, stream,
         if backend == "cuda" and stream is None and not batch.varshape:
             hw = getattr(shapes, "hw", None)
             if hw is not None:
-                got = _plan.launch(batch, kernels, params, extra, (hw, dtype, channels, layout, template, fast is None),
+                # a fast hook's ``key``: the call's values its launches hold as constants (pad's
+                # border mode): a plan made with one must not replay for another
+                fk = None if fast is None else getattr(fast, "key", True)
+                got = _plan.launch(batch, kernels, params, extra, (hw, dtype, channels, layout, template, fk),
                                    lambda: _alloc_run_cuda(batch, shapes, dtype, channels, layout, kernels,
                                                            params, extra, template, fast, out), out)
                 if got is not None:

@@ -702,3 +702,26 @@ def test_parameter_ring_frees_every_slot_behind_the_last_done_event(monkeypatch)
     assert ring.take(p) is None  # slot 2: its own event (other stream) pending
     ring.events[2]._done = True
     assert ring.take(p)[0] == 2
+
+
+def test_fast_hooks_key_their_kernel_constants(monkeypatch):
+    """Fast hooks whose launches hold call values as kernel constants (pad's border mode and
+    sign, rot90's k column) carry them as ``key``, and run() puts that key in its plan key: a
+    plan recorded for one mode never replays for another (pad in constant mode, then edge)."""
+    from gpuaug._run import run
+    from gpuaug.ops.crop import rows_fast
+    from gpuaug.ops.transpose import tiles_fast
+    keys = {rows_fast().key, rows_fast(sign=-1, fill_col=3, mode=0).key, rows_fast(sign=-1, fill_col=3, mode=1).key,
+            rows_fast(sign=-1, fill_col=3, mode=3).key, tiles_fast().key, tiles_fast(kcol=0).key}
+    assert len(keys) == 6
+    seen = []
+
+    def launch(batch, kernels, params, extra, rest, normal, out=None):
+        seen.append(rest)
+        return "planned"
+    monkeypatch.setattr(_plan, "launch", launch)
+    b = types.SimpleNamespace(device=True, varshape=False, n=2, shapes=types.SimpleNamespace(hw=(4, 4)))
+    for mode in (0, 1):
+        assert run(b, object(), np.zeros((2, 4)), shapes=b.shapes, out=None, backend="cuda", stream=None,
+                   fast=rows_fast(sign=-1, fill_col=3, mode=mode)) == "planned"
+    assert seen[0] != seen[1] and seen[0][-1] == ("window_rows", -1, 3, 0)

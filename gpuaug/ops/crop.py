@@ -207,6 +207,7 @@ def rows_fast(sign=1, fill_col=-1, mode=0):
             fn(grid, block, (src.arrays[0], dst.arrays[0], par, np.int32(par.shape[1]),
                              np.int32(sign), np.int32(fill_col), np.int32(mode)) + tuple(np.int32(a) for a in args))
         return launch
+    fast.key = ("window_rows", sign, fill_col, mode)  # kernel constants: run()'s plans key on them
     return fast
 
 
