@@ -824,3 +824,20 @@ def test_odd_sizes_with_allowed_sizes_refuses_the_others():
     for bad in (4, 1, 7, -3, 0, 2 ** 40):
         with pytest.raises(ValueError, match=f"got {bad}; expected one of 3, 5"):
             odd_sizes(np.array([3, bad, 5]), 3, allowed=(3, 5))
+
+
+def test_float32_at_least_host_equals_the_where_form():
+    """float32_at_least on the host (only the values rounded down move up) equals the
+    element-wise where() form bit for bit, on halves, exact floats, huge values and infinities."""
+    from gpuaug.ops._launch import float32_at_least
+    rng = np.random.default_rng(14)
+    v = np.concatenate([rng.uniform(-300, 300, 3000), np.arange(-5, 5, 0.5), [3.5e38, -3.5e38, np.inf, -np.inf,
+                                                                               1e-50, -1e-50, 0.0, -0.0]])
+    with np.errstate(over="ignore"):
+        f = v.astype(np.float32)
+        want = np.where(f.astype(np.float64) < v, np.nextafter(f, np.float32(np.inf)), f).astype(np.float64)
+        got = float32_at_least(v)
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    for x in (0.7, 0.3, 128.0):  # one threshold (a 0-d array: the policies' form)
+        one = float32_at_least(np.asarray(x))
+        assert one.shape == () and float(one) >= x and float(one) == float(np.float32(one))

@@ -184,7 +184,14 @@ def float32_at_least(values):
     that every backend reads as float32 (the CUDA kernels) or float64 (the CPU twin) compares
     the same way, since ``x >= t`` <=> ``x >= float32_at_least(t)`` for every float32 ``x``
     (so every uint8, float16 and float32 pixel)."""
-    xp = np if isinstance(values, np.ndarray) else cupy_module()
+    if isinstance(values, np.ndarray):  # on the host: only the values float32 rounded down move up
+        v = np.asarray(values, dtype=np.float64)
+        f = v.astype(np.float32)
+        up = f.astype(np.float64) < v
+        if count_nonzero(up):
+            f[up] = np.nextafter(f[up], np.float32(np.inf))
+        return f.astype(np.float64)
+    xp = cupy_module()
     v = xp.asarray(values, dtype=np.float64)
     f = v.astype(np.float32)
     f = xp.where(f.astype(np.float64) < v, xp.nextafter(f, np.float32(np.inf)), f)

@@ -94,7 +94,12 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
                              f"{si}, which ends at {int(off[i]) + si}, outside its "
                              f"{b.shapes[i][0]}x{b.shapes[i][1]} image; expected "
                              f"0 <= {name} <= {li} - {dim}")
-    params = column_stack([t, l_], b.n)
+    if type(t) is np.ndarray and type(l_) is np.ndarray:  # [top, left] written in place
+        params = np.empty((b.n, 2))
+        params[:, 0] = t
+        params[:, 1] = l_
+    else:
+        params = column_stack([t, l_], b.n)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream,
                fast=rows_fast())
 
