@@ -590,7 +590,7 @@ class _Ring:
         self.events = [_cuda().new_event() for _ in range(k)]
         self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
         self.streams = [None] * k  # the stream each sent slot's event was recorded on
-        self.scratch = [None] * k  # per slot: the plan's scratch arrays (see scratch())
+        self.scratch = [None] * k  # per slot: the plan's scratch arrays (see scratch_of())
         self.last = -1  # the slot sent last
         self.i = 0
         self.lock = threading.Lock()
@@ -640,12 +640,15 @@ class _Ring:
     def sent(self, slot):
         """Record slot ``slot``'s event behind the launches that read it (the current stream,
         which take() looked up: handed to record(), which would look it up again). The stream
-        object is kept with the slot (so its address cannot be reused while the slot waits)."""
+        object is kept with the slot (so its address cannot be reused while the slot waits).
+        The bookkeeping takes the lock: another thread's take() must not see the slot sent
+        before it is the last one (it would free it behind an older event)."""
         i = slot[0]
         self.events[i].record(slot[2])
-        self.streams[i] = slot[2]
-        self.state[i] = 2
-        self.last = i
+        with self.lock:
+            self.streams[i] = slot[2]
+            self.state[i] = 2
+            self.last = i
 
     def scratch_of(self, slot, sizes):
         """Slot ``slot``'s scratch arrays of ``sizes`` bytes (made on its first use, then kept):

@@ -227,8 +227,7 @@ def separable_rows(k, taps) -> np.ndarray:
     """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
     without a Python loop over samples. ``taps(order, ks, kmax)`` returns the (N, kmax)
     unnormalised taps of the samples in ``order`` (an index array; None: as given), whose sizes
-    are ``ks``;
-    anything past a row's own k is ignored. Each row is divided by the sum of its own k taps,
+    are ``ks``; anything past a row's own k is ignored. Each row is divided by the sum of its own k taps,
     summed as NumPy sums a 1-D array of k values (an (m, k) block of the samples of one size:
     a row sum of a 2-D block reduces each row as the 1-D sum does), so the rows are
     bit-identical to per-sample ``w / w.sum()``. Samples are sorted by size once, so each size
