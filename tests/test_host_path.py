@@ -841,3 +841,31 @@ def test_float32_at_least_host_equals_the_where_form():
     for x in (0.7, 0.3, 128.0):  # one threshold (a 0-d array: the policies' form)
         one = float32_at_least(np.asarray(x))
         assert one.shape == () and float(one) >= x and float(one) == float(np.float32(one))
+
+
+@pytest.mark.parametrize("name", ["solarize", "posterize"])
+def test_two_column_rows_equal_the_general_columns(monkeypatch, name):
+    """solarize's and posterize's host rows (written in place) equal the column_stack of the
+    general path's columns bit for bit, for every dtype."""
+    import importlib
+
+    from gpuaug._params import column_stack
+    from gpuaug._util import dtype_max
+    from gpuaug.ops._launch import float32_at_least
+    mod = importlib.import_module(f"gpuaug.ops.{name}")
+    seen = []
+    monkeypatch.setattr(mod, "run", lambda b, kernels, params, **kw: seen.append(params))
+    rng = np.random.default_rng(15)
+    n = 13
+    for dtype in (np.uint8, np.float16, np.float32):
+        x = np.zeros((n, 4, 4, 3), dtype)
+        if name == "solarize":
+            v = rng.uniform(0, 255 if dtype == np.uint8 else 1, n)
+            mod.solarize(x, v)
+            want = column_stack([float32_at_least(v), np.full(n, dtype_max(dtype))], n)
+        else:
+            v = rng.integers(1, 9, n)
+            mod.posterize(x, v)
+            want = column_stack([v.astype(np.float64), np.full(n, float(dtype != np.uint8))], n)
+        got = seen.pop()
+        assert got.flags.c_contiguous and np.array_equal(got, want)

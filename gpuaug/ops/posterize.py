@@ -39,7 +39,12 @@ def posterize(x, bits, *, out=None, layout="NHWC", stream=None, backend=None):
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     k = per_sample(bits, b.n, "bits", integer=True, **SPECS[0].limits("bits"), device=b.device)
-    params = column_stack([k, np.full(b.n, float(b.dtype != np.uint8))], b.n)
+    if type(k) is np.ndarray:  # [bits, is_float] written in place
+        params = np.empty((b.n, 2))
+        params[:, 0] = k
+        params[:, 1] = float(b.dtype != np.uint8)
+    else:
+        params = column_stack([k, np.full(b.n, float(b.dtype != np.uint8))], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 
 

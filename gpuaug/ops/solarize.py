@@ -43,8 +43,12 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     m = top(b.dtype)
     t = per_sample(threshold, b.n, "threshold", **SPECS[0].limits("threshold", b.dtype), device=b.device)
     # float32 on the GPU, float64 on the CPU: one float32 number that compares alike everywhere
-    t = float32_at_least(t)
-    params = column_stack([t, np.full(b.n, m)], b.n)
+    if type(t) is np.ndarray:  # [threshold, max] written in place
+        params = np.empty((b.n, 2))
+        params[:, 0] = float32_at_least(t)
+        params[:, 1] = m
+    else:
+        params = column_stack([float32_at_least(t), np.full(b.n, m)], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 
 
