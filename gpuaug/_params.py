@@ -523,36 +523,33 @@ def _gather_device(flat, n):
     # a recorded call (gpuaug._plan) must log its constants: no memo then
     key = None if _cuda.RECORDING[0] else _gather_key(flat, cp.cuda.get_current_stream().ptr)
     got = _GATHER.get(key) if key is not None else None
-    if got is not None and len(got) == 5:  # the memo's own launch: tables and grid fixed
+    if got is not None:  # the memo's own launch: tables and grid fixed
         out = cp.ndarray((n, got[2]), cp.float32)  # cupy.empty, less a call
         got[4](out.data.ptr)
         return out
-    if got is None:
-        desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
-        hkey = None
-        if col:
-            # The column table is a function of the columns' addresses, dtypes and strides:
-            # keyed, so a loop over the same (or recycled) parameter arrays uploads it once.
-            table = (("gather",) + (desc.tobytes(),), desc)
-            if host is not None:
-                hkey = _uniform_key("gather-host", host)
-                dtab, block = _cuda.stage(table, (hkey, host))
-            else:
-                (dtab,), block = _cuda.stage(table), np.uint64(0)
-            got = (dtab, block, col, _cuda.get_function("params.cu", "gpuaug_gather_params<float>"))
-            if key is not None and (host is None or hkey is not None):
-                if len(_GATHER) >= 64:  # both uploads are constants: the next call may reuse them
-                    _GATHER.pop(next(iter(_GATHER)))
-                elif _clear_gather not in _cuda.ON_CLEAR:
-                    _cuda.ON_CLEAR.append(_clear_gather)
-                _GATHER[key] = got + (_gather_launch(got, len(flat), n),)
-        else:
-            got = (None, None, 0, None)
-    dtab, block, col, fn = got
+    desc, host, col = gather_table(flat, [isinstance(c, np.ndarray) for c in flat], lambda c: c.data.ptr)
     out = cp.empty((n, col), cp.float32)
-    if col:
-        total = n * col
-        fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
+    if not col:
+        return out
+    # The column table is a function of the columns' addresses, dtypes and strides:
+    # keyed, so a loop over the same (or recycled) parameter arrays uploads it once.
+    table = (("gather",) + (desc.tobytes(),), desc)
+    hkey = None
+    if host is not None:
+        hkey = _uniform_key("gather-host", host)
+        dtab, block = _cuda.stage(table, (hkey, host))
+    else:
+        (dtab,), block = _cuda.stage(table), np.uint64(0)
+    fn = _cuda.get_function("params.cu", "gpuaug_gather_params<float>")
+    if key is not None and (host is None or hkey is not None):
+        if len(_GATHER) >= 64:  # both uploads are constants: the next call may reuse them
+            _GATHER.pop(next(iter(_GATHER)))
+        elif _clear_gather not in _cuda.ON_CLEAR:
+            _cuda.ON_CLEAR.append(_clear_gather)
+        got = (dtab, block, col, fn)
+        _GATHER[key] = got + (_gather_launch(got, len(flat), n),)
+    total = n * col
+    fn(((total + 255) // 256,), (256,), (dtab, np.int32(len(flat)), block, out, np.int32(col), np.int32(n)))
     return out
 
 

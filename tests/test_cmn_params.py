@@ -32,12 +32,12 @@ VALUES = [2.5, 3, -0.0, (1.0, 2, 3.5), RNG.uniform(1, 9, (N, 1)), RNG.uniform(1,
 def test_rows_equal_the_general_path(mean, std, crop):
     pos, mir = (POS, MIR) if crop else (None, None)
     want = general(pos, mir, mean, std)
-    for size in (None, (5, 5)):  # rows written whole, or from the kept rows of one size
-        got = _host_params(N, C, pos, mir, HW, mean, std, size)
+    for hw in (HW, (5, 5)):  # per-row sizes, or the kept rows of one size
+        got = _host_params(N, C, pos, mir, hw, mean, std)
         assert got.shape == want.shape and got.dtype == want.dtype and got.flags.writeable
         assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
         got[:] = 7  # the caller's own copy: the kept rows stay as they were
-    assert np.array_equal(_host_params(N, C, pos, mir, HW, mean, std, (5, 5)), want)
+    assert np.array_equal(_host_params(N, C, pos, mir, (5, 5), mean, std), want)
 
 
 OTHER = [np.nan, (1.0, np.inf, 2.0), np.full((N, 1), np.nan), np.full((N, C), -np.inf), 2 ** 60, (1.0, 2.0), np.ones((N, 2)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import RowLimits, host_rows, per_sample
+from gpuaug._params import RowLimits, count_nonzero, host_rows, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
 from gpuaug.ops._colour import apply, colour_kernels, maxv_column
@@ -70,7 +70,7 @@ def color_jitter(x, brightness=1, contrast=1, saturation=1, hue=0, *, out=None, 
                 per_sample(hue, n, "hue", **spec.limits("hue"), device=dev),
                 maxv_column(b)]
     # contrast 1 everywhere (known on the host): the mean is not used, skip its pass over the image
-    skip = isinstance(c, np.ndarray) and bool((c == 1).all())
+    skip = isinstance(c, np.ndarray) and not count_nonzero(c != 1)
     return apply(b, KERNELS, cols, out=out, backend=be, stream=stream, mean=(True, GRAY), skip_mean=skip)
 
 

@@ -111,9 +111,10 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     ``mir``: (N, 2) and (N,) host or device columns, or None for zeros (normalize)."""
     n, c = b.n, b.channels
     shapes = b.uniform(window) if window is not None else b.shapes
-    hw = _size_rows(b, window)
-    params = _host_params(n, c, pos, mir, hw, mean, std, window or getattr(b.shapes, "hw", None))
+    size = window if window is not None else getattr(b.shapes, "hw", None)  # one (h, w), or None
+    params = _host_params(n, c, pos, mir, size if size is not None else _size_rows(b, None), mean, std)
     if params is None:
+        hw = _size_rows(b, window)
         m = channel_param(mean, n, c, "mean", b.device)
         s = nonzero(channel_param(std, n, c, "std", b.device), "std", std)
         pos = np.zeros((n, 2)) if pos is None else pos
@@ -134,32 +135,26 @@ def cmn(b, be, kernels, pos, mir, window, mean, std, odt, out_layout, co, out, s
     return run(b, kernels, params, shapes=shapes, out=out, layout=out_layout, **kw)
 
 
-def _host_params(n, c, pos, mir, hw, mean, std, size=None):
+def _host_params(n, c, pos, mir, hw, mean, std):
     """cmn's (N, 5 + 2C) parameter rows ``[pos_y, pos_x, mirror, h, w, mean.., std..]`` written
     in place when every part is on the host in a usual form (mean and std: a number, C numbers,
     or an (N, 1) / (N, C) float array; all finite, std without zeros): the same values as
     channel_param + column_stack, without their per-part copies. None otherwise: the general
-    path then converts, checks and says what is wrong. ``size``: the one (h, w) of every row
-    (a window, a uniform batch), when there is one: the rows start as a copy of zeros with
-    the sizes in place (kept per (N, C, size)), so only the per-call parts are written."""
+    path then converts, checks and says what is wrong. ``hw``: one ``(h, w)`` tuple for every
+    row (a window, a uniform batch: the rows start as a copy of kept zeros with the sizes in
+    place) or the (N, 2) sizes; ``pos`` / ``mir`` None: zeros (normalize)."""
     fm, fs = _plain_channels(mean, n, c), _plain_channels(std, n, c)
     if fm is None or fs is None or not (pos is None or type(pos) is np.ndarray) or not (
             mir is None or type(mir) is np.ndarray):
         return None
-    if size is not None:
-        p = kept_array(_ROWS, (n, c, size[0], size[1]), lambda: _zero_rows(n, c, hw)).copy()
-        if pos is not None:
-            p[:, :2] = pos
-        if mir is not None:
-            p[:, 2] = mir
+    if type(hw) is tuple:
+        p = kept_array(_ROWS, (n, c) + hw, lambda: _zero_rows(n, c, hw)).copy()
     else:
-        p = np.empty((n, 5 + 2 * c))
-        if pos is None:
-            p[:, :2] = 0.0
-        else:
-            p[:, :2] = pos
-        p[:, 2] = 0.0 if mir is None else mir
-        p[:, 3:5] = hw
+        p = _zero_rows(n, c, hw)
+    if pos is not None:
+        p[:, :2] = pos
+    if mir is not None:
+        p[:, 2] = mir
     p[:, 5:5 + c] = fm
     p[:, 5 + c:] = fs
     if (type(fm) is np.ndarray or type(fs) is np.ndarray) and count_nonzero(np.isfinite(p[:, 5:])) != 2 * n * c:
@@ -170,7 +165,7 @@ def _host_params(n, c, pos, mir, hw, mean, std, size=None):
 
 
 def _zero_rows(n, c, hw):
-    """_host_params' starting rows: zeros, the (N, 2) sizes ``hw`` in columns 3 and 4."""
+    """_host_params' starting rows: zeros, the sizes ``hw`` ((h, w) or (N, 2)) in columns 3 and 4."""
     p = np.zeros((n, 5 + 2 * c))
     p[:, 3:5] = hw
     return p
