@@ -22,13 +22,8 @@ KERNELS = Kernels(
 def gaussian_kernel_size(sigma, dtype):
     """OpenCV's default size for ``sigma``: ``round(2 * m * sigma + 1) | 1`` with m = 3 for
     uint8 and m = 4 for floats (cv::GaussianBlur with ksize (0, 0); round half to even)."""
-    q = np.multiply(sigma, 6.0 if np.dtype(dtype) == np.uint8 else 8.0, dtype=np.float64)
-    if type(q) is not np.ndarray:  # one sigma: a NumPy scalar
-        return np.rint(q + 1).astype(np.int64) | 1
-    q += 1  # in place on the new array: the same values, fewer temporaries
-    k = np.rint(q, out=q).astype(np.int64)
-    k |= 1
-    return k
+    return np.rint(np.multiply(sigma, 6.0 if np.dtype(dtype) == np.uint8 else 8.0, dtype=np.float64) + 1
+                   ).astype(np.int64) | 1
 
 
 def gaussian_weights(k, sigma):
