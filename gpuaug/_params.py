@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from gpuaug._compiled import CHARS as _CHARS, floats_in, int_bounds, ints_in
 from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
 
 try:  # np.count_nonzero's C function, without its Python wrapper and dispatcher (~0.1 us a call)
@@ -110,11 +111,12 @@ def _scalar(v, n, integer, low, high, low_open, boolean):
 
 
 def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
-    """The common case of a per-sample NumPy array, ``(n,) + shape`` already, checked with
-    few NumPy calls: the float64 copy, or None for anything else (other shapes, integer
-    parameters, flags that are not bool, any value out of range or not finite), which the
-    general path then handles (its checks and messages are the contract; it gives the same
-    array for values that pass)."""
+    """The common case of a per-sample NumPy array, ``(n,) + shape`` already, converted and
+    checked in one compiled loop (:func:`gpuaug._compiled.floats_in` with :func:`closed_range`'s
+    bounds; a few NumPy calls for float16 or bounds that are not exact floats): the float64
+    copy, or None for anything else (other shapes, integer parameters, flags that are not
+    bool, any value out of range or not finite), which the general path then handles (its
+    checks and messages are the contract; it gives the same array for values that pass)."""
     if arr.shape != ((n,) + shape if shape else (n,)):
         return None
     kind = arr.dtype.kind
@@ -126,18 +128,19 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
         if kind != "b" and count_nonzero((arr == 0) | (arr == 1)) != arr.size:
             return None
         return arr.astype(np.float64)
-    arr = arr.astype(np.float64)
-    size = arr.size
-    if finite and (low is not None or high is not None):
+    if finite:
         got = _RANGES.get((low, high, low_open), _NONE)
         if got is _NONE:
             if len(_RANGES) >= 256:
                 _RANGES.clear()
             got = _RANGES[(low, high, low_open)] = closed_range(low, high, low_open)
-        if got is not None:  # finite and in range: two comparisons (closed_range)
-            ok = arr >= got[0]
-            ok &= arr <= got[1]
-            return arr if count_nonzero(ok) == size else None
+        if got is not None and arr.dtype.char in _CHARS:  # converted and checked in one loop
+            out = np.empty(arr.shape)
+            ok = (floats_in(arr, out, got[0], got[1]) if arr.ndim == 1 else
+                  floats_in(arr.reshape(-1), out.reshape(-1), got[0], got[1]))
+            return out if ok else None
+    arr = arr.astype(np.float64)  # float16 and the like, bounds that are not exact floats
+    size = arr.size
     # count_nonzero of a bool array: a fraction of ndarray.all()'s reduction machinery
     if finite and count_nonzero(np.isfinite(arr)) != size:
         return None
@@ -158,11 +161,22 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
 
 def _host_ints(arr, kind, low, high, low_open):
     """_host_array for integer parameters: a signed or (up to 32-bit) unsigned integer array as
-    an int64 copy, its range decided by one min and one max; None for anything else (floats,
+    an int64 copy, converted and checked in one compiled loop (:func:`gpuaug._compiled.ints_in`;
+    one min and one max for bounds that are not ints); None for anything else (floats,
     which must be checked integral; uint64, which may not fit; bools; values out of range),
     which the general path handles as before."""
     if not (kind == "i" or kind == "u" and arr.itemsize <= 4):
         return None
+    bounds = _INT_BOUNDS.get((low, high, low_open), _NONE)
+    if bounds is _NONE:
+        if len(_INT_BOUNDS) >= 256:
+            _INT_BOUNDS.clear()
+        bounds = _INT_BOUNDS[(low, high, low_open)] = int_bounds(low, high, low_open)
+    if bounds is not None:  # converted and checked in one loop
+        out = np.empty(arr.shape, np.int64)
+        ok = (ints_in(arr, out, bounds[0], bounds[1]) if arr.ndim == 1 else
+              ints_in(arr.reshape(-1), out.reshape(-1), bounds[0], bounds[1]))
+        return out if ok else None
     arr = arr.astype(np.int64)
     if arr.size:
         if low is not None:
@@ -176,6 +190,7 @@ def _host_ints(arr, kind, low, high, low_open):
 
 _EXACT = 2 ** 53  # ints up to this size are floats exactly
 _RANGES: dict = {}  # (low, high, low_open) -> closed_range(...), for _host_array
+_INT_BOUNDS: dict = {}  # (low, high, low_open) -> int_bounds(...), for _host_ints
 
 
 def host_rows(values, n, limits, tail=None):
