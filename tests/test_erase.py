@@ -102,3 +102,47 @@ def test_erase_gpu(backend, dtype, layout):
         full = rng.uniform(0, 1, (n, c))
         check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], _fill(full[i], dtype)), x,
                  {"boxes": boxes, "value": full}, layout=layout, backend=backend, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float16"])
+@pytest.mark.parametrize("channels", (1, 3, 4))
+def test_erase_compiled_rows_equal_the_general_path(dtype, channels):
+    """Host boxes and values take one compiled loop (issue 13): the same parameter rows, bit for
+    bit, as the NumPy path (boxes as a list), for every value form, with rounding edges."""
+    from gpuaug._run import describe
+
+    rng = np.random.default_rng(3)
+    n, k = 6, 3
+    x = random_images(rng, n, 9, 11, channels, dtype)
+    boxes = _boxes(rng, n, k, 9, 11)
+    edges = np.array([2.5, -0.5, 255.49999999999997, 300.0, -7.0, 0.1 + 0.2])
+    values = [0, 7.5, rng.uniform(-20, 280, n), edges[:n], rng.uniform(0, 1, (n, channels)),
+              rng.uniform(0, 1, (1, channels)), np.arange(n, dtype=np.int32), 1 / 3]
+    if channels != n:
+        values.append(rng.uniform(0, 300, channels))
+    for dt in (np.int64, np.int32, np.uint16):  # uint16: negative coordinates wrap (and stay legal)
+        b = boxes.astype(dt)
+        for value in values:
+            got = describe(gpuaug.ops.erase.erase, x, boxes=b, value=value).params
+            want = describe(gpuaug.ops.erase.erase, x, boxes=b.tolist(), value=value).params
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (dt, value)
+
+
+@pytest.mark.parametrize("bad", ["negative size", "far", "float boxes"])
+def test_erase_compiled_rows_refusals_are_the_general_paths(bad):
+    rng = np.random.default_rng(4)
+    x = random_images(rng, 3, 8, 8, 3, "uint8")
+    boxes = _boxes(rng, 3, 2, 8, 8)
+    if bad == "negative size":
+        boxes[1, 0, 3] = -1
+    elif bad == "far":
+        boxes[2, 1, 0] = 2 ** 24
+    else:
+        boxes = boxes.astype(float) + 0.5
+    errors = []
+    for b in (boxes, boxes.tolist()):
+        with pytest.raises((ValueError, TypeError)) as e:
+            gpuaug.erase(x, b, value=rng.uniform(0, 255, 3))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]

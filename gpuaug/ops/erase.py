@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, per_sample, value_shape
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -31,9 +32,10 @@ def _boxes(boxes, n, device):
     return b.reshape(n, 4 * k), k
 
 
-def _values(value, n, c, device):
+def _values(value, n, c, device, broadcast=True):
     """Fill values -> (N, C): a number, N numbers (per sample), C numbers (per channel,
-    when N != C), or an (N, C) / (1, C) array."""
+    when N != C), or an (N, C) / (1, C) array. ``broadcast=False``: one value per sample
+    stays (N, 1)."""
     shape = value_shape(value, "value", "a number, N numbers (one per sample), C numbers (one per "
                         "channel) or an (N, C) array")
     if len(shape) == 2 and shape[0] == 1 and shape[1] == c and n != 1:  # (1, C): per channel
@@ -42,10 +44,38 @@ def _values(value, n, c, device):
     elif (len(shape) == 1 and shape[0] == c and c != n) or len(shape) == 2:  # per channel, or (N, C)
         v = per_sample(value, n, "value", shape=(c,), device=device)
     else:
-        v = per_sample(value, n, "value", device=device)
-        xp = np if isinstance(v, np.ndarray) else cupy_module()
-        v = xp.broadcast_to(v.reshape(n, 1), (n, c))
+        v = per_sample(value, n, "value", device=device).reshape(n, 1)
+        if broadcast:
+            xp = np if isinstance(v, np.ndarray) else cupy_module()
+            v = xp.broadcast_to(v, (n, c))
     return v
+
+
+@compiled
+def _host_rows(bx, vals, c, u8, rows):
+    """The rows ``[fill x 4, K, boxes...]`` of host values in one loop: ``bx`` the (N, K, 4) int64
+    boxes, ``vals`` (N, C) or (N, 1) float64 fills stored as :func:`as_stored` stores them in
+    uint8 (``u8``) or float32; False at a box :func:`_boxes` refuses (the general path then
+    says what is wrong)."""
+    n, k, m = bx.shape[0], bx.shape[1], vals.shape[1]
+    for i in range(n):
+        for j in range(4):
+            v = 0.0
+            if j < c:
+                v = vals[i, j if m > 1 else 0]
+                if u8:  # np.add(v, 0.5), floor, maximum(0), minimum(255)
+                    v = min(max(np.floor(v + 0.5), 0.0), 255.0)
+                else:
+                    v = np.float64(np.float32(v))
+            rows[i, j] = v
+        rows[i, 4] = k
+        for b in range(k):
+            for q in range(4):
+                e = bx[i, b, q]
+                if q >= 2 and e < 0 or e >= 16777216 or e <= -16777216:
+                    return False
+                rows[i, 5 + 4 * b + q] = e
+    return True
 
 
 def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -87,6 +117,16 @@ def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=No
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
+    if type(boxes) is np.ndarray and boxes.ndim == 3 and boxes.shape[0] == b.n and boxes.shape[2] == 4 and (
+            b.dtype == np.uint8 or b.dtype == np.float32):  # host boxes and values: rows in one loop
+        bx = per_sample(boxes, b.n, "boxes", shape=boxes.shape[1:], integer=True)
+        vals = _values(value, b.n, b.channels, b.device, broadcast=False)
+        if type(vals) is np.ndarray:
+            k = boxes.shape[1]
+            params = np.empty((b.n, 5 + 4 * k))
+            if _host_rows(bx, vals, b.channels, b.dtype == np.uint8, params):
+                return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
+                           fill=params[:, :b.channels], fast=rows_fast(*KERNELS.cu))
     bx, k = _boxes(boxes, b.n, b.device)
     vals = as_stored(_values(value, b.n, b.channels, b.device), b.dtype)  # exact on every backend
     xp = np if isinstance(vals, np.ndarray) else cupy_module()
