@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import cupy_module, dtype_max
-from gpuaug.ops._launch import host_seed, rows_plan, run_custom, sample_index, seed_chunks, seed_columns
+from gpuaug.ops._launch import host_seed, rows_plan, run_custom, seed_chunks, seed_columns
 
 KERNELS = Kernels(cu=("salt_and_pepper.cu", "gpuaug_salt_and_pepper"),
                   numba=("salt_and_pepper", "kernel"), kind="value")
@@ -79,21 +80,34 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
 
 def _host_rows(pr, sv, seed, n, salt):
     """The rows ``[noisy lo, noisy hi, salt lo, salt hi, seed x 4, salt value, sample index]``
-    for host values, written in place: the general path's columns (:func:`_split` of the two
-    thresholds, :func:`seed_columns`...) value for value, with the same operations in the same
-    order, without a column each and their concatenation."""
+    for host values, in one compiled loop (:func:`_rows`)."""
     rows = np.empty((n, 10))
-    for col, t in ((0, np.multiply(pr, 2.0 ** 32)), (2, np.multiply(pr, sv))):
-        if col:
-            t *= 2.0 ** 32  # pr * sv * 2**32, multiplied left to right as the general path
-        np.floor(t, out=t)
-        lo = np.mod(t, 65536.0, out=rows[:, col])
-        np.subtract(t, lo, out=rows[:, col + 1])
-        rows[:, col + 1] /= 65536.0
-    rows[:, 4:8] = seed_chunks(seed)
-    rows[:, 8] = salt
-    rows[:, 9] = sample_index(n)
+    s = seed_chunks(seed)
+    _rows(pr, sv, float(s[0]), float(s[1]), float(s[2]), float(s[3]), float(salt), rows)
     return rows
+
+
+@compiled
+def _rows(pr, sv, s0, s1, s2, s3, salt, rows):
+    """The general path's columns (:func:`_split` of the two thresholds, :func:`seed_columns`,
+    the salt value, the sample index) value for value, with the same operations in the same
+    order (``floor(pr * 2**32)``, ``floor(pr * sv * 2**32)`` multiplied left to right; the
+    split is exact: the thresholds are integers up to 2**32)."""
+    for i in range(pr.shape[0]):
+        t = np.floor(pr[i] * 4294967296.0)
+        lo = t % 65536.0
+        rows[i, 0] = lo
+        rows[i, 1] = (t - lo) / 65536.0
+        t = np.floor(pr[i] * sv[i] * 4294967296.0)
+        lo = t % 65536.0
+        rows[i, 2] = lo
+        rows[i, 3] = (t - lo) / 65536.0
+        rows[i, 4] = s0
+        rows[i, 5] = s1
+        rows[i, 6] = s2
+        rows[i, 7] = s3
+        rows[i, 8] = salt
+        rows[i, 9] = i
 
 
 def _example(rng, n, h, w):
