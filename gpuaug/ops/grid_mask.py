@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, count_nonzero, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -57,6 +58,19 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     t = per_sample(tile, b.n, "tile", **SPECS[0].limits("tile"), device=b.device)
+    r = per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device)
+    a = per_sample(angle, b.n, "angle", device=b.device)
+    s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
+    if type(t) is np.ndarray and type(r) is np.ndarray and type(a) is np.ndarray and type(s) is np.ndarray:
+        # host values: the rows [cos, sin, shift_y, shift_x, tile, ratio * tile], each column as
+        # the general path rounds it to float32, in two compiled loops around NumPy's cos and sin
+        rows, rad = np.empty((b.n, 6)), np.empty(b.n)
+        if _host_rows(t, r, a, s, rows, rad):  # False: a tile float32 cannot hold (said below)
+            np.cos(rad, out=rows[:, 0])
+            np.sin(rad, out=rows[:, 1])
+            _round_f32(rows)
+            return run(b, KERNELS, rows, shapes=b.shapes, out=out, backend=be, stream=stream,
+                       fast=rows_fast(*KERNELS.cu))
     if isinstance(t, np.ndarray):  # the kernels divide by tile in float32: it must hold it
         with np.errstate(over="ignore"):
             t32_ = t.astype(np.float32)
@@ -66,23 +80,6 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
             i = int(np.argmin(ok))
             raise ValueError(f"tile: sample {i} has tile={float(t[i])!r}, which is {float(t32_[i])} in float32 (the "
                              "kernels' precision); expected values float32 holds, from 1.4e-45 to 3.4e+38")
-    r = per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device)
-    a = per_sample(angle, b.n, "angle", device=b.device)
-    s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
-    if all(type(v) is np.ndarray for v in (t, r, a, s)):
-        # host values: the rows [cos, sin, shift_y, shift_x, tile, ratio * tile] written in
-        # place in float64, then rounded to float32 together (each column as the general path
-        # rounds it: the tile column is t32_ already, so ratio * tile multiplies the same values)
-        rows = np.empty((b.n, 6))
-        rad = a * (np.pi / 180.0)
-        np.cos(rad, out=rows[:, 0])
-        np.sin(rad, out=rows[:, 1])
-        rows[:, 2:4] = s
-        rows[:, 4] = t32_
-        np.multiply(r, rows[:, 4], out=rows[:, 5])
-        params = rows.astype(np.float32).astype(np.float64)
-        return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
-                   fast=rows_fast(*KERNELS.cu))
     xp = np if all(isinstance(v, np.ndarray) for v in (t, r, a, s)) else cupy_module()
     t, r, a, s = (xp.asarray(v, dtype=xp.float64) for v in (t, r, a, s))
     rad = a * (np.pi / 180.0)
@@ -91,6 +88,31 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     params = column_stack([f32(xp.cos(rad)), f32(xp.sin(rad)), f32(s), t32, f32(r * t32)], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream,
                fast=rows_fast(*KERNELS.cu))
+
+
+@compiled
+def _host_rows(t, r, a, s, rows, rad):
+    """Columns 2-5 of the rows of host values (shift_y, shift_x, float32 tile, ratio * that
+    tile, in float64) and the angles in radians (``a * (pi / 180)``), as the general path
+    computes them; False when a tile is 0 or infinite in float32 (the kernels divide by it)."""
+    for i in range(t.shape[0]):
+        t32 = np.float64(np.float32(t[i]))
+        if t32 == 0.0 or not np.isfinite(t32):
+            return False
+        rows[i, 2] = s[i, 0]
+        rows[i, 3] = s[i, 1]
+        rows[i, 4] = t32
+        rows[i, 5] = r[i] * t32
+        rad[i] = a[i] * (np.pi / 180.0)
+    return True
+
+
+@compiled
+def _round_f32(rows):
+    """``rows`` rounded to float32 in place (``rows.astype(float32).astype(float64)``)."""
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            rows[i, j] = np.float64(np.float32(rows[i, j]))
 
 
 def _example(rng, n, h, w):
