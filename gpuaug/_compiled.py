@@ -17,6 +17,8 @@ may differ from the C library's in the last bit.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 #: int64 bounds meaning "no bound" for :func:`ints_in`
@@ -28,11 +30,25 @@ CHARS = frozenset("?bBhHiIlLqQfd")
 
 
 def compiled(func):
-    """``func`` compiled by ``numba.njit`` on its first call (nogil, Numba's on-disk cache per
-    GPUAUG_NUMBA_CACHE): :func:`gpuaug.kernels.numba._dual.lazy_njit`."""
-    from gpuaug.kernels.numba._dual import lazy_njit
+    """``func`` (plain Python on NumPy arrays and numbers) compiled by ``numba.njit`` on its
+    first call (nogil, Numba's on-disk cache per GPUAUG_NUMBA_CACHE); one compile per
+    argument type signature, as Numba does."""
+    box = []
 
-    return lazy_njit(func)
+    def make():
+        import numba
+
+        from gpuaug.kernels.numba._dual import disk_cache
+
+        box.append(numba.njit(nogil=True, cache=disk_cache())(func))
+        return box[0]
+
+    @functools.wraps(func)
+    def call(*args):
+        return (box[0] if box else make())(*args)
+
+    call.py_func = func  # the Python function itself (tests run it uncompiled too)
+    return call
 
 
 @compiled

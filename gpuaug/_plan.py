@@ -44,8 +44,8 @@ _LIMIT = 256
 _OFF = object()
 _CP = []              # [cupy.ndarray], once cupy is imported by a planned call
 #: op plans: replays, made, refused; run() plans (per-sample parameters): run_replays, run_made,
-#: run_refused; compiled: replays of either kind through gpuaug.kernels._replay.
-stats = {"replays": 0, "made": 0, "refused": 0, "run_replays": 0, "run_made": 0, "run_refused": 0, "compiled": 0}
+#: run_refused.
+stats = {"replays": 0, "made": 0, "refused": 0, "run_replays": 0, "run_made": 0, "run_refused": 0}
 
 
 def _drop(entry):
@@ -260,13 +260,12 @@ class _Pending:
 class Plan:
     """The launches of one call, with the input's and output's addresses as slots."""
 
-    __slots__ = ("shape", "dtype", "dev", "launches", "temps", "bound", "tables", "comp")
+    __slots__ = ("shape", "dtype", "dev", "launches", "temps", "bound", "tables")
 
     def __init__(self, shape, dtype, dev, launches, temps=()):
         self.shape, self.dtype, self.dev, self.launches = shape, dtype, dev, launches
         self.temps = temps  # byte sizes of the scratch allocations the launches use
         self.bound = None   # per launch: (go(args), template with arrays as addresses, patches)
-        self.comp = None    # the compiled replay's arrays (gpuaug.kernels._replay), False: none
         #: descriptor tables by (address of the array they describe) * 64 + argument index, kept
         #: once the constant cache has them uploaded (so any stream may read them): a replay's
         #: lookup without the cache's key. Small: a loop cycles through a few arrays.
@@ -291,31 +290,6 @@ class Plan:
             bound.append((go, vals, patches))
         self.bound = bound
         return bound
-
-    def compile(self):
-        """The launches as :func:`gpuaug.kernels._replay.replay` reads them (made once), or
-        False when that cannot replay them (another kernel type, descriptor tables, scratch
-        memory, arguments it cannot pack, no driver library by name, GPUAUG_COMPILED_REPLAY=0)."""
-        from gpuaug.kernels import _replay
-
-        comp = False
-        if _replay.enabled() and _replay.driver_functions() is not None and not self.temps:
-            cp = _CP[0]
-            launches, packs = [], []
-            for fn, grid, block, smem, template, patches in self.launches:
-                vals = [a.data.ptr if type(a) is cp else a for a in template]
-                types = list(map(type, vals))
-                for i, _, _ in patches:
-                    types[i] = int
-                got = fn.packer(tuple(types)) if hasattr(fn, "packer") else None
-                if got is None:
-                    break
-                launches.append((got[0], grid, block, smem, vals, patches))
-                packs.append(got[1])
-            else:
-                comp = _replay.compile_plan(launches, packs) or False
-        self.comp = comp
-        return comp
 
     @classmethod
     def from_log(cls, log, x, y, params=False):
@@ -396,23 +370,12 @@ class Plan:
         plan; ``same_device``: the caller has checked the device; ``scratch``: the scratch
         arrays to use, from a parameter ring's slot, else new ones); None when the current
         device is not the plan's (the caller then runs the op normally)."""
-        cu, cupy, get_device, rp, get_stream = _MODS or _mods()
+        cu, cupy, get_device = _MODS or _mods()
         if same_device is None and get_device() != self.dev:
             return None
         if cu.RECORDING[0]:  # a replay's launches hold addresses, not arrays: no plan of them
             cu.log("dirty", "a plan replayed while recording")
         y = cupy.ndarray(self.shape, self.dtype) if out is None else out  # cupy.empty, less a call
-        comp = self.comp
-        if comp is None:
-            comp = self.compile()
-        if comp:  # one compiled call (no scratch memory, no tables: fill has nothing to fill)
-            r = rp.replay(rp.driver_functions(), _NO_PARAMS, _NO_HOST, 0, 0, comp.fn_ptrs, comp.dims, comp.starts,
-                          comp.templates, comp.patches, x.data.ptr, y.data.ptr, 0 if par is None else par.data.ptr,
-                          get_stream().ptr, 0)
-            if r:
-                rp.raise_for(r)
-            stats["compiled"] += 1
-            return y
         if self.temps and scratch is None:
             scratch = [cupy.empty(size, np.uint8) for size in self.temps]
             if fill is not None:
@@ -566,14 +529,6 @@ def run_planned(key, kernels, batch, params, normal, out=None):
         kern, plan, ring = got
         x = batch.arrays[0]
         if kern is kernels and mods[2]() == plan.dev and (out is None or _fits(out, plan, x)):
-            comp = plan.comp
-            if comp is None:
-                comp = plan.compile()
-            if comp and type(params) is np.ndarray:
-                y = _compiled_replay(plan, comp, x, out, params, ring, mods)
-                if y is not None:
-                    stats["run_replays"] += 1
-                    return y
             slot = ring.take(params) if type(params) is np.ndarray else None
             par = _device_params(params, batch.n) if slot is None else slot[1]
             scratch = ring.scratch_of(slot, plan.temps) if plan.temps and slot is not None else None
@@ -616,7 +571,7 @@ class _Ring:
     BYTES = 256 << 10
     SCRATCH = 1 << 20     # a plan's scratch memory up to this many bytes is kept per slot
     __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots", "memcpy",
-                 "stream", "streams", "last", "scratch", "handles")
+                 "stream", "streams", "last", "scratch")
 
     def __init__(self, shape):
         import threading
@@ -633,7 +588,6 @@ class _Ring:
         self.dev = [dev[i, :self.nbytes // 4].reshape(shape) for i in range(k)]
         self.ptrs = [(h.ctypes.data, d.data.ptr) for h, d in zip(self.host, self.dev)]
         self.events = [_cuda().new_event() for _ in range(k)]
-        self.handles = [ev.ptr for ev in self.events]  # the compiled replay records them itself
         self.state = [0] * k  # 0: free, 1: taken (being filled), 2: sent (free once its event is done)
         self.streams = [None] * k  # the stream each sent slot's event was recorded on
         self.scratch = [None] * k  # per slot: the plan's scratch arrays (see scratch_of())
@@ -642,25 +596,18 @@ class _Ring:
         self.lock = threading.Lock()
         self.memcpy, self.stream = cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream  # looked up once
 
-    def claim(self):
-        """The next slot's index, now taken (being filled), or -1 when it is still in use."""
+    def take(self, params):
+        """(slot index, device array, current stream) with ``params`` on their way to it (on
+        that stream), or None when the slot is still in use."""
         with self.lock:
             i = self.i
             st = self.state[i]
             if st == 2:
                 st = self._settle(i)
             if st:
-                return -1
+                return None
             self.i = (i + 1) % self.slots
             self.state[i] = 1
-        return i
-
-    def take(self, params):
-        """(slot index, device array, current stream) with ``params`` on their way to it (on
-        that stream), or None when the slot is still in use."""
-        i = self.claim()
-        if i < 0:
-            return None
         h = self.host[i]
         # an assignment casts as np.copyto(casting="unsafe") does, without its keyword call
         h[...] = params if params.shape == h.shape else params.reshape(h.shape)
@@ -696,13 +643,10 @@ class _Ring:
         object is kept with the slot (so its address cannot be reused while the slot waits).
         The bookkeeping takes the lock: another thread's take() must not see the slot sent
         before it is the last one (it would free it behind an older event)."""
-        self.events[slot[0]].record(slot[2])
-        self.mark(slot[0], slot[2])
-
-    def mark(self, i, stream):
-        """Slot ``i`` sent on ``stream``, its event recorded behind the launches that read it."""
+        i = slot[0]
+        self.events[i].record(slot[2])
         with self.lock:
-            self.streams[i] = stream
+            self.streams[i] = slot[2]
             self.state[i] = 2
             self.last = i
 
@@ -727,32 +671,6 @@ class _Ring:
                 ev.synchronize()
 
 
-def _compiled_replay(plan, comp, x, out, params, ring, mods):
-    """``plan`` replayed by :func:`gpuaug.kernels._replay.replay` with the host parameters
-    ``params`` converted into the next slot of ``ring`` and copied from there, all in one
-    compiled call, into ``out`` or a new output; None when this call does not suit it (the
-    slot still in use, parameters of another dtype or shape): the Python path then runs."""
-    if ring is None or params.dtype.char != "d" or params.shape != ring.host[0].shape:
-        return None
-    i = ring.claim()
-    if i < 0:
-        return None
-    y = mods[1].ndarray(plan.shape, plan.dtype) if out is None else out
-    stream = mods[4]()
-    rp = mods[3]
-    r = rp.replay(rp.driver_functions(), params, ring.host[i], ring.ptrs[i][1], ring.nbytes, comp.fn_ptrs, comp.dims,
-                  comp.starts, comp.templates, comp.patches, x.data.ptr, y.data.ptr, 0, stream.ptr, ring.handles[i])
-    ring.mark(i, stream)  # (after an error too: a slot whose event was never recorded reads as done)
-    if r:
-        rp.raise_for(r)
-    stats["compiled"] += 1
-    return y
-
-
-_NO_PARAMS = np.zeros((0, 0))
-_NO_HOST = np.zeros((0, 0), np.float32)
-
-
 def _device_params(params, n):
     """The float32 (n, P) device parameters of a replay: host values in one staged upload,
     converted while packed; device values in place when they are already float32 and
@@ -765,8 +683,7 @@ def _device_params(params, n):
     return cupy.ascontiguousarray(params, dtype=cupy.float32).reshape(n, -1)
 
 
-_MODS: list = []  # [gpuaug.kernels._cuda, cupy, cupy.cuda.runtime.getDevice, gpuaug.kernels._replay,
-#                   cupy.cuda.get_current_stream], once imported
+_MODS: list = []  # [gpuaug.kernels._cuda, cupy, cupy.cuda.runtime.getDevice], once imported
 
 
 def _mods():
@@ -776,9 +693,8 @@ def _mods():
         import cupy
 
         from gpuaug.kernels import _cuda as cu
-        from gpuaug.kernels import _replay
 
-        _MODS.extend((cu, cupy, cupy.cuda.runtime.getDevice, _replay, cupy.cuda.get_current_stream))
+        _MODS.extend((cu, cupy, cupy.cuda.runtime.getDevice))
     return _MODS
 
 

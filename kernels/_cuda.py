@@ -166,18 +166,6 @@ class Kernel:
             _LAUNCH(ptr, g0, g1, g2, b0, b1, b2, shared_mem, _STREAM().ptr, params, 0)
         return go
 
-    def packer(self, types):
-        """(this kernel's function handle, ``pack(buffer, args)`` writing ``args`` of ``types`` into
-        the 8-byte slots of a uint64 array) for :mod:`gpuaug.kernels._replay`; None when a type is
-        not packable."""
-        if not all(t is type(None) or t in _CODES for t in types):
-            return None
-        spec = _SPECS.get(types)
-        if spec is None:
-            spec = _SPECS.setdefault(types, _ArgSpec(types))
-        pack_into = spec.struct.pack_into
-        return self.raw.kernel.ptr, lambda buf, args: pack_into(buf, 0, *args)
-
 
 _LAUNCH = _STREAM = None
 

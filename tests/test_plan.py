@@ -166,44 +166,6 @@ def test_per_sample_arrays_get_no_op_plan_but_a_run_plan():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("compiled", ["1", "0"])
-def test_compiled_replay_equals_the_python_replay(compiled, monkeypatch):
-    """Launch plans replay through one compiled call (gpuaug.kernels._replay) where the driver
-    library loads: host per-sample values (the ring), device values, scalar calls (op plans),
-    into new outputs and into out=; GPUAUG_COMPILED_REPLAY=0 replays in Python. Both give the
-    op's own results."""
-    import cupy as cp
-    from gpuaug.kernels import _replay
-    monkeypatch.setenv("GPUAUG_COMPILED_REPLAY", compiled)
-    _plan.clear_plans()
-    rng = np.random.default_rng(21)
-    n = 5
-    x = cp.asarray(rng.integers(0, 256, (n, 12, 20, 3), dtype=np.uint8))
-    xh = cp.asnumpy(x)
-    out = cp.empty_like(x)
-    before = _plan.stats["compiled"]
-    for i in range(8):
-        f = rng.random(n) < 0.5
-        fd = cp.asarray(rng.random(n) < 0.5)
-        want = np.where(f[:, None, None, None], xh[:, :, ::-1], xh)
-        np.testing.assert_array_equal(cp.asnumpy(gpuaug.flip(x, horizontal=f)), want)
-        assert gpuaug.flip(x, horizontal=f, out=out) is out
-        np.testing.assert_array_equal(cp.asnumpy(out), want)
-        wd = np.where(cp.asnumpy(fd)[:, None, None, None], xh[:, :, ::-1], xh)
-        np.testing.assert_array_equal(cp.asnumpy(gpuaug.flip(x, horizontal=fd)), wd)
-        t = rng.uniform(0, 255, n)
-        np.testing.assert_array_equal(cp.asnumpy(gpuaug.solarize(x, t)),
-                                      cp.asnumpy(gpuaug.solarize.unplanned(x, t)))
-        np.testing.assert_array_equal(cp.asnumpy(gpuaug.flip(x, vertical=True)), xh[:, ::-1])
-        cp.cuda.Device().synchronize()  # plans' checks settle
-    used = _plan.stats["compiled"] - before
-    if compiled == "1" and _replay.driver_functions() is not None:
-        assert used >= 5 * 4  # every kind of call above replayed compiled once planned
-    else:
-        assert used == 0
-
-
-@pytest.mark.gpu
 def test_run_plan_parameter_slots_are_not_reused_while_in_flight():
     """Behind a 0.3 s spin kernel, more calls than the plan's ring has slots, each with other
     flags: the first calls take ring slots, the rest the staged upload (never a wait); every
@@ -334,8 +296,7 @@ def fake(monkeypatch):
     from gpuaug.kernels import _cuda
     monkeypatch.setattr(_cuda, "constants", lambda dev=None: Cache())
     # what the plans import, for this test only
-    from gpuaug.kernels import _replay
-    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, cp.cuda.runtime.getDevice, _replay, lambda: None])
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, cp.cuda.runtime.getDevice])
     return Kern(), launched, made
 
 
@@ -652,8 +613,6 @@ def test_parameter_ring_slots_rotate_and_wait_for_their_events(monkeypatch):
     from gpuaug.kernels import _cuda
 
     class Event:
-        ptr = 0
-
         def __init__(self):
             self.done, self.records = True, 0
 
@@ -666,7 +625,7 @@ def test_parameter_ring_slots_rotate_and_wait_for_their_events(monkeypatch):
         get_current_stream=lambda: types.SimpleNamespace(ptr=0),
         runtime=types.SimpleNamespace(memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)))
     cp.empty = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
-    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0, None, cp.cuda.get_current_stream])
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0])
     monkeypatch.setattr(_cuda, "new_event", Event)
     monkeypatch.setattr(_plan._Ring, "SLOTS", 3)
     ring = _plan._Ring((4, 3))
@@ -699,8 +658,6 @@ def test_parameter_ring_frees_every_slot_behind_the_last_done_event(monkeypatch)
     queries = []
 
     class Event:
-        ptr = 0
-
         def __init__(self):
             self._done = True
 
@@ -719,7 +676,7 @@ def test_parameter_ring_frees_every_slot_behind_the_last_done_event(monkeypatch)
         alloc_pinned_memory=lambda n: bytearray(n), get_current_stream=lambda: current[0],
         runtime=types.SimpleNamespace(memcpyAsync=lambda *a: None))
     cp.empty = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
-    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0, None, cp.cuda.get_current_stream])
+    monkeypatch.setattr(_plan, "_MODS", [_cuda, cp, lambda: 0])
     monkeypatch.setattr(_cuda, "new_event", Event)
     monkeypatch.setattr(_plan._Ring, "SLOTS", 4)
     ring = _plan._Ring((2, 2))

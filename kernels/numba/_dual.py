@@ -55,30 +55,6 @@ def disk_cache() -> bool:
     return os.environ.get("GPUAUG_NUMBA_CACHE", "1") not in ("", "0")
 
 
-def lazy_njit(func, signature=None):
-    """``func`` (plain Python on NumPy arrays and numbers) compiled by ``numba.njit`` on its
-    first call, never at import (nogil, Numba's on-disk cache per :func:`disk_cache`): one
-    compile per argument type signature as Numba does, or only ``signature`` when given (the
-    arguments are then converted to it, and nothing else compiles). ``.py_func``: ``func``."""
-    import functools
-
-    box = []
-
-    def make():
-        import numba
-
-        args = () if signature is None else (signature,)
-        box.append(numba.njit(*args, nogil=True, cache=disk_cache())(func))
-        return box[0]
-
-    @functools.wraps(func)
-    def call(*args):
-        return (box[0] if box else make())(*args)
-
-    call.py_func = func
-    return call
-
-
 def _fingerprint(fn, g) -> str:
     """A digest of the code ``fn`` runs with globals ``g``: its bytecode and constants, the
     simple constants among its globals, and (recursively) the same for every dual function
