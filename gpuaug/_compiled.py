@@ -53,38 +53,44 @@ def compiled(func):
 
 @compiled
 def floats_in(src, out, lo, hi):
-    """``out[i] = float64(src[i])`` for 1-D ``src``; whether every value is within
-    ``[lo, hi]`` (NaN is not: it fails both comparisons). With :func:`gpuaug._params.closed_range`'s
-    bounds this is per_sample's check of finite values in range."""
+    """``out[...] = float64(src)`` for ``src`` of any shape and ``out`` a new C-contiguous array of
+    its shape; whether every value is within ``[lo, hi]`` (NaN is not: it fails both
+    comparisons). With :func:`gpuaug._params.closed_range`'s bounds this is per_sample's check of
+    finite values in range."""
+    s = src.ravel()  # a view when src is C-contiguous, else a copy (read only)
+    o = out.ravel()  # a view: out is C-contiguous
     ok = True
-    for i in range(src.shape[0]):
-        v = np.float64(src[i])
-        out[i] = v
-        if not (v >= lo and v <= hi):
-            ok = False
+    for i in range(s.shape[0]):  # no branch in the loop: it vectorises
+        v = np.float64(s[i])
+        o[i] = v
+        ok &= (v >= lo) & (v <= hi)
     return ok
 
 
 @compiled
 def ints_in(src, out, lo, hi):
-    """``out[i] = int64(src[i])`` for 1-D integer ``src`` (signed, or unsigned up to 32 bits);
-    whether every value is within ``[lo, hi]`` (int64)."""
+    """``out[...] = int64(src)`` for integer ``src`` of any shape (signed, or unsigned up to 32
+    bits) and ``out`` a new C-contiguous array of its shape; whether every value is within
+    ``[lo, hi]`` (int64)."""
+    s = src.ravel()
+    o = out.ravel()
     ok = True
-    for i in range(src.shape[0]):
-        v = np.int64(src[i])
-        out[i] = v
-        if v < lo or v > hi:
-            ok = False
+    for i in range(s.shape[0]):
+        v = np.int64(s[i])
+        o[i] = v
+        ok &= (v >= lo) & (v <= hi)
     return ok
 
 
 def int_bounds(low, high, low_open):
     """(lo, hi) int64 bounds for :func:`ints_in` equal to per_sample's integer checks
-    (``v >= low``, ``v > low`` when ``low_open``, ``v <= high``), or None when a bound is not an
-    int (the NumPy path compares those)."""
+    (``v >= low``, ``v > low`` when ``low_open``, ``v <= high``), or None when there is no bound
+    or a bound is not an int (the NumPy path converts and compares those)."""
     for b in (low, high):
         if b is not None and type(b) is not int:
             return None
+    if low is None and high is None:  # nothing to check: the conversion alone is cheaper
+        return None
     lo = I64_MIN if low is None else low + 1 if low_open else low
     hi = I64_MAX if high is None else high
     if lo > I64_MAX or hi < I64_MIN:  # nothing passes: the NumPy path says so

@@ -136,9 +136,7 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
             got = _RANGES[(low, high, low_open)] = closed_range(low, high, low_open)
         if got is not None and arr.dtype.char in _CHARS:  # converted and checked in one loop
             out = np.empty(arr.shape)
-            ok = (floats_in(arr, out, got[0], got[1]) if arr.ndim == 1 else
-                  floats_in(arr.reshape(-1), out.reshape(-1), got[0], got[1]))
-            return out if ok else None
+            return out if floats_in(arr, out, got[0], got[1]) else None
     arr = arr.astype(np.float64)  # float16 and the like, bounds that are not exact floats
     size = arr.size
     # count_nonzero of a bool array: a fraction of ndarray.all()'s reduction machinery
@@ -174,9 +172,7 @@ def _host_ints(arr, kind, low, high, low_open):
         bounds = _INT_BOUNDS[(low, high, low_open)] = int_bounds(low, high, low_open)
     if bounds is not None:  # converted and checked in one loop
         out = np.empty(arr.shape, np.int64)
-        ok = (ints_in(arr, out, bounds[0], bounds[1]) if arr.ndim == 1 else
-              ints_in(arr.reshape(-1), out.reshape(-1), bounds[0], bounds[1]))
-        return out if ok else None
+        return out if ints_in(arr, out, bounds[0], bounds[1]) else None
     arr = arr.astype(np.int64)
     if arr.size:
         if low is not None:
