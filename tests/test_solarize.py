@@ -90,3 +90,21 @@ def test_solarize_gpu(backend, dtype, layout):
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in SIZES]
     check_op(gpuaug.solarize, lambda s, i: R.solarize(s, m / 2, m), xs, {"threshold": m / 2}, varshape=True,
              backend=backend, atol_u8=0)
+
+
+def test_solarize_compiled_rows_equal_float32_at_least():
+    """Host thresholds take one compiled loop (issue 13): the rows equal [float32_at_least(t),
+    max] bit for bit, on random values and float32 rounding edges (subnormals, values just
+    above a float32, the range's ends)."""
+    from gpuaug._run import describe
+    from gpuaug.ops._launch import float32_at_least
+
+    rng = np.random.default_rng(5)
+    f32 = np.float32(0.1).astype(np.float64)
+    edges = [0.0, 1.0, 1e-40, 1e-46, f32, np.nextafter(f32, 1.0), np.nextafter(f32, 0.0), 1 / 3, 0.5]
+    for dtype, top, values in (("uint8", 255.0, np.concatenate([rng.uniform(0, 255, 200), [0.0, 255.0, 127.5]])),
+                               ("float32", 1.0, np.concatenate([rng.uniform(0, 1, 200), edges]))):
+        x = np.zeros((values.size, 2, 2, 1), dtype)
+        got = describe(gpuaug.ops.solarize.solarize, x, threshold=values).params
+        want = np.column_stack([float32_at_least(values), np.full(values.size, top)])
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), dtype

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import DTYPE_MAX, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -43,13 +44,24 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     m = top(b.dtype)
     t = per_sample(threshold, b.n, "threshold", **SPECS[0].limits("threshold", b.dtype), device=b.device)
     # float32 on the GPU, float64 on the CPU: one float32 number that compares alike everywhere
-    if type(t) is np.ndarray:  # [threshold, max] written in place
+    if type(t) is np.ndarray:  # [threshold, max] in one compiled loop
         params = np.empty((b.n, 2))
-        params[:, 0] = float32_at_least(t)
-        params[:, 1] = m
+        _host_rows(t, float(m), params)
     else:
         params = column_stack([float32_at_least(t), np.full(b.n, m)], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
+
+
+@compiled
+def _host_rows(t, m, rows):
+    """Rows ``[float32_at_least(t), m]`` (:func:`gpuaug.ops._launch.float32_at_least`, value for
+    value: the float32 rounding of ``t``, moved up one float32 step where it fell below)."""
+    for i in range(t.shape[0]):
+        f = np.float32(t[i])
+        if np.float64(f) < t[i]:
+            f = np.nextafter(f, np.float32(np.inf))
+        rows[i, 0] = f
+        rows[i, 1] = m
 
 
 def _example(rng, n, h, w):
