@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -44,8 +45,21 @@ def gamma(x, gamma, gain=1, *, out=None, layout="NHWC", stream=None, backend=Non
     be = choose_backend(b, backend)
     g = per_sample(gamma, b.n, "gamma", **SPECS[0].limits("gamma"), device=b.device)
     k = per_sample(gain, b.n, "gain", device=b.device)
-    params = column_stack([g, k, np.full(b.n, top(b.dtype))], b.n)
+    if type(g) is np.ndarray and type(k) is np.ndarray:  # host values: rows in one compiled loop
+        params = np.empty((b.n, 3))
+        _host_rows(g, k, float(top(b.dtype)), params)
+    else:
+        params = column_stack([g, k, np.full(b.n, top(b.dtype))], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
+
+
+@compiled
+def _host_rows(g, k, m, rows):
+    """Rows ``[gamma, gain, maximum]``: column_stack's matrix for host values."""
+    for i in range(g.shape[0]):
+        rows[i, 0] = g[i]
+        rows[i, 1] = k[i]
+        rows[i, 2] = m
 
 
 def _example(rng, n, h, w):

@@ -1,0 +1,55 @@
+"""Ops whose host per-sample values become parameter rows in one compiled loop (issue 13): the
+rows equal the general path's (the same values as Python lists) bit for bit, and values the
+general path refuses get its error, word for word."""
+import numpy as np
+import pytest
+
+import gpuaug
+from gpuaug._run import describe
+
+
+def rows(op, x, **kw):
+    return describe(getattr(gpuaug.ops, op).__dict__[op], x, **kw).params
+
+
+def as_lists(kw):
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
+
+
+def cases(rng, n, h, w):
+    yield "gamma", {"gamma": rng.uniform(0, 3, n), "gain": rng.uniform(-2, 2, n)}
+    yield "gamma", {"gamma": np.arange(n, dtype=np.int32), "gain": rng.uniform(0, 1, n).astype(np.float32)}
+    yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
+    yield "crop", {"top": np.zeros(n, np.int32), "left": np.full(n, w - 1, np.uint16), "height": h, "width": 1}
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_compiled_rows_equal_the_general_path(dtype):
+    rng = np.random.default_rng(8)
+    n, h, w = 9, 10, 12
+    x = np.zeros((n, h, w, 3), dtype)
+    for op, kw in cases(rng, n, h, w):
+        got, want = rows(op, x, **kw), rows(op, x, **as_lists(kw))
+        assert same_bits(got, want), (op, kw)
+
+
+@pytest.mark.parametrize("op, kw, match", [
+    ("crop", {"top": np.array([0, 8, 0]), "left": np.zeros(3, int), "height": 3, "width": 4}, "top, height: sample 1"),
+    ("crop", {"top": np.zeros(3, int), "left": np.array([0, 0, 9]), "height": 3, "width": 4}, "left, width: sample 2"),
+    ("crop", {"top": np.array([0, -1, 0]), "left": np.zeros(3, int), "height": 3, "width": 4}, "top"),
+    ("gamma", {"gamma": np.array([1.0, -0.5, 1.0]), "gain": np.ones(3)}, "gamma"),
+    ("gamma", {"gamma": np.ones(3), "gain": np.array([1.0, np.nan, 1.0])}, "gain"),
+])
+def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
+    x = np.zeros((3, 10, 12, 3), np.uint8)
+    errors = []
+    for k in (kw, as_lists(kw)):
+        with pytest.raises(ValueError, match=match) as e:
+            getattr(gpuaug, op)(x, **k)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
