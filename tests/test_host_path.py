@@ -810,12 +810,16 @@ def test_gaussian_noise_host_rows_equal_the_general_columns(monkeypatch):
     monkeypatch.setattr(G, "run_custom", lambda b, params, **kw: seen.append(params))
     rng = np.random.default_rng(13)
     n = 21
-    for mean, std, seed in ((rng.uniform(-5, 5, n), rng.uniform(0, 20, n), 2 ** 64 - 1), (0.1, 3.3, 7)):
-        G.gaussian_noise(np.zeros((n, 4, 4, 3), np.uint8), mean, std, seed)
-        mu, sd = (float32_exact(np.broadcast_to(np.asarray(v, np.float64), (n,)).copy()) for v in (mean, std))
+    edges = np.resize([1e39, -1e39, 1 / 3, 0.1, -0.0, 1e-46, 3.4028235677973366e38, 2.5], n)
+    for mean, std, seed in ((rng.uniform(-5, 5, n), rng.uniform(0, 20, n), 2 ** 64 - 1), (0.1, 3.3, 7),
+                            (edges, np.abs(edges), 0)):
+        with np.errstate(over="ignore"):
+            G.gaussian_noise(np.zeros((n, 4, 4, 3), np.uint8), mean, std, seed)
+        with np.errstate(over="ignore"):
+            mu, sd = (float32_exact(np.broadcast_to(np.asarray(v, np.float64), (n,)).copy()) for v in (mean, std))
         want = column_stack([mu, sd, seed_columns(seed, n), np.arange(n, dtype=np.float64)], n)
         got = seen.pop()
-        assert got.flags.c_contiguous and np.array_equal(got, want)
+        assert got.flags.c_contiguous and np.array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
 def test_odd_sizes_with_allowed_sizes_refuses_the_others():

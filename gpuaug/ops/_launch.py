@@ -146,14 +146,6 @@ def seed_columns(seed: int, n: int) -> np.ndarray:
     return cols
 
 
-def sample_index(n: int) -> np.ndarray:
-    """arange(n) as float64, read-only and kept per n: the noise ops' sample-index column."""
-    return kept_array(_INDEX, n, lambda: np.arange(n, dtype=np.float64))
-
-
-_INDEX: dict = {}
-
-
 def float32_exact(a):
     """Round parameters to float32 on the host, so every backend computes with the same values."""
     return a.astype(np.float32).astype(np.float64)

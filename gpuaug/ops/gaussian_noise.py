@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch, max_over
+from gpuaug._compiled import compiled
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
-from gpuaug.ops._launch import (CudaPlan, float32_exact, host_seed, run_custom, sample_index, seed_chunks,
+from gpuaug.ops._launch import (CudaPlan, float32_exact, host_seed, run_custom, seed_chunks,
                                 seed_columns)
 
 KERNELS = Kernels(cu=("gaussian_noise.cu", "gpuaug_gaussian_noise"), numba=("gaussian_noise", "kernel"),
@@ -64,13 +65,10 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
     seed = host_seed(seed)
     mu = per_sample(mean, b.n, "mean", device=b.device)
     sd = per_sample(std, b.n, "std", **SPECS[0].limits("std"), device=b.device)
-    if type(mu) is np.ndarray and type(sd) is np.ndarray:  # [mean, std, seed x 4, index] in place
+    if type(mu) is np.ndarray and type(sd) is np.ndarray:  # [mean, std, seed x 4, index]: one loop
         params = np.empty((b.n, 7))
-        params[:, 0] = mu
-        params[:, 1] = sd
-        params[:, :2] = float32_exact(params[:, :2])  # each value rounded on its own: as per column
-        params[:, 2:6] = seed_chunks(seed)
-        params[:, 6] = sample_index(b.n)
+        s = seed_chunks(seed)
+        _host_rows(mu, sd, float(s[0]), float(s[1]), float(s[2]), float(s[3]), params)
     else:
         if isinstance(mu, np.ndarray):
             mu = float32_exact(mu)
@@ -80,6 +78,20 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
     rnd = b.dtype == np.uint8
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0], numba_extra=(rnd,))
+
+
+@compiled
+def _host_rows(mu, sd, s0, s1, s2, s3, rows):
+    """Rows ``[mean, std, seed x 4, sample index]``, mean and std rounded to float32 each
+    (:func:`float32_exact`), as the general path's columns."""
+    for i in range(mu.shape[0]):
+        rows[i, 0] = np.float64(np.float32(mu[i]))
+        rows[i, 1] = np.float64(np.float32(sd[i]))
+        rows[i, 2] = s0
+        rows[i, 3] = s1
+        rows[i, 4] = s2
+        rows[i, 5] = s3
+        rows[i, 6] = i
 
 
 def _example(rng, n, h, w):
