@@ -53,3 +53,32 @@ def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
             getattr(gpuaug, op)(x, **k)
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+def test_color_twist_host_matrix_equals_column_stack():
+    from gpuaug._params import column_stack
+    rng = np.random.default_rng(4)
+    n = 7
+    for dtype, top in (("uint8", 255.0), ("float32", 1.0)):
+        x = np.zeros((n, 3, 3, 3), dtype)
+        for m in (rng.uniform(-2, 2, (n, 3, 4)), rng.uniform(-2, 2, (3, 4)), np.eye(3, 4, dtype=np.float32)):
+            got = rows("color_twist", x, matrix=m)
+            want = column_stack([np.broadcast_to(np.asarray(m, np.float64), (n, 3, 4)), np.full(n, top)], n)
+            assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("c", [1, 3, 4])
+def test_channel_shuffle_permutation_check(c):
+    """The compiled check passes exactly the rows that hold each of 0..C-1 once, as the sort
+    comparison did; a refused row is named."""
+    rng = np.random.default_rng(c)
+    n = 6
+    x = np.zeros((n, 2, 2, c), np.uint8)
+    perms = np.array([rng.permutation(c) for _ in range(n)])
+    assert np.array_equal(rows("channel_shuffle", x, permutation=perms), perms)
+    bads = [np.full(c, c), np.full(c, -1)] + ([np.r_[np.zeros(2, int), np.arange(2, c)]] if c > 1 else [])
+    for bad in bads:
+        p = perms.copy()
+        p[4] = bad
+        with pytest.raises(ValueError, match=r"permutation: got .* \(sample 4\)"):
+            gpuaug.channel_shuffle(x, p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled
 from gpuaug._params import per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import choose_backend
@@ -44,11 +45,27 @@ def channel_shuffle(x, permutation, *, out=None, layout="NHWC", stream=None, bac
     be = choose_backend(b, backend)
     c = b.channels
     perm = per_sample(permutation, b.n, "permutation", shape=(c,), integer=True, device=b.device)
-    if isinstance(perm, np.ndarray) and not (np.sort(perm, axis=1) == np.arange(c)).all():
+    if isinstance(perm, np.ndarray) and not _permutations(perm):
         bad = int(np.argmax(~(np.sort(perm, axis=1) == np.arange(c)).all(axis=1)))
         raise ValueError(f"permutation: got {perm[bad].tolist()} (sample {bad}); expected a permutation "
                          f"of 0..{c - 1} (each channel index once)")
     return apply(b, KERNELS, [perm], out=out, backend=be, stream=stream)
+
+
+@compiled
+def _permutations(perm):
+    """Whether every row of the (N, C) int64 ``perm`` holds each of 0..C-1 once (one pass)."""
+    c = perm.shape[1]
+    for i in range(perm.shape[0]):
+        seen = 0
+        for j in range(c):
+            v = perm[i, j]
+            if v < 0 or v >= c:
+                return False
+            seen |= 1 << v
+        if seen != (1 << c) - 1:
+            return False
+    return True
 
 
 def _example(rng, n, h, w):

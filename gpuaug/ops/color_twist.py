@@ -46,6 +46,11 @@ def color_twist(x, matrix, *, out=None, layout="NHWC", stream=None, backend=None
     b = as_batch(x, layout, channels=CHANNELS)
     be = choose_backend(b, backend)
     m = per_sample(matrix, b.n, "matrix", shape=(3, 4), device=b.device)
+    if type(m) is np.ndarray:  # host values: the whole (N, 13) matrix, which apply() takes as it is
+        rows = np.empty((b.n, 13))
+        rows[:, :12] = m.reshape(b.n, 12)
+        rows[:, 12] = maxv_column(b)
+        return apply(b, KERNELS, [rows], out=out, backend=be, stream=stream)
     return apply(b, KERNELS, [m, maxv_column(b)], out=out, backend=be, stream=stream)
 
 
