@@ -96,3 +96,13 @@ def int_bounds(low, high, low_open):
     if lo > I64_MAX or hi < I64_MIN:  # nothing passes: the NumPy path says so
         return None
     return max(lo, I64_MIN), min(hi, I64_MAX)
+
+
+def plain(value, n, shape=()):
+    """``value`` itself when it is a NumPy array of shape ``(n,) + shape`` of a dtype the compiled
+    loops read (:data:`CHARS`): what an op's compiled rows may take as it is, checking it there
+    as :func:`gpuaug._params.per_sample` would; None for anything else (the general path)."""
+    if type(value) is np.ndarray and value.dtype.char in CHARS and value.shape == ((n,) + shape if shape else (n,)):
+        return value
+    return None
+

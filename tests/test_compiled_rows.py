@@ -44,6 +44,10 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("crop", {"top": np.array([0, -1, 0]), "left": np.zeros(3, int), "height": 3, "width": 4}, "top"),
     ("gamma", {"gamma": np.array([1.0, -0.5, 1.0]), "gain": np.ones(3)}, "gamma"),
     ("gamma", {"gamma": np.ones(3), "gain": np.array([1.0, np.nan, 1.0])}, "gain"),
+    ("salt_and_pepper", {"prob": np.array([0.1, 1.5, 0.0]), "salt_vs_pepper": np.ones(3), "seed": 1}, "prob"),
+    ("salt_and_pepper", {"prob": np.ones(3), "salt_vs_pepper": np.array([0.5, -1e-300, 0]), "seed": 1},
+     "salt_vs_pepper"),
+    ("salt_and_pepper", {"prob": np.array([0.1, np.nan, 0.0]), "salt_vs_pepper": np.ones(3), "seed": 1}, "prob"),
 ])
 def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
     x = np.zeros((3, 10, 12, 3), np.uint8)

@@ -771,7 +771,9 @@ def test_salt_and_pepper_host_rows_equal_the_general_columns(monkeypatch):
     edges = np.array([0.0, 1.0, 0.5, 1 - 2 ** -53, 2 ** -32, 2 ** -33, 3 * 2 ** -33, 0.1, 1 / 3, 65535 / 2 ** 32])
     for dtype, prob, sv, seed in ((np.uint8, rng.uniform(0, 1, n), rng.uniform(0, 1, n), 2 ** 63 - 5),
                                   (np.float32, 0.25, 1.0, 0), (np.uint8, 1.0, rng.uniform(0, 1, n), 12345),
-                                  (np.uint8, np.resize(edges, n), np.resize(edges[::-1], n), 2 ** 64 - 1)):
+                                  (np.uint8, np.resize(edges, n), np.resize(edges[::-1], n), 2 ** 64 - 1),
+                                  (np.uint8, np.resize(edges, n).astype(np.float32), np.resize([1, 0, 1], n).astype(np.uint8),
+                                   3)):
         S.salt_and_pepper(np.zeros((n, 4, 4, 3), dtype), prob, sv, seed)
         pr, s_ = (np.broadcast_to(np.asarray(v, np.float64), (n,)) for v in (prob, sv))
         tn, ts = np.floor(pr * 2.0 ** 32), np.floor(pr * s_ * 2.0 ** 32)

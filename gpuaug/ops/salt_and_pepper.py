@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
-from gpuaug._params import column_stack, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import closed_range, column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import cupy_module, dtype_max
@@ -60,6 +60,14 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     seed = host_seed(seed)
+    pr, sv = plain(prob, b.n), plain(salt_vs_pepper, b.n)
+    if pr is not None and sv is not None:  # NumPy arrays: checked and packed in one compiled loop
+        params = np.empty((b.n, 10))
+        s = seed_chunks(seed)
+        if _rows(pr, sv, _UNIT[0], _UNIT[1], float(s[0]), float(s[1]), float(s[2]), float(s[3]),
+                 float(dtype_max(b.dtype)), params):
+            return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                              numba_module=KERNELS.numba[0])
     pr = per_sample(prob, b.n, "prob", **SPECS[0].limits("prob"), device=b.device)
     sv = per_sample(salt_vs_pepper, b.n, "salt_vs_pepper", **SPECS[0].limits("salt_vs_pepper"),
                     device=b.device)
@@ -80,34 +88,40 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
 
 def _host_rows(pr, sv, seed, n, salt):
     """The rows ``[noisy lo, noisy hi, salt lo, salt hi, seed x 4, salt value, sample index]``
-    for host values, in one compiled loop (:func:`_rows`)."""
+    for host values (float64, checked), in one compiled loop (:func:`_rows`)."""
     rows = np.empty((n, 10))
     s = seed_chunks(seed)
-    _rows(pr, sv, float(s[0]), float(s[1]), float(s[2]), float(s[3]), float(salt), rows)
+    _rows(pr, sv, -np.inf, np.inf, float(s[0]), float(s[1]), float(s[2]), float(s[3]), float(salt), rows)
     return rows
 
 
 @compiled
-def _rows(pr, sv, s0, s1, s2, s3, salt, rows):
+def _rows(pr, sv, lo, hi, s0, s1, s2, s3, salt, rows):
     """The general path's columns (:func:`_split` of the two thresholds, :func:`seed_columns`,
     the salt value, the sample index) value for value, with the same operations in the same
     order (``floor(pr * 2**32)``, ``floor(pr * sv * 2**32)`` multiplied left to right; the
-    split is exact: the thresholds are integers up to 2**32)."""
+    split is exact: the thresholds are integers up to 2**32). Whether every probability is in
+    ``[lo, hi]`` (per_sample's check, with closed_range's bounds; NaN is not)."""
+    ok = True
     for i in range(pr.shape[0]):
-        t = np.floor(pr[i] * 4294967296.0)
-        lo = t % 65536.0
-        rows[i, 0] = lo
-        rows[i, 1] = (t - lo) / 65536.0
-        t = np.floor(pr[i] * sv[i] * 4294967296.0)
-        lo = t % 65536.0
-        rows[i, 2] = lo
-        rows[i, 3] = (t - lo) / 65536.0
+        p = np.float64(pr[i])
+        q = np.float64(sv[i])
+        ok &= (p >= lo) & (p <= hi) & (q >= lo) & (q <= hi)
+        t = np.floor(p * 4294967296.0)
+        t0 = t % 65536.0
+        rows[i, 0] = t0
+        rows[i, 1] = (t - t0) / 65536.0
+        t = np.floor(p * q * 4294967296.0)
+        t0 = t % 65536.0
+        rows[i, 2] = t0
+        rows[i, 3] = (t - t0) / 65536.0
         rows[i, 4] = s0
         rows[i, 5] = s1
         rows[i, 6] = s2
         rows[i, 7] = s3
         rows[i, 8] = salt
         rows[i, 9] = i
+    return ok
 
 
 def _example(rng, n, h, w):
@@ -126,4 +140,9 @@ SPECS = (
         demo={"prob": 0.08, "seed": 1}),
 )
 
+#: prob's and salt_vs_pepper's range (both [0, 1]) as the compiled rows check it
+_UNIT = closed_range(**SPECS[0].limits("prob"))
+assert _UNIT == closed_range(**SPECS[0].limits("salt_vs_pepper"))
+
 __all__ = ["salt_and_pepper"]
+
