@@ -129,20 +129,23 @@ def test_erase_compiled_rows_equal_the_general_path(dtype, channels):
             assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (dt, value)
 
 
-@pytest.mark.parametrize("bad", ["negative size", "far", "float boxes"])
+@pytest.mark.parametrize("bad", ["negative size", "far", "float boxes", "nan value", "inf value"])
 def test_erase_compiled_rows_refusals_are_the_general_paths(bad):
     rng = np.random.default_rng(4)
     x = random_images(rng, 3, 8, 8, 3, "uint8")
     boxes = _boxes(rng, 3, 2, 8, 8)
-    if bad == "negative size":
+    value = rng.uniform(0, 255, 3)
+    if bad in ("nan value", "inf value"):
+        value[1] = np.nan if bad == "nan value" else -np.inf
+    elif bad == "negative size":
         boxes[1, 0, 3] = -1
     elif bad == "far":
         boxes[2, 1, 0] = 2 ** 24
     else:
         boxes = boxes.astype(float) + 0.5
     errors = []
-    for b in (boxes, boxes.tolist()):
+    for b, v in ((boxes, value), (boxes.tolist(), value.tolist())):
         with pytest.raises((ValueError, TypeError)) as e:
-            gpuaug.erase(x, b, value=rng.uniform(0, 255, 3))
+            gpuaug.erase(x, b, value=v)
         errors.append(str(e.value))
     assert errors[0] == errors[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
+from gpuaug._compiled import compiled, plain
 from gpuaug._params import column_stack, per_sample, value_shape
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -53,16 +53,18 @@ def _values(value, n, c, device, broadcast=True):
 
 @compiled
 def _host_rows(bx, vals, c, u8, rows):
-    """The rows ``[fill x 4, K, boxes...]`` of host values in one loop: ``bx`` the (N, K, 4) int64
-    boxes, ``vals`` (N, C) or (N, 1) float64 fills stored as :func:`as_stored` stores them in
-    uint8 (``u8``) or float32; False at a box :func:`_boxes` refuses (the general path then
-    says what is wrong)."""
+    """The rows ``[fill x 4, K, boxes...]`` of host values in one loop: ``bx`` the (N, K, 4)
+    integer boxes, ``vals`` (N, C) or (N, 1) fills stored as :func:`as_stored` stores them in
+    uint8 (``u8``) or float32; False at a box :func:`_boxes` refuses or a fill that is not
+    finite (the general path then says what is wrong)."""
     n, k, m = bx.shape[0], bx.shape[1], vals.shape[1]
     for i in range(n):
         for j in range(4):
             v = 0.0
             if j < c:
-                v = vals[i, j if m > 1 else 0]
+                v = np.float64(vals[i, j if m > 1 else 0])
+                if not (v >= -1.7976931348623157e308 and v <= 1.7976931348623157e308):
+                    return False
                 if u8:  # np.add(v, 0.5), floor, maximum(0), minimum(255)
                     v = min(max(np.floor(v + 0.5), 0.0), 255.0)
                 else:
@@ -71,7 +73,7 @@ def _host_rows(bx, vals, c, u8, rows):
         rows[i, 4] = k
         for b in range(k):
             for q in range(4):
-                e = bx[i, b, q]
+                e = np.int64(bx[i, b, q])
                 if q >= 2 and e < 0 or e >= 16777216 or e <= -16777216:
                     return False
                 rows[i, 5 + 4 * b + q] = e
@@ -119,8 +121,11 @@ def erase(x, boxes, value=0, *, out=None, layout="NHWC", stream=None, backend=No
     be = choose_backend(b, backend)
     if type(boxes) is np.ndarray and boxes.ndim == 3 and boxes.shape[0] == b.n and boxes.shape[2] == 4 and (
             b.dtype == np.uint8 or b.dtype == np.float32):  # host boxes and values: rows in one loop
-        bx = per_sample(boxes, b.n, "boxes", shape=boxes.shape[1:], integer=True)
-        vals = _values(value, b.n, b.channels, b.device, broadcast=False)
+        kind = boxes.dtype.kind  # integers int64 holds: as they are (the loop converts them)
+        bx = boxes if kind == "i" or kind == "u" and boxes.itemsize <= 4 else per_sample(
+            boxes, b.n, "boxes", shape=boxes.shape[1:], integer=True)
+        v = plain(value, b.n)  # one value per sample, as it is (the loop checks it is finite)
+        vals = v.reshape(b.n, 1) if v is not None else _values(value, b.n, b.channels, b.device, broadcast=False)
         if type(vals) is np.ndarray:
             k = boxes.shape[1]
             params = np.empty((b.n, 5 + 4 * k))
