@@ -278,6 +278,22 @@ def closed_range(low, high, low_open):
 _NONE = object()
 
 
+def spec_range(spec, name, dtype="uint8"):
+    """:func:`closed_range` of op spec ``spec``'s parameter ``name`` (for ``dtype``), kept: the
+    ``(lo, hi)`` an op's compiled rows check host values against, as :func:`per_sample` checks
+    them with ``spec.limits(name, dtype)``; None for a bound that is not an exact float."""
+    key = (spec.name, name, np.dtype(dtype).char)
+    got = _SPEC_RANGES.get(key, _NONE)
+    if got is _NONE:
+        if len(_SPEC_RANGES) >= 256:
+            _SPEC_RANGES.clear()
+        got = _SPEC_RANGES[key] = closed_range(**spec.limits(name, dtype))
+    return got
+
+
+_SPEC_RANGES: dict = {}
+
+
 def _cupy_ndarray():
     """cupy.ndarray when CuPy is imported (else no value can be one): a type to compare with."""
     return getattr(sys.modules.get("cupy"), "ndarray", _NOT_A_TYPE)

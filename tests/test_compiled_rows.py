@@ -48,6 +48,9 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("salt_and_pepper", {"prob": np.ones(3), "salt_vs_pepper": np.array([0.5, -1e-300, 0]), "seed": 1},
      "salt_vs_pepper"),
     ("salt_and_pepper", {"prob": np.array([0.1, np.nan, 0.0]), "salt_vs_pepper": np.ones(3), "seed": 1}, "prob"),
+    ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, -0.5, 0.0]), "seed": 1}, "std"),
+    ("gaussian_noise", {"mean": np.array([0.0, np.inf, 0.0]), "std": np.ones(3), "seed": 1}, "mean"),
+    ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, np.nan, 0.0], np.float32), "seed": 1}, "std"),
 ])
 def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
     x = np.zeros((3, 10, 12, 3), np.uint8)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch, max_over
-from gpuaug._compiled import compiled
-from gpuaug._params import column_stack, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import column_stack, per_sample, spec_range
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.ops._launch import (CudaPlan, float32_exact, host_seed, run_custom, seed_chunks,
@@ -63,12 +63,19 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
     if std is None:
         raise TypeError("std: missing; expected a number >= 0 or a sequence of N of them")
     seed = host_seed(seed)
+    mu, sd = plain(mean, b.n), plain(std, b.n)
+    if mu is not None and sd is not None:  # NumPy arrays: checked and packed in one compiled loop
+        params = np.empty((b.n, 7))
+        s, r = seed_chunks(seed), spec_range(SPECS[0], "std")
+        if _host_rows(mu, sd, r[0], r[1], float(s[0]), float(s[1]), float(s[2]), float(s[3]), params):
+            return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
+                              numba_module=KERNELS.numba[0], numba_extra=(b.dtype == np.uint8,))
     mu = per_sample(mean, b.n, "mean", device=b.device)
     sd = per_sample(std, b.n, "std", **SPECS[0].limits("std"), device=b.device)
     if type(mu) is np.ndarray and type(sd) is np.ndarray:  # [mean, std, seed x 4, index]: one loop
         params = np.empty((b.n, 7))
         s = seed_chunks(seed)
-        _host_rows(mu, sd, float(s[0]), float(s[1]), float(s[2]), float(s[3]), params)
+        _host_rows(mu, sd, -np.inf, np.inf, float(s[0]), float(s[1]), float(s[2]), float(s[3]), params)
     else:
         if isinstance(mu, np.ndarray):
             mu = float32_exact(mu)
@@ -81,17 +88,22 @@ def gaussian_noise(x, mean=0.0, std=None, seed=None, *, out=None, layout="NHWC",
 
 
 @compiled
-def _host_rows(mu, sd, s0, s1, s2, s3, rows):
+def _host_rows(mu, sd, lo, hi, s0, s1, s2, s3, rows):
     """Rows ``[mean, std, seed x 4, sample index]``, mean and std rounded to float32 each
-    (:func:`float32_exact`), as the general path's columns."""
+    (:func:`float32_exact`), as the general path's columns; whether every mean is finite and
+    every std within ``[lo, hi]`` (per_sample's checks, with closed_range's bounds)."""
+    ok = True
     for i in range(mu.shape[0]):
-        rows[i, 0] = np.float64(np.float32(mu[i]))
-        rows[i, 1] = np.float64(np.float32(sd[i]))
+        m, d = np.float64(mu[i]), np.float64(sd[i])
+        ok &= (m >= -1.7976931348623157e308) & (m <= 1.7976931348623157e308) & (d >= lo) & (d <= hi)
+        rows[i, 0] = np.float64(np.float32(m))
+        rows[i, 1] = np.float64(np.float32(d))
         rows[i, 2] = s0
         rows[i, 3] = s1
         rows[i, 4] = s2
         rows[i, 5] = s3
         rows[i, 6] = i
+    return ok
 
 
 def _example(rng, n, h, w):
