@@ -24,6 +24,8 @@ def same_bits(a, b):
 def cases(rng, n, h, w):
     yield "gamma", {"gamma": rng.uniform(0, 3, n), "gain": rng.uniform(-2, 2, n)}
     yield "gamma", {"gamma": np.arange(n, dtype=np.int32), "gain": rng.uniform(0, 1, n).astype(np.float32)}
+    yield "solarize", {"threshold": rng.uniform(0, 1, n).astype(np.float32)}
+    yield "solarize", {"threshold": np.arange(n, dtype=np.uint8) % 2}
     yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
     yield "crop", {"top": np.zeros(n, np.int32), "left": np.full(n, w - 1, np.uint16), "height": h, "width": 1}
 
@@ -48,6 +50,9 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("salt_and_pepper", {"prob": np.ones(3), "salt_vs_pepper": np.array([0.5, -1e-300, 0]), "seed": 1},
      "salt_vs_pepper"),
     ("salt_and_pepper", {"prob": np.array([0.1, np.nan, 0.0]), "salt_vs_pepper": np.ones(3), "seed": 1}, "prob"),
+    ("gamma", {"gamma": np.array([1.0, np.inf, 1.0], np.float32), "gain": np.ones(3)}, "gamma"),
+    ("solarize", {"threshold": np.array([1.0, 256.0, 1.0])}, "threshold"),
+    ("solarize", {"threshold": np.array([1, -1, 1])}, "threshold"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, -0.5, 0.0]), "seed": 1}, "std"),
     ("gaussian_noise", {"mean": np.array([0.0, np.inf, 0.0]), "std": np.ones(3), "seed": 1}, "mean"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, np.nan, 0.0], np.float32), "seed": 1}, "std"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
-from gpuaug._params import column_stack, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import column_stack, per_sample, spec_range
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops._intensity import top, u8_vec_fast
@@ -43,23 +43,30 @@ def gamma(x, gamma, gain=1, *, out=None, layout="NHWC", stream=None, backend=Non
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
+    g, k = plain(gamma, b.n), plain(gain, b.n)
+    if g is not None and k is not None:  # NumPy arrays: checked and packed in one compiled loop
+        params = np.empty((b.n, 3))
+        r = spec_range(SPECS[0], "gamma")
+        if _host_rows(g, k, r[0], r[1], float(top(b.dtype)), params):
+            return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
     g = per_sample(gamma, b.n, "gamma", **SPECS[0].limits("gamma"), device=b.device)
     k = per_sample(gain, b.n, "gain", device=b.device)
-    if type(g) is np.ndarray and type(k) is np.ndarray:  # host values: rows in one compiled loop
-        params = np.empty((b.n, 3))
-        _host_rows(g, k, float(top(b.dtype)), params)
-    else:
-        params = column_stack([g, k, np.full(b.n, top(b.dtype))], b.n)
+    params = column_stack([g, k, np.full(b.n, top(b.dtype))], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 
 
 @compiled
-def _host_rows(g, k, m, rows):
-    """Rows ``[gamma, gain, maximum]``: column_stack's matrix for host values."""
+def _host_rows(g, k, lo, hi, m, rows):
+    """Rows ``[gamma, gain, maximum]`` (column_stack's matrix); whether every gamma is within
+    ``[lo, hi]`` and every gain finite (per_sample's checks, with closed_range's bounds)."""
+    ok = True
     for i in range(g.shape[0]):
-        rows[i, 0] = g[i]
-        rows[i, 1] = k[i]
+        a, b = np.float64(g[i]), np.float64(k[i])
+        ok &= (a >= lo) & (a <= hi) & (b >= -1.7976931348623157e308) & (b <= 1.7976931348623157e308)
+        rows[i, 0] = a
+        rows[i, 1] = b
         rows[i, 2] = m
+    return ok
 
 
 def _example(rng, n, h, w):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
-from gpuaug._params import column_stack, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import column_stack, per_sample, spec_range
 from gpuaug._registry import DTYPE_MAX, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug.ops._intensity import top, u8_vec_fast
@@ -42,26 +42,37 @@ def solarize(x, threshold, *, out=None, layout="NHWC", stream=None, backend=None
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     m = top(b.dtype)
+    t = plain(threshold, b.n)
+    if t is not None:  # a NumPy array: checked and packed in one compiled loop
+        params = np.empty((b.n, 2))
+        r = spec_range(SPECS[0], "threshold", b.dtype)
+        if _host_rows(t, r[0], r[1], float(m), params):
+            return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
     t = per_sample(threshold, b.n, "threshold", **SPECS[0].limits("threshold", b.dtype), device=b.device)
     # float32 on the GPU, float64 on the CPU: one float32 number that compares alike everywhere
     if type(t) is np.ndarray:  # [threshold, max] in one compiled loop
         params = np.empty((b.n, 2))
-        _host_rows(t, float(m), params)
+        _host_rows(t, -np.inf, np.inf, float(m), params)
     else:
         params = column_stack([float32_at_least(t), np.full(b.n, m)], b.n)
     return run(b, KERNELS, params, shapes=b.shapes, out=out, backend=be, stream=stream, fast=_fast)
 
 
 @compiled
-def _host_rows(t, m, rows):
+def _host_rows(t, lo, hi, m, rows):
     """Rows ``[float32_at_least(t), m]`` (:func:`gpuaug.ops._launch.float32_at_least`, value for
-    value: the float32 rounding of ``t``, moved up one float32 step where it fell below)."""
+    value: the float32 rounding of ``t``, moved up one float32 step where it fell below);
+    whether every threshold is within ``[lo, hi]`` (per_sample's check, closed_range's bounds)."""
+    ok = True
     for i in range(t.shape[0]):
-        f = np.float32(t[i])
-        if np.float64(f) < t[i]:
+        v = np.float64(t[i])
+        ok &= (v >= lo) & (v <= hi)
+        f = np.float32(v)
+        if np.float64(f) < v:
             f = np.nextafter(f, np.float32(np.inf))
         rows[i, 0] = f
         rows[i, 1] = m
+    return ok
 
 
 def _example(rng, n, h, w):
