@@ -744,7 +744,9 @@ def test_grid_mask_host_rows_equal_the_general_formula(monkeypatch):
     f32 = (lambda v: np.asarray(v, np.float64).astype(np.float32).astype(np.float64))
     x = np.zeros((n, 4, 4, 3), np.uint8)
     for tile, ratio, angle, shift in ((rng.uniform(0.5, 40, n), rng.uniform(0, 1, n), rng.uniform(-400, 400, n),
-                                       rng.uniform(-9, 9, (n, 2))), (7.3, 0.5, 33.3, (1.25, -2.0)), (1e-30, 1.0, 0.0, (0, 0))):
+                                       rng.uniform(-9, 9, (n, 2))), (7.3, 0.5, 33.3, (1.25, -2.0)), (1e-30, 1.0, 0.0, (0, 0)),
+                                      (rng.integers(1, 40, n), rng.uniform(0, 1, n).astype(np.float32),
+                                       rng.integers(-400, 400, n).astype(np.int16), rng.integers(-9, 9, (n, 2)))):
         G.grid_mask(x, tile, ratio, angle, shift)
         t, r, a = (np.broadcast_to(np.asarray(v, np.float64), (n,)) for v in (tile, ratio, angle))
         s = np.broadcast_to(np.asarray(shift, np.float64), (n, 2))

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
-from gpuaug._params import column_stack, count_nonzero, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import column_stack, count_nonzero, per_sample, spec_range
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
@@ -57,20 +57,21 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    t = per_sample(tile, b.n, "tile", **SPECS[0].limits("tile"), device=b.device)
-    r = per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device)
-    a = per_sample(angle, b.n, "angle", device=b.device)
-    s = per_sample(shift, b.n, "shift", shape=(2,), device=b.device)
+    t, r, a, s = plain(tile, b.n), plain(ratio, b.n), plain(angle, b.n), plain(shift, b.n, (2,))
+    if t is None or r is None or a is None or s is None:  # else NumPy arrays, checked in the loop below
+        t, r, a, s = _checked(b, tile, ratio, angle, shift)
     if type(t) is np.ndarray and type(r) is np.ndarray and type(a) is np.ndarray and type(s) is np.ndarray:
         # host values: the rows [cos, sin, shift_y, shift_x, tile, ratio * tile], each column as
         # the general path rounds it to float32, in two compiled loops around NumPy's cos and sin
         rows, rad = np.empty((b.n, 6)), np.empty(b.n)
-        if _host_rows(t, r, a, s, rows, rad):  # False: a tile float32 cannot hold (said below)
+        tr, rr = spec_range(SPECS[0], "tile"), spec_range(SPECS[0], "ratio")
+        if _host_rows(t, r, a, s, tr[0], tr[1], rr[0], rr[1], rows, rad):
             np.cos(rad, out=rows[:, 0])
             np.sin(rad, out=rows[:, 1])
             _round_f32(rows)
             return run(b, KERNELS, rows, shapes=b.shapes, out=out, backend=be, stream=stream,
                        fast=rows_fast(*KERNELS.cu))
+        t, r, a, s = _checked(b, tile, ratio, angle, shift)  # refused in the loop: say what is wrong
     if isinstance(t, np.ndarray):  # the kernels divide by tile in float32: it must hold it
         with np.errstate(over="ignore"):
             t32_ = t.astype(np.float32)
@@ -90,20 +91,36 @@ def grid_mask(x, tile, ratio, angle=0.0, shift=(0.0, 0.0), *, out=None, layout="
                fast=rows_fast(*KERNELS.cu))
 
 
+def _checked(b, tile, ratio, angle, shift):
+    """The four parameters through per_sample (its checks and messages)."""
+    return (per_sample(tile, b.n, "tile", **SPECS[0].limits("tile"), device=b.device),
+            per_sample(ratio, b.n, "ratio", **SPECS[0].limits("ratio"), device=b.device),
+            per_sample(angle, b.n, "angle", device=b.device),
+            per_sample(shift, b.n, "shift", shape=(2,), device=b.device))
+
+
 @compiled
-def _host_rows(t, r, a, s, rows, rad):
+def _host_rows(t, r, a, s, tlo, thi, rlo, rhi, rows, rad):
     """Columns 2-5 of the rows of host values (shift_y, shift_x, float32 tile, ratio * that
     tile, in float64) and the angles in radians (``a * (pi / 180)``), as the general path
-    computes them; False when a tile is 0 or infinite in float32 (the kernels divide by it)."""
+    computes them; False when a value fails per_sample's checks (tile within ``[tlo, thi]``,
+    ratio within ``[rlo, rhi]``: closed_range's bounds; angle and shift finite) or a tile is 0
+    or infinite in float32 (the kernels divide by it): the general path then says which."""
+    big = 1.7976931348623157e308
     for i in range(t.shape[0]):
-        t32 = np.float64(np.float32(t[i]))
+        tv, rv, av = np.float64(t[i]), np.float64(r[i]), np.float64(a[i])
+        sy, sx = np.float64(s[i, 0]), np.float64(s[i, 1])
+        if not ((tv >= tlo) & (tv <= thi) & (rv >= rlo) & (rv <= rhi) & (av >= -big) & (av <= big)
+                & (sy >= -big) & (sy <= big) & (sx >= -big) & (sx <= big)):
+            return False
+        t32 = np.float64(np.float32(tv))
         if t32 == 0.0 or not np.isfinite(t32):
             return False
-        rows[i, 2] = s[i, 0]
-        rows[i, 3] = s[i, 1]
+        rows[i, 2] = sy
+        rows[i, 3] = sx
         rows[i, 4] = t32
-        rows[i, 5] = r[i] * t32
-        rad[i] = a[i] * (np.pi / 180.0)
+        rows[i, 5] = rv * t32
+        rad[i] = av * (np.pi / 180.0)
     return True
 
 
