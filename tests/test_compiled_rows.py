@@ -24,6 +24,11 @@ def same_bits(a, b):
 def cases(rng, n, h, w):
     yield "gamma", {"gamma": rng.uniform(0, 3, n), "gain": rng.uniform(-2, 2, n)}
     yield "gamma", {"gamma": np.arange(n, dtype=np.int32), "gain": rng.uniform(0, 1, n).astype(np.float32)}
+    yield "resized_crop", {"boxes": np.column_stack([rng.uniform(-5, h, n), rng.uniform(-5, w, n),
+                                                     rng.uniform(0.1, h, n), rng.uniform(1e-3, w, n)]), "size": (7, 5)}
+    yield "resized_crop", {"boxes": rng.integers(1, 9, (n, 4)).astype(np.int32), "size": (3, 11),
+                           "interpolation": "nearest"}
+    yield "resized_crop", {"boxes": np.resize([0.1, 1 / 3, 3.4028235e38, 1e-45], (n, 4)), "size": (2, 2)}
     yield "solarize", {"threshold": rng.uniform(0, 1, n).astype(np.float32)}
     yield "solarize", {"threshold": np.arange(n, dtype=np.uint8) % 2}
     yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
@@ -63,6 +68,13 @@ def test_compiled_rows_equal_the_general_path(dtype):
                    "shift": np.array([[0, 0], [0, np.inf], [0, 0]])}, "shift"),
     ("grid_mask", {"tile": np.array([4.0, 1e-50, 4.0]), "ratio": np.ones(3) / 2, "angle": np.zeros(3),
                    "shift": np.zeros((3, 2))}, "tile: sample 1"),
+    ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, 0, 0, 2], [0, 0, 2, 2.0]]), "size": (4, 4)}, "height > 0"),
+    ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, 0, 1e39, 2], [0, 0, 2, 2.0]]), "size": (4, 4)},
+     "float32 range"),
+    ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, np.nan, 1, 2], [0, 0, 2, 2.0]]), "size": (4, 4)},
+     "boxes"),
+    ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, 0, 1e-46, 2], [0, 0, 2, 2.0]]), "size": (4, 4)},
+     "height > 0"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, -0.5, 0.0]), "seed": 1}, "std"),
     ("gaussian_noise", {"mean": np.array([0.0, np.inf, 0.0]), "std": np.ones(3), "seed": 1}, "mean"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, np.nan, 0.0], np.float32), "seed": 1}, "std"),

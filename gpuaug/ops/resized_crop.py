@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled, plain
 from gpuaug._params import _fmt, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -72,6 +73,12 @@ def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="
     be = choose_backend(b, backend)
     size = host_size(size, "size")
     mode = interpolation_mode(interpolation)
+    raw = plain(boxes, b.n, (4,))
+    if raw is not None:  # a NumPy array: checked and made into rows in one compiled loop
+        params = np.empty((b.n, 12))
+        if _host_rows(raw, float(size[0]), float(size[1]), float(mode), params):
+            return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
+                       template=(dtype_name(b.dtype), b.channels, mode))
     bx = per_sample(boxes, b.n, "boxes", shape=(4,), device=b.device)
     if isinstance(bx, np.ndarray):
         # Every backend uses the float32 box the GPU sees, so they agree bit for bit.
@@ -88,6 +95,32 @@ def resized_crop(x, boxes, size, interpolation="bilinear", *, out=None, layout="
     params = resample_params(bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3], size, mode, b.n)
     return run(b, KERNELS, params, shapes=b.uniform(size), out=out, backend=be, stream=stream,
                template=(dtype_name(b.dtype), b.channels, mode))
+
+
+@compiled
+def _host_rows(boxes, oh, ow, mode, rows):
+    """resample_params' rows of (N, 4) host boxes rounded to float32 as every backend sees them
+    (``[top, left, h / oh, w / ow, h, w, oh, ow, mode, 0, 0, 0]``); False when a box is not
+    finite, beyond float32's range or empty (the general path then says which)."""
+    big = 1.7976931348623157e308
+    for i in range(boxes.shape[0]):
+        for j in range(4):
+            v = np.float64(boxes[i, j])
+            if not ((v >= -big) & (v <= big)):
+                return False
+            v = np.float64(np.float32(v))
+            if not ((v >= -big) & (v <= big)) or (j >= 2 and not v > 0.0):
+                return False
+            rows[i, j if j < 2 else j + 2] = v
+        rows[i, 2] = rows[i, 4] / oh
+        rows[i, 3] = rows[i, 5] / ow
+        rows[i, 6] = oh
+        rows[i, 7] = ow
+        rows[i, 8] = mode
+        rows[i, 9] = 0.0
+        rows[i, 10] = 0.0
+        rows[i, 11] = 0.0
+    return True
 
 
 def random_boxes(rng, n, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
