@@ -82,6 +82,21 @@ def ints_in(src, out, lo, hi):
     return ok
 
 
+@compiled
+def rows_in(values, lo, hi, out):
+    """``out[:, j] = values[j]`` for a tuple of k (n,) float64 arrays (``out`` (n, >= k)); whether
+    every value of column ``j`` is within ``[lo[j], hi[j]]`` (host_rows' check)."""
+    ok = True
+    for j in range(len(values)):
+        v = values[j]
+        a, b = lo[j], hi[j]
+        for i in range(v.shape[0]):
+            x = v[i]
+            out[i, j] = x
+            ok &= (x >= a) & (x <= b)
+    return ok
+
+
 def int_bounds(low, high, low_open):
     """(lo, hi) int64 bounds for :func:`ints_in` equal to per_sample's integer checks
     (``v >= low``, ``v > low`` when ``low_open``, ``v <= high``), or None when there is no bound

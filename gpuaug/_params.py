@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from gpuaug._compiled import CHARS as _CHARS, floats_in, int_bounds, ints_in
+from gpuaug._compiled import CHARS as _CHARS, floats_in, int_bounds, ints_in, rows_in
 from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
 
 try:  # np.count_nonzero's C function, without its Python wrapper and dispatcher (~0.1 us a call)
@@ -191,68 +191,45 @@ _INT_BOUNDS: dict = {}  # (low, high, low_open) -> int_bounds(...), for _host_in
 
 def host_rows(values, n, limits, tail=None):
     """The common case of several per-sample numbers given as NumPy arrays of shape ``(n,)``
-    (color_jitter's four factors): one ``(n, k)`` float64 matrix, column ``j`` holding
-    ``values[j]`` as :func:`per_sample` would give it, checked in one pass (finite, each column
-    against its range in ``limits``, a :class:`RowLimits`). ``tail``: an ``(n,)``
-    column appended as it is (a constant column such as the dtype's maximum). None when any
-    value is something else (a scalar, flags, another shape, a CUDA array) or fails a check:
-    the caller then takes each value through :func:`per_sample`, whose checks and messages are
-    the contract. The values are packed as contiguous rows (checks on strided columns cost
-    several times more) and handed back transposed, a view."""
-    k = len(values)
+    (color_jitter's four factors): one C-contiguous ``(n, k)`` float64 matrix, column ``j``
+    holding ``values[j]`` as :func:`per_sample` would give it, converted and checked in one
+    compiled loop (:func:`gpuaug._compiled.rows_in`: finite, each column against its range in
+    ``limits``, a :class:`RowLimits`). ``tail``: an ``(n,)`` column appended as it is (a
+    constant column such as the dtype's maximum). None when any value is something else (a
+    scalar, flags, another shape, a CUDA array) or fails a check: the caller then takes each
+    value through :func:`per_sample`, whose checks and messages are the contract."""
     for v in values:
         if type(v) is not np.ndarray or v.shape != (n,) or v.dtype.kind not in "biuf":
             return None
-    t = np.empty((k + (tail is not None), n))
-    for j, v in enumerate(values):
-        t[j] = v
-    got = t[:k] if tail is not None else t
-    bounds = limits.rows(n)
+    bounds = limits.bounds
     if bounds is None:
         return None
-    ok = got >= bounds[0]  # (k, n) each: finite and in range in two comparisons (see closed_range)
-    ok &= got <= bounds[1]
-    if count_nonzero(ok) != n * k:
+    k = len(values)
+    got = np.empty((n, k + (tail is not None)))
+    # float64 arrays as they are (one compile per column count), the others converted first
+    vals = tuple(v if v.dtype.char == "d" else v.astype(np.float64) for v in values)
+    if not rows_in(vals, bounds[0], bounds[1], got):
         return None
     if tail is not None:
-        t[k] = tail
-    return t.T
+        got[:, k] = tail
+    return got
 
 
 class RowLimits:
     """The ranges of :func:`host_rows`' columns: :meth:`gpuaug._registry.OpSpec.limits` dicts,
-    made once per op (at module level), with their bound rows per batch size."""
+    made once per op (at module level). ``bounds``: (lows, highs), (k,) float64 arrays of
+    :func:`closed_range`'s bounds per column, or None for a bound that is no exact float (the
+    general path compares those)."""
 
-    __slots__ = ("key", "_rows")
+    __slots__ = ("key", "bounds")
 
     def __init__(self, *limits):
         self.key = tuple((d["low"], d["high"], d["low_open"]) for d in limits)
-        self._rows = {}
+        got = [closed_range(low, high, low_open) for low, high, low_open in self.key]
+        self.bounds = None if None in got else (np.array([g[0] for g in got]), np.array([g[1] for g in got]))
 
     def __len__(self):
         return len(self.key)
-
-    def rows(self, n):
-        """(lows, highs), each a (k, n) float64 array of :func:`closed_range`'s bounds per column
-        (same shapes compare without broadcasting: several times cheaper than a (k,) row
-        against (n, k)). None for a bound that is no exact float (the general path compares
-        those)."""
-        got = self._rows.get(n, _NONE)
-        if got is _NONE:
-            if len(self._rows) >= 16:
-                self._rows.clear()
-            got = self._rows[n] = _bound_rows(self.key, n)
-        return got
-
-
-def _bound_rows(key, n):
-    rows = np.empty((2, len(key), n))
-    for j, (low, high, low_open) in enumerate(key):
-        got = closed_range(low, high, low_open)
-        if got is None:
-            return None
-        rows[0, j], rows[1, j] = got
-    return rows
 
 
 _MAX = sys.float_info.max
