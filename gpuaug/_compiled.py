@@ -11,9 +11,9 @@ the CPU twins are (``GPUAUG_NUMBA_CACHE``, see :func:`gpuaug.kernels.numba._dual
 Each returns whether every value passed; the callers then use the rows, or else take the
 general path, whose checks and messages are the contract (the compiled checks are never
 looser than it: a value they pass, it passes, with the same result bit for bit; the tests
-compare both on random and edge values). Only exact arithmetic runs here (conversions,
-comparisons, +, -, *, /, floor): transcendental functions stay with NumPy, whose results
-may differ from the C library's in the last bit.
+compare both on random and edge values). Only exact arithmetic runs compiled, here and in
+the ops' own row loops (conversions, comparisons, +, -, *, /, floor, nextafter): transcendental
+functions stay with NumPy, whose results may differ from the C library's in the last bit.
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def _host_rows(bx, vals, c, u8, rows):
             v = 0.0
             if j < c:
                 v = np.float64(vals[i, j if m > 1 else 0])
-                if not (v >= -1.7976931348623157e308 and v <= 1.7976931348623157e308):
+                if not np.isfinite(v):
                     return False
                 if u8:  # np.add(v, 0.5), floor, maximum(0), minimum(255)
                     v = min(max(np.floor(v + 0.5), 0.0), 255.0)

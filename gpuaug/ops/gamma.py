@@ -62,7 +62,7 @@ def _host_rows(g, k, lo, hi, m, rows):
     ok = True
     for i in range(g.shape[0]):
         a, b = np.float64(g[i]), np.float64(k[i])
-        ok &= (a >= lo) & (a <= hi) & (b >= -1.7976931348623157e308) & (b <= 1.7976931348623157e308)
+        ok &= (a >= lo) & (a <= hi) & np.isfinite(b)
         rows[i, 0] = a
         rows[i, 1] = b
         rows[i, 2] = m

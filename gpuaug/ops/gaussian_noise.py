@@ -95,7 +95,7 @@ def _host_rows(mu, sd, lo, hi, s0, s1, s2, s3, rows):
     ok = True
     for i in range(mu.shape[0]):
         m, d = np.float64(mu[i]), np.float64(sd[i])
-        ok &= (m >= -1.7976931348623157e308) & (m <= 1.7976931348623157e308) & (d >= lo) & (d <= hi)
+        ok &= np.isfinite(m) & (d >= lo) & (d <= hi)
         rows[i, 0] = np.float64(np.float32(m))
         rows[i, 1] = np.float64(np.float32(d))
         rows[i, 2] = s0

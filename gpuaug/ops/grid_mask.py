@@ -106,12 +106,11 @@ def _host_rows(t, r, a, s, tlo, thi, rlo, rhi, rows, rad):
     computes them; False when a value fails per_sample's checks (tile within ``[tlo, thi]``,
     ratio within ``[rlo, rhi]``: closed_range's bounds; angle and shift finite) or a tile is 0
     or infinite in float32 (the kernels divide by it): the general path then says which."""
-    big = 1.7976931348623157e308
     for i in range(t.shape[0]):
         tv, rv, av = np.float64(t[i]), np.float64(r[i]), np.float64(a[i])
         sy, sx = np.float64(s[i, 0]), np.float64(s[i, 1])
-        if not ((tv >= tlo) & (tv <= thi) & (rv >= rlo) & (rv <= rhi) & (av >= -big) & (av <= big)
-                & (sy >= -big) & (sy <= big) & (sx >= -big) & (sx <= big)):
+        if not ((tv >= tlo) & (tv <= thi) & (rv >= rlo) & (rv <= rhi) & np.isfinite(av) & np.isfinite(sy)
+                & np.isfinite(sx)):
             return False
         t32 = np.float64(np.float32(tv))
         if t32 == 0.0 or not np.isfinite(t32):

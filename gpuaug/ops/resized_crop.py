@@ -102,14 +102,13 @@ def _host_rows(boxes, oh, ow, mode, rows):
     """resample_params' rows of (N, 4) host boxes rounded to float32 as every backend sees them
     (``[top, left, h / oh, w / ow, h, w, oh, ow, mode, 0, 0, 0]``); False when a box is not
     finite, beyond float32's range or empty (the general path then says which)."""
-    big = 1.7976931348623157e308
     for i in range(boxes.shape[0]):
         for j in range(4):
             v = np.float64(boxes[i, j])
-            if not ((v >= -big) & (v <= big)):
+            if not np.isfinite(v):
                 return False
             v = np.float64(np.float32(v))
-            if not ((v >= -big) & (v <= big)) or (j >= 2 and not v > 0.0):
+            if not np.isfinite(v) or (j >= 2 and not v > 0.0):
                 return False
             rows[i, j if j < 2 else j + 2] = v
         rows[i, 2] = rows[i, 4] / oh

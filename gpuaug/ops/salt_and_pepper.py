@@ -5,7 +5,7 @@ import numpy as np
 
 from gpuaug._batch import as_batch
 from gpuaug._compiled import compiled, plain
-from gpuaug._params import closed_range, column_stack, per_sample
+from gpuaug._params import column_stack, per_sample, spec_range
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import cupy_module, dtype_max
@@ -63,8 +63,8 @@ def salt_and_pepper(x, prob, salt_vs_pepper=0.5, seed=None, *, out=None, layout=
     pr, sv = plain(prob, b.n), plain(salt_vs_pepper, b.n)
     if pr is not None and sv is not None:  # NumPy arrays: checked and packed in one compiled loop
         params = np.empty((b.n, 10))
-        s = seed_chunks(seed)
-        if _rows(pr, sv, _UNIT[0], _UNIT[1], float(s[0]), float(s[1]), float(s[2]), float(s[3]),
+        s, rp, rs = seed_chunks(seed), spec_range(SPECS[0], "prob"), spec_range(SPECS[0], "salt_vs_pepper")
+        if _rows(pr, sv, rp[0], rp[1], rs[0], rs[1], float(s[0]), float(s[1]), float(s[2]), float(s[3]),
                  float(dtype_max(b.dtype)), params):
             return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                               numba_module=KERNELS.numba[0])
@@ -91,22 +91,23 @@ def _host_rows(pr, sv, seed, n, salt):
     for host values (float64, checked), in one compiled loop (:func:`_rows`)."""
     rows = np.empty((n, 10))
     s = seed_chunks(seed)
-    _rows(pr, sv, -np.inf, np.inf, float(s[0]), float(s[1]), float(s[2]), float(s[3]), float(salt), rows)
+    _rows(pr, sv, -np.inf, np.inf, -np.inf, np.inf, float(s[0]), float(s[1]), float(s[2]), float(s[3]), float(salt), rows)
     return rows
 
 
 @compiled
-def _rows(pr, sv, lo, hi, s0, s1, s2, s3, salt, rows):
+def _rows(pr, sv, plo, phi, slo, shi, s0, s1, s2, s3, salt, rows):
     """The general path's columns (:func:`_split` of the two thresholds, :func:`seed_columns`,
     the salt value, the sample index) value for value, with the same operations in the same
     order (``floor(pr * 2**32)``, ``floor(pr * sv * 2**32)`` multiplied left to right; the
-    split is exact: the thresholds are integers up to 2**32). Whether every probability is in
-    ``[lo, hi]`` (per_sample's check, with closed_range's bounds; NaN is not)."""
+    split is exact: the thresholds are integers up to 2**32). Whether every prob is within
+    ``[plo, phi]`` and every salt_vs_pepper within ``[slo, shi]`` (per_sample's checks, with
+    closed_range's bounds; NaN is not)."""
     ok = True
     for i in range(pr.shape[0]):
         p = np.float64(pr[i])
         q = np.float64(sv[i])
-        ok &= (p >= lo) & (p <= hi) & (q >= lo) & (q <= hi)
+        ok &= (p >= plo) & (p <= phi) & (q >= slo) & (q <= shi)
         t = np.floor(p * 4294967296.0)
         t0 = t % 65536.0
         rows[i, 0] = t0
@@ -139,10 +140,6 @@ SPECS = (
     ), example=_example, kernels=KERNELS, geometric=False, doc=salt_and_pepper.__doc__,
         demo={"prob": 0.08, "seed": 1}),
 )
-
-#: prob's and salt_vs_pepper's range (both [0, 1]) as the compiled rows check it
-_UNIT = closed_range(**SPECS[0].limits("prob"))
-assert _UNIT == closed_range(**SPECS[0].limits("salt_vs_pepper"))
 
 __all__ = ["salt_and_pepper"]
 
