@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-#: int64 bounds meaning "no bound" for :func:`ints_in`
+#: int64 bounds meaning "no bound" for :func:`int_bounds`
 I64_MIN, I64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 #: dtype characters the compiled checks take (bool, integers up to 64 bits, float32, float64;
@@ -52,32 +52,18 @@ def compiled(func):
 
 
 @compiled
-def floats_in(src, out, lo, hi):
-    """``out[...] = float64(src)`` for ``src`` of any shape and ``out`` a new C-contiguous array of
-    its shape; whether every value is within ``[lo, hi]`` (NaN is not: it fails both
-    comparisons). With :func:`gpuaug._params.closed_range`'s bounds this is per_sample's check of
-    finite values in range."""
+def converted_in(src, out, lo, hi):
+    """``out[...] = src`` converted to ``out``'s dtype (float64, or int64 for integer ``src``:
+    signed, or unsigned up to 32 bits), ``src`` of any shape and ``out`` a new C-contiguous
+    array of its shape; whether every converted value is within ``[lo, hi]`` (NaN is not: it
+    fails both comparisons). With :func:`gpuaug._params.closed_range`'s bounds (floats) or
+    :func:`int_bounds` (ints) this is per_sample's check of finite values in range."""
     s = src.ravel()  # a view when src is C-contiguous, else a copy (read only)
     o = out.ravel()  # a view: out is C-contiguous
     ok = True
     for i in range(s.shape[0]):  # no branch in the loop: it vectorises
-        v = np.float64(s[i])
-        o[i] = v
-        ok &= (v >= lo) & (v <= hi)
-    return ok
-
-
-@compiled
-def ints_in(src, out, lo, hi):
-    """``out[...] = int64(src)`` for integer ``src`` of any shape (signed, or unsigned up to 32
-    bits) and ``out`` a new C-contiguous array of its shape; whether every value is within
-    ``[lo, hi]`` (int64)."""
-    s = src.ravel()
-    o = out.ravel()
-    ok = True
-    for i in range(s.shape[0]):
-        v = np.int64(s[i])
-        o[i] = v
+        o[i] = s[i]
+        v = o[i]
         ok &= (v >= lo) & (v <= hi)
     return ok
 
@@ -98,7 +84,7 @@ def rows_in(values, lo, hi, out):
 
 
 def int_bounds(low, high, low_open):
-    """(lo, hi) int64 bounds for :func:`ints_in` equal to per_sample's integer checks
+    """(lo, hi) int64 bounds for :func:`converted_in` equal to per_sample's integer checks
     (``v >= low``, ``v > low`` when ``low_open``, ``v <= high``), or None when there is no bound
     or a bound is not an int (the NumPy path converts and compares those)."""
     for b in (low, high):

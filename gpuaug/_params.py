@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from gpuaug._compiled import CHARS as _CHARS, floats_in, int_bounds, ints_in, rows_in
+from gpuaug._compiled import CHARS as _CHARS, converted_in, int_bounds, rows_in
 from gpuaug._util import BATCH_DEVICE, cupy_module, is_cuda_array
 
 try:  # np.count_nonzero's C function, without its Python wrapper and dispatcher (~0.1 us a call)
@@ -112,7 +112,7 @@ def _scalar(v, n, integer, low, high, low_open, boolean):
 
 def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
     """The common case of a per-sample NumPy array, ``(n,) + shape`` already, converted and
-    checked in one compiled loop (:func:`gpuaug._compiled.floats_in` with :func:`closed_range`'s
+    checked in one compiled loop (:func:`gpuaug._compiled.converted_in` with :func:`closed_range`'s
     bounds; a few NumPy calls for float16 or bounds that are not exact floats): the float64
     copy, or None for anything else (other shapes, integer parameters, flags that are not
     bool, any value out of range or not finite), which the general path then handles (its
@@ -136,7 +136,7 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
             got = _RANGES[(low, high, low_open)] = closed_range(low, high, low_open)
         if got is not None and arr.dtype.char in _CHARS:  # converted and checked in one loop
             out = np.empty(arr.shape)
-            return out if floats_in(arr, out, got[0], got[1]) else None
+            return out if converted_in(arr, out, got[0], got[1]) else None
     arr = arr.astype(np.float64)  # float16 and the like, bounds that are not exact floats
     size = arr.size
     # count_nonzero of a bool array: a fraction of ndarray.all()'s reduction machinery
@@ -159,7 +159,7 @@ def _host_array(arr, n, shape, integer, finite, low, high, low_open, boolean):
 
 def _host_ints(arr, kind, low, high, low_open):
     """_host_array for integer parameters: a signed or (up to 32-bit) unsigned integer array as
-    an int64 copy, converted and checked in one compiled loop (:func:`gpuaug._compiled.ints_in`;
+    an int64 copy, converted and checked in one compiled loop (:func:`gpuaug._compiled.converted_in`;
     one min and one max for bounds that are not ints); None for anything else (floats,
     which must be checked integral; uint64, which may not fit; bools; values out of range),
     which the general path handles as before."""
@@ -172,7 +172,7 @@ def _host_ints(arr, kind, low, high, low_open):
         bounds = _INT_BOUNDS[(low, high, low_open)] = int_bounds(low, high, low_open)
     if bounds is not None:  # converted and checked in one loop
         out = np.empty(arr.shape, np.int64)
-        return out if ints_in(arr, out, bounds[0], bounds[1]) else None
+        return out if converted_in(arr, out, bounds[0], bounds[1]) else None
     arr = arr.astype(np.int64)
     if arr.size:
         if low is not None:

@@ -39,9 +39,9 @@ def float_sources(rng):
 @pytest.mark.parametrize("bounds", [(None, None, False), (0, None, False), (0, None, True), (None, 1, False),
                                     (-1.5, 2, False), (0.0, 1.0, True), (2 ** 53, None, False)])
 @pytest.mark.parametrize("compiled", [True, False], ids=["njit", "python"])
-def test_floats_in_equals_the_numpy_checks(bounds, compiled):
+def test_converted_in_floats_equal_the_numpy_checks(bounds, compiled):
     lo, hi = closed_range(*bounds)
-    f = _compiled.floats_in if compiled else _compiled.floats_in.py_func
+    f = _compiled.converted_in if compiled else _compiled.converted_in.py_func
     for src in float_sources(np.random.default_rng(0)):
         out = np.full(src.shape, 7.0)
         ok = f(src, out, lo, hi)
@@ -52,7 +52,7 @@ def test_floats_in_equals_the_numpy_checks(bounds, compiled):
 
 @pytest.mark.parametrize("bounds", [(0, None, False), (0, None, True), (None, 3, False),
                                     (-2, 2, True), (2 ** 63, None, False), (None, -2 ** 64, False)])
-def test_ints_in_equals_the_numpy_checks(bounds):
+def test_converted_in_ints_equal_the_numpy_checks(bounds):
     low, high, low_open = bounds
     got_bounds = _compiled.int_bounds(low, high, low_open)
     rng = np.random.default_rng(1)
@@ -69,7 +69,7 @@ def test_ints_in_equals_the_numpy_checks(bounds):
             assert not want_ok or src.size == 0
             continue
         out = np.empty(src.shape, np.int64)
-        assert _compiled.ints_in(src, out, *got_bounds) == want_ok, (src, bounds)
+        assert _compiled.converted_in(src, out, *got_bounds) == want_ok, (src, bounds)
         np.testing.assert_array_equal(out, a)
 
 
@@ -87,7 +87,7 @@ def test_compiled_on_first_call_not_at_import():
 
     code = ("import sys, numpy as np, gpuaug, gpuaug._compiled as c; "
             "assert 'numba' not in sys.modules; "
-            "out = np.empty(3); assert c.floats_in(np.arange(3.0), out, 0.0, 2.0); "
+            "out = np.empty(3); assert c.converted_in(np.arange(3.0), out, 0.0, 2.0); "
             "assert 'numba' in sys.modules; print('ok')")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert got.stdout.strip() == "ok", got.stderr
