@@ -259,7 +259,7 @@ def spec_range(spec, name, dtype="uint8"):
     """:func:`closed_range` of op spec ``spec``'s parameter ``name`` (for ``dtype``), kept: the
     ``(lo, hi)`` an op's compiled rows check host values against, as :func:`per_sample` checks
     them with ``spec.limits(name, dtype)``; None for a bound that is not an exact float."""
-    key = (spec.name, name, np.dtype(dtype).char)
+    key = (spec.name, name, dtype)  # dtype as given (a name or a dtype): no np.dtype() per call
     got = _SPEC_RANGES.get(key, _NONE)
     if got is _NONE:
         if len(_SPEC_RANGES) >= 256:
