@@ -33,6 +33,11 @@ def cases(rng, n, h, w):
     yield "solarize", {"threshold": np.arange(n, dtype=np.uint8) % 2}
     yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
     yield "crop", {"top": np.zeros(n, np.int32), "left": np.full(n, w - 1, np.uint16), "height": h, "width": 1}
+    for op, shape in (("warp_affine", (2, 3)), ("warp_perspective", (3, 3))):
+        yield op, {"matrix": rng.uniform(-2, 2, (n,) + shape)}
+        yield op, {"matrix": rng.uniform(-2, 2, shape).astype(np.float32), "fill": 2.5, "interpolation": "nearest"}
+        yield op, {"matrix": rng.integers(-3, 4, (n,) + shape).astype(np.int16) + np.eye(*shape, dtype=np.int16),
+                   "inverse_map": True, "border": "reflect"}
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
@@ -87,6 +92,57 @@ def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
             getattr(gpuaug, op)(x, **k)
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("op, shape", [("warp_affine", (2, 3)), ("warp_perspective", (3, 3))])
+def test_warp_matrix_rows_refuse_as_the_general_path(op, shape):
+    """Singular, non-finite and near-threshold matrices: the compiled rows leave every one of them
+    to the general path, which refuses it with its message or passes it with the same rows."""
+    x = np.zeros((3, 6, 5, 3), np.uint8)
+    base = np.eye(*shape)
+    bads = [np.zeros(shape), np.full(shape, np.nan), np.full(shape, 1e300)]
+    near = np.ones(shape)  # rows 0 and 1 differ by eps at [1, 1]: determinant about eps
+    near[2:, 2:] = 2.0
+    lin = near[:, :2] if shape == (2, 3) else near  # an affine matrix's linear part
+    edge = 1e-12 * np.prod(np.sqrt((lin ** 2).sum(axis=1)))  # the threshold's determinant
+    for eps in edge * (1 + np.linspace(-1e-3, 1e-3, 21)):
+        m = near.copy()
+        m[1, 1] += eps
+        bads.append(m)
+    for bad in bads:
+        m = np.stack([base, bad, base])
+        results = []
+        for value in (m, m.tolist()):
+            try:
+                results.append(rows(op, x, matrix=value))
+            except ValueError as e:
+                results.append(str(e))
+        if isinstance(results[0], str) or isinstance(results[1], str):
+            assert results[0] == results[1]
+            assert "matrix" in results[0]
+        else:
+            assert same_bits(*results)
+
+
+def test_rotation_rows_equal_numpy_formula():
+    """The compiled rotation rows equal the per-sample formula evaluated with NumPy arrays, bit for
+    bit, for (n,) and one-value columns; the multiple-of-90 test equals ``q == np.rint(q)``."""
+    from gpuaug.ops._warp import _cos_sin_host, _quarter_turns, _rotation_rows_in
+    rng = np.random.default_rng(3)
+    n = 40
+    a = rng.uniform(-400, 400, n)
+    k, cx, cy = 1 / rng.uniform(0.5, 2, n), rng.uniform(0, 50, n), rng.uniform(0, 50, n)
+    for ang in (a, np.r_[a[:-3], 90.0, -180.0, 0.0]):
+        c, sn = _cos_sin_host(ang)
+        for kk, xx, yy in ((k, cx, cy), (np.array([1.0]), np.array([3.5]), np.array([7.0]))):
+            got = _rotation_rows_in(c, sn, kk, xx, yy, np.empty((n, 6)))
+            a00, a01 = c * kk, -sn * kk
+            want = np.column_stack([a00, a01, (xx - a00 * xx) - a01 * yy, -a01, a00, (yy + a01 * xx) - a00 * yy])
+            assert same_bits(got, want)
+        q = ang / 90.0
+        assert _quarter_turns(ang) == bool((q == np.rint(q)).any())
+    assert not _quarter_turns(np.array([45.0, 1e-300, 89.99999999]))
+    assert _quarter_turns(np.array([45.0, -0.0]))
 
 
 def test_color_twist_host_matrix_equals_column_stack():

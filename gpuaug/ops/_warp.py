@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import CHARS, compiled
 from gpuaug._params import column_stack, count_nonzero, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
@@ -168,9 +169,17 @@ def check_invertible(m, inv, det, name, rows):
                      "inverse_map=True with a destination-to-source matrix)")
 
 
-def matrix_inverse(matrix, b, shape, inverse_map):
-    """The per-sample destination->source map, flattened: (N, 6) affine or (N, 9)."""
+def matrix_inverse(matrix, b, shape, inverse_map, modes=None):
+    """The per-sample destination->source map, flattened: (N, 6) affine or (N, 9).
+
+    ``modes``: the call's ``(interpolation, border, fill)`` codes and fill (:func:`warp` with
+    ``rows=True``): a host NumPy matrix then becomes the whole parameter rows in one compiled
+    loop (:class:`Rows`, :func:`_matrix_rows`) where it can."""
     n = b.n
+    if modes is not None:
+        got = _matrix_rows(matrix, b, shape, inverse_map, modes)
+        if got is not None:
+            return got
     m = per_sample(matrix, n, "matrix", shape=shape, device=b.device)
     xp = xp_of(m)
     one = xp is np and n > 1 and m.strides[0] == 0  # one matrix for the batch: invert it once
@@ -183,6 +192,81 @@ def matrix_inverse(matrix, b, shape, inverse_map):
         if xp is np:
             check_invertible(m, inv, det, "matrix", shape[0])
     return inv  # (1, k) when one matrix serves the batch: params_matrix broadcasts it
+
+
+def _matrix_rows(matrix, b, shape, inverse_map, modes):
+    """:func:`matrix_inverse` and :func:`params_matrix` in one compiled loop
+    (:func:`_matrix_rows_in`) for a NumPy ``matrix`` of shape ``shape`` or ``(N,) + shape`` (a
+    dtype of :data:`gpuaug._compiled.CHARS`) and a scalar fill: :class:`Rows`, or None for
+    anything else and for any matrix the loop does not pass (non-finite, singular or near the
+    singularity threshold: the general path then checks it, with its message)."""
+    n = b.n
+    m = matrix
+    if type(m) is not np.ndarray or m.dtype.char not in CHARS or not n or m.shape[-2:] != shape:
+        return None
+    if m.ndim == 2:
+        m = m[None]
+    elif m.ndim != 3 or m.shape[0] != n:
+        return None
+    tmpl = _template(b, modes[0], modes[1], shape[0] * 3, modes[2])
+    if tmpl is None:
+        return None
+    rows = tmpl.copy()
+    if not _matrix_rows_in(m, rows, inverse_map, shape[0] == 3, SINGULAR_RATIO * (1 + 1e-9)):
+        return None
+    return Rows(rows)
+
+
+@compiled
+def _matrix_rows_in(m, rows, inverse_map, perspective, ratio):
+    """Columns 2.. of ``rows`` (n, P) from ``m`` (1 or n matrices, 2x3 or 3x3 when
+    ``perspective``): the matrices as they are when ``inverse_map``, else their inverses by
+    :func:`invert_affine` / :func:`invert_perspective`'s arithmetic, term by term (the same
+    values bit for bit). False when an entry or an inverse is not finite, or a determinant is
+    not above ``ratio`` x the product of the row norms (``ratio`` a hair above
+    SINGULAR_RATIO: a matrix this close to the threshold is left to check_invertible)."""
+    n = rows.shape[0]
+    k = 9 if perspective else 6
+    inv = np.empty(9)
+    for s in range(m.shape[0]):
+        a, b_, c = np.float64(m[s, 0, 0]), np.float64(m[s, 0, 1]), np.float64(m[s, 0, 2])
+        d, e, f = np.float64(m[s, 1, 0]), np.float64(m[s, 1, 1]), np.float64(m[s, 1, 2])
+        g = h = i = 0.0
+        if perspective:
+            g, h, i = np.float64(m[s, 2, 0]), np.float64(m[s, 2, 1]), np.float64(m[s, 2, 2])
+        if not (np.isfinite(a) and np.isfinite(b_) and np.isfinite(c) and np.isfinite(d) and np.isfinite(e)
+                and np.isfinite(f) and np.isfinite(g) and np.isfinite(h) and np.isfinite(i)):
+            return False
+        if inverse_map:
+            inv[0], inv[1], inv[2], inv[3], inv[4], inv[5] = a, b_, c, d, e, f
+            inv[6], inv[7], inv[8] = g, h, i
+        elif perspective:
+            inv[0], inv[3], inv[6] = e * i - f * h, f * g - d * i, d * h - e * g
+            det = a * inv[0] + b_ * inv[3] + c * inv[6]
+            norms = (np.sqrt(a * a + b_ * b_ + c * c) * np.sqrt(d * d + e * e + f * f)
+                     * np.sqrt(g * g + h * h + i * i))
+            if not abs(det) > ratio * norms:
+                return False
+            inv[1], inv[4], inv[7] = c * h - b_ * i, a * i - c * g, b_ * g - a * h
+            inv[2], inv[5], inv[8] = b_ * f - c * e, c * d - a * f, a * e - b_ * d
+            r = 1.0 / det
+            for j in range(9):
+                inv[j] *= r
+        else:
+            det = a * e - b_ * d
+            if not abs(det) > ratio * (np.hypot(a, b_) * np.hypot(d, e)):
+                return False
+            r = 1.0 / det
+            inv[0], inv[1], inv[3], inv[4] = e * r, -b_ * r, -d * r, a * r
+            inv[2] = -(inv[0] * c + inv[1] * f)
+            inv[5] = -(inv[3] * c + inv[4] * f)
+        for j in range(k):
+            if not np.isfinite(inv[j]):
+                return False
+        for t in range(s, s + 1) if m.shape[0] == n else range(n):
+            for j in range(k):
+                rows[t, 2 + j] = inv[j]
+    return True
 
 
 class Rows:
@@ -245,27 +329,29 @@ def _cos_sin_host(a):
     rounding wrapper and reduction where no angle is a multiple of 90 degrees (the usual
     case; else cos_sin itself runs). The same NumPy calls on the same contiguous arrays,
     so the same values bit for bit."""
-    r = np.deg2rad(a)
-    c, sn = np.cos(r), np.sin(r)
-    q90 = a / 90.0
-    if count_nonzero(q90 == np.rint(q90)):  # np.round(x) with no decimals is np.rint(x)
+    if _quarter_turns(a):
         return cos_sin(a, np)
-    return c, sn
+    r = np.deg2rad(a)
+    return np.cos(r), np.sin(r)
+
+
+@compiled
+def _quarter_turns(a):
+    """Whether an angle of ``a`` (degrees) is a multiple of 90: ``q == np.rint(q)`` for ``q = a /
+    90`` (np.round with no decimals is np.rint), in one loop (exact operations only)."""
+    for i in range(a.shape[0]):
+        q = a[i] / 90.0
+        if q == np.rint(q):
+            return True
+    return False
 
 
 def _rotation_inverse_host(b, a, k, ctr, inv=None):
-    """rotation_inverse's maths on the host: ``a`` (n,) angles, ``k`` 1/scale (a float or (n,)
-    values), ``ctr`` None or (n, 2) centres; written into ``inv`` (an (n, 6) float64 view)
-    when given, else into a new array. Term by term the per-sample formula::
-
-        a00 = cos * k, a01 = -sin * k
-        [a00, a01, (cx - a00 cx) - a01 cy, -a01, a00, (cy + a01 cx) - a00 cy]
-
-    with each column computed once into place (no temporaries for a01 and the products that
-    are written as they are), the products with cy reused from cx's when the default centre
-    of a square image has cx == cy, and no product by k when k is 1.0 (x * 1.0 is x)."""
+    """rotation_inverse's maths on the host: ``a`` (n,) float64 angles, ``k`` 1/scale (a float or
+    (n,) float64 values), ``ctr`` None or (n, 2) centres; written into ``inv`` (an (n, 6)
+    float64 view) when given, else into a new array: NumPy's cosines and sines, then
+    :func:`_rotation_rows_in`."""
     n = a.shape[0]
-    same = False
     if ctr is not None:
         cx, cy = ctr[:, 0], ctr[:, 1]
     elif b.varshape:
@@ -273,26 +359,33 @@ def _rotation_inverse_host(b, a, k, ctr, inv=None):
         cx, cy = (hw[:, 1] - 1) / 2, (hw[:, 0] - 1) / 2
     else:
         h, w = b.nhwc.shape[1:3]
-        cx, cy = (w - 1) / 2, (h - 1) / 2  # >= 0, never -0.0: cx == cy means the same bits
-        same = cx == cy
+        cx, cy = (w - 1) / 2, (h - 1) / 2
     c, sn = _cos_sin_host(a)
-    one = type(k) is float and k == 1.0
-    a00 = c if one else c * k
-    a01 = np.negative(sn)
-    if not one:
-        a01 *= k
-    if inv is None:
-        inv = np.empty((n, 6))
-    inv[:, 0] = a00
-    inv[:, 1] = a01
-    np.negative(a01, out=inv[:, 3])
-    inv[:, 4] = a00
-    a00_cx, a01_cx = a00 * cx, a01 * cx
-    a00_cy, a01_cy = (a00_cx, a01_cx) if same else (a00 * cy, a01 * cy)
-    t = np.subtract(cx, a00_cx)
-    np.subtract(t, a01_cy, out=inv[:, 2])
-    t = np.add(cy, a01_cx)
-    np.subtract(t, a00_cy, out=inv[:, 5])
+    return _rotation_rows_in(c, sn, np.array([k]) if type(k) is float else k,
+                             np.array([cx]) if type(cx) is float else cx, np.array([cy]) if type(cy) is float else cy,
+                             np.empty((n, 6)) if inv is None else inv)
+
+
+@compiled
+def _rotation_rows_in(c, sn, k, cx, cy, inv):
+    """The inverse of OpenCV's getRotationMatrix2D per sample into ``inv`` (n, 6): ``c``, ``sn``
+    the (n,) cosines and sines, ``k`` (1/scale), ``cx``, ``cy`` (n,) float64 columns or one value
+    (shape (1,)). Term by term::
+
+        a00 = cos * k, a01 = -sin * k
+        [a00, a01, (cx - a00 cx) - a01 cy, -a01, a00, (cy + a01 cx) - a00 cy]
+    """
+    for i in range(inv.shape[0]):
+        ki = k[min(i, k.shape[0] - 1)]
+        x, y = cx[min(i, cx.shape[0] - 1)], cy[min(i, cy.shape[0] - 1)]
+        a00 = c[i] * ki
+        a01 = -sn[i] * ki
+        inv[i, 0] = a00
+        inv[i, 1] = a01
+        inv[i, 2] = (x - a00 * x) - a01 * y
+        inv[i, 3] = -a01
+        inv[i, 4] = a00
+        inv[i, 5] = (y + a01 * x) - a00 * y
     return inv
 
 

@@ -68,9 +68,10 @@ def warp_affine(x, matrix, size=None, interpolation="bilinear", border="constant
                [99,  4,  5,  6],
                [99,  8,  9, 10]], dtype=uint8)
     """
-    return _warp.warp(KERNELS, x, lambda b, inverse_map: _warp.matrix_inverse(matrix, b, (2, 3), inverse_map),
+    return _warp.warp(KERNELS, x,
+                      lambda b, inverse_map, modes: _warp.matrix_inverse(matrix, b, (2, 3), inverse_map, modes),
                       {"inverse_map": inverse_map}, size, interpolation, border, fill, out, layout, stream,
-                      backend)
+                      backend, rows=True)
 
 
 def _example(rng, n, h, w):

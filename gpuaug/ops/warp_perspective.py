@@ -58,9 +58,10 @@ def warp_perspective(x, matrix, size=None, interpolation="bilinear", border="con
         >>> bool((gpuaug.warp_perspective(x, m) == x).all())
         True
     """
-    return _warp.warp(KERNELS, x, lambda b, inverse_map: _warp.matrix_inverse(matrix, b, (3, 3), inverse_map),
+    return _warp.warp(KERNELS, x,
+                      lambda b, inverse_map, modes: _warp.matrix_inverse(matrix, b, (3, 3), inverse_map, modes),
                       {"inverse_map": inverse_map}, size, interpolation, border, fill, out, layout, stream,
-                      backend)
+                      backend, rows=True)
 
 
 def _example(rng, n, h, w):
