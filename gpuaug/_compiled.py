@@ -27,6 +27,8 @@ I64_MIN, I64_MAX = -(2 ** 63), 2 ** 63 - 1
 #: dtype characters the compiled checks take (bool, integers up to 64 bits, float32, float64;
 #: not float16, long double or complex, which the NumPy path converts)
 CHARS = frozenset("?bBhHiIlLqQfd")
+#: the integer ones among them
+INTS = frozenset("bBhHiIlLqQ")
 
 
 def compiled(func):

@@ -33,6 +33,16 @@ def cases(rng, n, h, w):
     yield "solarize", {"threshold": np.arange(n, dtype=np.uint8) % 2}
     yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
     yield "crop", {"top": np.zeros(n, np.int32), "left": np.full(n, w - 1, np.uint16), "height": h, "width": 1}
+    yield "rot90", {"k": rng.choice(np.array([1, 3, -1, -3]), n)}
+    yield "rot90", {"k": rng.integers(-3, 4, n).astype(np.int8) * 0 + np.resize([0, 2, -2], n).astype(np.int8)}
+    yield "rot90", {"k": np.resize(np.array([1, 3], np.uint64), n)}
+    t, le = rng.integers(0, 5, n), rng.integers(0, 3, n)
+    sides = np.stack([t, 4 - t, le, 2 - le], axis=1)
+    yield "pad", {"padding": sides, "value": rng.integers(0, 256, n)}
+    yield "pad", {"padding": sides.astype(np.uint8), "value": np.resize([2.5, -0.5, 255.5, 1e10, 0.1 + 0.2, -1e-300], n),
+                  "mode": "reflect"}
+    yield "pad", {"padding": sides.astype(np.int32), "value": 1.7, "mode": "edge"}
+    yield "pad", {"padding": np.zeros((n, 4), np.int16), "value": np.arange(n) % 2 == 1}
     for op, shape in (("warp_affine", (2, 3)), ("warp_perspective", (3, 3))):
         yield op, {"matrix": rng.uniform(-2, 2, (n,) + shape)}
         yield op, {"matrix": rng.uniform(-2, 2, shape).astype(np.float32), "fill": 2.5, "interpolation": "nearest"}
@@ -48,6 +58,9 @@ def test_compiled_rows_equal_the_general_path(dtype):
     for op, kw in cases(rng, n, h, w):
         got, want = rows(op, x, **kw), rows(op, x, **as_lists(kw))
         assert same_bits(got, want), (op, kw)
+        y = x + np.arange(h * w * 3, dtype=x.dtype).reshape(h, w, 3)  # the outputs (shapes, fills) too
+        got, want = getattr(gpuaug, op)(y, **kw), getattr(gpuaug, op)(y, **as_lists(kw))
+        assert got.shape == want.shape and np.array_equal(got, want), (op, kw)
 
 
 @pytest.mark.parametrize("op, kw, match", [
@@ -80,6 +93,13 @@ def test_compiled_rows_equal_the_general_path(dtype):
      "boxes"),
     ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, 0, 1e-46, 2], [0, 0, 2, 2.0]]), "size": (4, 4)},
      "height > 0"),
+    ("rot90", {"k": np.array([1, 4, 1])}, "k"),
+    ("rot90", {"k": np.array([1, -4, 1], np.int8)}, "k"),
+    ("rot90", {"k": np.array([1, 2, 1])}, "k: got"),
+    ("pad", {"padding": np.array([[1, 1, 0, 0], [2, 0, 0, 0], [0, 2, 1, -1]])}, "padding"),
+    ("pad", {"padding": np.array([[1, 1, 0, 0], [2, 0, 0, 0], [0, 2, 1, 0]])}, "padding"),
+    ("pad", {"padding": np.ones((3, 4), np.uint64) << np.uint64(63)}, "padding"),
+    ("pad", {"padding": np.ones((3, 4), int), "value": np.array([0, np.nan, 1])}, "value"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, -0.5, 0.0]), "seed": 1}, "std"),
     ("gaussian_noise", {"mean": np.array([0.0, np.inf, 0.0]), "std": np.ones(3), "seed": 1}, "mean"),
     ("gaussian_noise", {"mean": np.zeros(3), "std": np.array([1.0, np.nan, 0.0], np.float32), "seed": 1}, "std"),
@@ -143,6 +163,13 @@ def test_rotation_rows_equal_numpy_formula():
         assert _quarter_turns(ang) == bool((q == np.rint(q)).any())
     assert not _quarter_turns(np.array([45.0, 1e-300, 89.99999999]))
     assert _quarter_turns(np.array([45.0, -0.0]))
+
+
+def test_rot90_compiled_check_has_no_wrap_around():
+    """A uint64 k past int64's range is refused (compared in its own type, not wrapped to -1)."""
+    x = np.zeros((3, 4, 4, 1), np.uint8)
+    with pytest.raises(ValueError, match="k: got"):
+        gpuaug.rot90(x, np.array([1, 3, 2 ** 64 - 1], np.uint64))
 
 
 def test_color_twist_host_matrix_equals_column_stack():

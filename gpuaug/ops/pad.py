@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import CHARS, INTS, compiled, plain
 from gpuaug._params import column_stack, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -64,12 +65,24 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     if is_cuda_array(padding):
         raise TypeError("padding: got a CUDA array; padding decides the output shape, which must "
                         "be known on the host: pass host ints (top, bottom, left, right)")
+    hw = getattr(b.shapes, "hw", None)
+    pp = plain(padding, b.n, (4,))
+    if pp is not None and hw is not None and pp.dtype.char in INTS and b.dtype.char != "e":
+        v = plain(value, b.n)
+        if v is None and (type(value) is int or type(value) is float):
+            v = np.array([value])
+        if v is not None and v.dtype.char in CHARS:
+            params = np.empty((b.n, 4))  # [top, left, mode, value], checked and written in one loop
+            size = _host_rows(pp, v, MODES[mode], b.dtype == np.uint8, params)
+            if size[0] >= 0:
+                return run(b, KERNELS, params, shapes=b.uniform((hw[0] + size[0], hw[1] + size[1])), out=out,
+                           backend=be, stream=stream, fill=params[:, 3], fast=rows_fast(sign=-1, fill_col=3,
+                                                                                        mode=MODES[mode]))
     if isinstance(padding, (int, float, np.integer, np.floating)):  # all four sides
         p = per_sample(padding, b.n, "padding", integer=True, **SPECS[0].limits("padding"))
         p = np.repeat(p[:, None], 4, axis=1)
     else:
         p = per_sample(padding, b.n, "padding", shape=(4,), integer=True, **SPECS[0].limits("padding"))
-    hw = getattr(b.shapes, "hw", None)
     hs, ws = (hw[0], hw[1]) if hw is not None else b.sizes()  # one size: scalars, not columns
     shapes = output_shapes(b, hs + p[:, 0] + p[:, 1], ws + p[:, 2] + p[:, 3], "padding")
     v = as_stored(per_sample(value, b.n, "value", device=b.device), b.dtype)  # exact on every backend
@@ -83,6 +96,33 @@ def pad(x, padding, mode="constant", value=0, *, out=None, layout="NHWC", stream
     fill = v if isinstance(v, np.ndarray) or be != "numba" else cupy_module().asnumpy(v)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fill=fill,
                fast=rows_fast(sign=-1, fill_col=3, mode=MODES[mode]))
+
+
+@compiled
+def _host_rows(p, v, mode, u8, rows):
+    """The rows ``[top, left, mode, value]`` of (N, 4) integer paddings ``p`` and the fill values
+    ``v`` (N of them, or one) stored as :func:`as_stored` stores them in uint8 (``u8``) or
+    float32; the output's (extra height, extra width), the same for every sample, or (-1, -1)
+    when a padding is negative or over 2**30, two samples' sums differ, or a value is not
+    finite (the general path then says what is wrong)."""
+    n = p.shape[0]
+    th = tw = -1
+    for i in range(n):
+        t, bo, le, r = np.int64(p[i, 0]), np.int64(p[i, 1]), np.int64(p[i, 2]), np.int64(p[i, 3])
+        if min(min(t, bo), min(le, r)) < 0 or max(max(t, bo), max(le, r)) > 2 ** 30:
+            return -1, -1
+        if i == 0:
+            th, tw = t + bo, le + r
+        elif t + bo != th or le + r != tw:
+            return -1, -1
+        x = np.float64(v[min(i, v.shape[0] - 1)])
+        if not np.isfinite(x):
+            return -1, -1
+        rows[i, 0] = t
+        rows[i, 1] = le
+        rows[i, 2] = mode
+        rows[i, 3] = min(max(np.floor(x + 0.5), 0.0), 255.0) if u8 else np.float64(np.float32(x))
+    return th, tw
 
 
 def _example(rng, n, h, w):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._params import _fmt, column_stack, count_nonzero, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, run
@@ -54,14 +55,21 @@ def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
                             "output shape, which must be known on the host; pass k as host ints "
                             "(a number, sequence or NumPy array)")
         kk = per_sample(k, b.n, "k", integer=True, device=True)
-        shapes = b.shapes
+        shapes, params = b.shapes, None
     else:
-        kk = per_sample(k, b.n, "k", integer=True)
-        if count_nonzero((kk < -3) | (kk > 3)):
-            raise ValueError(f"k: got {_fmt(k)}; expected integers in -3..3 (quarter turns "
-                             "counter-clockwise, negative for clockwise)")
-        kk = kk % 4
-        odd = count_nonzero(kk & 1)
+        kp = plain(k, b.n)
+        params = np.empty((b.n, 1)) if kp is not None and kp.dtype.char in INTS else None
+        odd = -1 if params is None else _host_rows(kp, params)  # checked, mod 4, counted: one loop
+        if odd >= 0:
+            kk = params[:, 0]
+        else:
+            params = None
+            kk = per_sample(k, b.n, "k", integer=True)
+            if count_nonzero((kk < -3) | (kk > 3)):
+                raise ValueError(f"k: got {_fmt(k)}; expected integers in -3..3 (quarter turns "
+                                 "counter-clockwise, negative for clockwise)")
+            kk = kk % 4
+            odd = count_nonzero(kk & 1)
         if b.varshape:
             shapes = [(w, h) if q % 2 else (h, w) for (h, w), q in zip(b.shapes, kk.tolist())]
         else:
@@ -71,7 +79,8 @@ def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
                                  "swaps height and width, so a uniform batch needs every k of one "
                                  "parity (all odd or all even); pass a list of images to mix them")
             shapes = b.uniform((w, h) if odd else (h, w))  # one size: run()'s plans take the call
-    params = column_stack([kk], b.n)
+    if params is None:
+        params = column_stack([kk], b.n)
     fast = None
     if be == "cuda" and isinstance(kk, np.ndarray):
         if not odd:
@@ -83,6 +92,20 @@ def rot90(x, k=1, *, out=None, layout="NHWC", stream=None, backend=None):
             from gpuaug.ops.transpose import tiles_fast
             fast = tiles_fast(kcol=0)
     return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fast=fast)
+
+
+@compiled
+def _host_rows(k, rows):
+    """``rows[:, 0] = k % 4`` for (N,) integers ``k`` and the count of odd ones, or -1 at a value
+    outside -3..3 (compared in ``k``'s own type: no wrap-around; the general path refuses it)."""
+    odd = 0
+    for i in range(k.shape[0]):
+        if k[i] < -3 or k[i] > 3:
+            return -1
+        q = np.int64(k[i]) % 4
+        rows[i, 0] = q
+        odd += q & 1
+    return odd
 
 
 def _example(rng, n, h, w):
