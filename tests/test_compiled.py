@@ -91,3 +91,19 @@ def test_compiled_on_first_call_not_at_import():
             "assert 'numba' in sys.modules; print('ok')")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert got.stdout.strip() == "ok", got.stderr
+
+
+def test_normalized_rows_sum_as_numpy_does():
+    """Each row's sum is NumPy's pairwise sum of its k taps (np.add.reduce of the 1-D row) for
+    every k of 1..255 (the block, one-split and two-split cases), bit for bit; past k, zeros."""
+    from gpuaug.ops._launch import normalized_rows
+    rng = np.random.default_rng(11)
+    k = np.r_[np.arange(1, 256), rng.integers(1, 256, 200)]
+    n, kmax = k.shape[0], int(k.max())
+    w = np.exp(rng.uniform(-30, 0, (n, kmax))) * rng.choice([1.0, 1e-5, 1e5], (n, 1))
+    got = normalized_rows(w, k, np.full((n, 1 + kmax), np.nan))
+    for i in range(n):
+        want = w[i, :k[i]] / np.add.reduce(w[i, :k[i]])
+        assert got[i, 0] == k[i]
+        assert np.array_equal(got[i, 1:1 + k[i]].view(np.uint64), want.view(np.uint64)), k[i]
+        assert not got[i, 1 + k[i]:].any()

@@ -9,7 +9,18 @@ from gpuaug._run import describe
 
 
 def rows(op, x, **kw):
-    return describe(getattr(gpuaug.ops, op).__dict__[op], x, **kw).params
+    """The parameter rows of ``op(x, **kw)``: run()'s (describe), or what the op hands run_custom."""
+    mod = getattr(gpuaug.ops, op)
+    got = describe(mod.__dict__[op], x, **kw)
+    if got is not None:
+        return got.params
+    seen, keep = [], mod.run_custom
+    mod.run_custom = lambda b, params, **_: seen.append(params)
+    try:
+        mod.__dict__[op](x, **kw)
+    finally:
+        mod.run_custom = keep
+    return seen[0]
 
 
 def as_lists(kw):
@@ -33,6 +44,12 @@ def cases(rng, n, h, w):
     yield "solarize", {"threshold": np.arange(n, dtype=np.uint8) % 2}
     yield "crop", {"top": rng.integers(0, h - 3, n), "left": rng.integers(0, w - 4, n), "height": 3, "width": 4}
     yield "crop", {"top": np.zeros(n, np.int32), "left": np.full(n, w - 1, np.uint16), "height": h, "width": 1}
+    yield "gaussian_blur", {"sigma": rng.uniform(0.2, 3, n)}
+    yield "gaussian_blur", {"sigma": np.resize(np.array([0.5, 1.5, 31.0, 31.6, 1e-300, 5e-324], np.float64), n)}
+    yield "gaussian_blur", {"sigma": rng.uniform(0.2, 30, n).astype(np.float32)}
+    yield "gaussian_blur", {"sigma": np.arange(1, n + 1, dtype=np.int16) % 4 + 1}
+    yield "box_blur", {"kernel_size": rng.choice([1, 3, 5, 255], n)}
+    yield "box_blur", {"kernel_size": np.full(n, 7, np.uint8)}
     yield "rot90", {"k": rng.choice(np.array([1, 3, -1, -3]), n)}
     yield "rot90", {"k": rng.integers(-3, 4, n).astype(np.int8) * 0 + np.resize([0, 2, -2], n).astype(np.int8)}
     yield "rot90", {"k": np.resize(np.array([1, 3], np.uint64), n)}
@@ -93,6 +110,13 @@ def test_compiled_rows_equal_the_general_path(dtype):
      "boxes"),
     ("resized_crop", {"boxes": np.array([[0, 0, 2, 2], [0, 0, 1e-46, 2], [0, 0, 2, 2.0]]), "size": (4, 4)},
      "height > 0"),
+    ("gaussian_blur", {"sigma": np.array([1.0, 0.0, 1.0])}, "sigma"),
+    ("gaussian_blur", {"sigma": np.array([1.0, np.nan, 1.0])}, "sigma"),
+    ("gaussian_blur", {"sigma": np.array([1.0, 42.5, 1.0])}, "sigma: got 42.5"),
+    ("gaussian_blur", {"sigma": np.array([1.0, 1e300, 1.0])}, "sigma"),
+    ("box_blur", {"kernel_size": np.array([3, 4, 3])}, "kernel_size: got 4"),
+    ("box_blur", {"kernel_size": np.array([3, -1, 3])}, "kernel_size: got -1"),
+    ("box_blur", {"kernel_size": np.array([3, 257, 3], np.uint16)}, "kernel_size: got 257"),
     ("rot90", {"k": np.array([1, 4, 1])}, "k"),
     ("rot90", {"k": np.array([1, -4, 1], np.int8)}, "k"),
     ("rot90", {"k": np.array([1, 2, 1])}, "k: got"),

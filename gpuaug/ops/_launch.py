@@ -23,6 +23,7 @@ import numpy as np
 
 import gpuaug._plan as _plan
 from gpuaug._batch import Batch, max_over, max_size, table_item
+from gpuaug._compiled import compiled
 from gpuaug._params import count_nonzero, per_sample
 from gpuaug._run import device_params, launch_twin
 from gpuaug._stream import check_stream, on_device
@@ -218,37 +219,72 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
 def separable_rows(k, taps) -> np.ndarray:
     """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
     without a Python loop over samples. ``taps(order, ks, kmax)`` returns the (N, kmax)
-    unnormalised taps of the samples in ``order`` (an index array; None: as given), whose sizes
-    are ``ks``; anything past a row's own k is ignored. Each row is divided by the sum of its own k taps,
-    summed as NumPy sums a 1-D array of k values (an (m, k) block of the samples of one size:
-    a row sum of a 2-D block reduces each row as the 1-D sum does), so the rows are
-    bit-identical to per-sample ``w / w.sum()``. Samples are sorted by size once, so each size
-    is a slice (two NumPy calls per size, no fancy indexing per size)."""
+    unnormalised taps of the samples in ``order`` (an index array; None: as given, the only
+    order used here), whose sizes are ``ks``; anything past a row's own k is ignored. Each row
+    is divided by the sum of its own k taps, summed as NumPy sums a 1-D array of k values, in
+    one compiled loop (:func:`normalized_rows`), so the rows are bit-identical to per-sample
+    ``w / w.sum()``."""
     k = np.asarray(k, np.int64)
     n = k.shape[0]
-    counts = np.bincount(k).tolist()  # sizes are 1..255: the sizes present, ascending, and their counts
-    sizes = [kk for kk, c in enumerate(counts) if c]
-    kmax = sizes[-1]
-    if len(sizes) == 1:  # one size (a scalar sigma or size): no grouping
-        p = np.empty((n, 1 + kmax))
-        p[:, 0] = k
-        w = taps(None, k, kmax)
-        np.divide(w, np.add.reduce(w, axis=1, keepdims=True), out=p[:, 1:])
-        return p
-    order = np.argsort(k, kind="stable")
-    ks = k[order]
-    w = taps(order, ks, kmax)
-    ps = np.zeros((n, 1 + kmax))
-    ps[:, 0] = ks
-    lo = 0
-    for kk in sizes:
-        hi = lo + counts[kk]
-        blk = w[lo:hi, :kk]
-        np.divide(blk, np.add.reduce(blk, axis=1, keepdims=True), out=ps[lo:hi, 1:1 + kk])
-        lo = hi
-    p = np.empty_like(ps)
-    p[order] = ps
-    return p
+    kmax = int(np.maximum.reduce(k)) if n else 1
+    w = np.ascontiguousarray(taps(None, k, kmax), np.float64)
+    return normalized_rows(w, k, np.empty((n, 1 + kmax)))
+
+
+@compiled
+def normalized_rows(w, k, rows):
+    """``rows[r] = [k[r], w[r, :k[r]] / sum, 0 ...]`` for (N, kmax) taps ``w`` and sizes ``k`` (1 to
+    MAX_KERNEL_SIZE), the sum taken as NumPy's pairwise sum of a 1-D array takes it (blocks of
+    up to 128 values in 8 accumulators, longer arrays split in halves rounded down to a
+    multiple of 8): ``np.add.reduce(w[r, :k[r]])`` bit for bit, as the tests check."""
+    def block(a, n):  # pairwise_sum of a[:n] for n <= 128
+        if n < 8:
+            res = 0.0
+            for i in range(n):
+                res += a[i]
+            return res
+        r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+        i = 8
+        m = n - n % 8
+        while i < m:
+            r0 += a[i]
+            r1 += a[i + 1]
+            r2 += a[i + 2]
+            r3 += a[i + 3]
+            r4 += a[i + 4]
+            r5 += a[i + 5]
+            r6 += a[i + 6]
+            r7 += a[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[i]
+            i += 1
+        return res
+
+    def half(n):  # pairwise_sum's split point
+        h = n // 2
+        return h - h % 8
+
+    for r in range(w.shape[0]):
+        kk = k[r]
+        a = w[r]
+        if kk <= 128:
+            s = block(a, kk)
+        else:  # k <= 255: two levels of splits at most (the left halves are <= 128)
+            h = half(kk)
+            rest = kk - h
+            if rest <= 128:
+                s = block(a, h) + block(a[h:], rest)
+            else:
+                h2 = half(rest)
+                s = block(a, h) + (block(a[h:], h2) + block(a[h + h2:], rest - h2))
+        rows[r, 0] = kk
+        for j in range(kk):
+            rows[r, 1 + j] = a[j] / s
+        for j in range(kk, rows.shape[1] - 1):
+            rows[r, 1 + j] = 0.0
+    return rows
 
 
 #: largest k of the unrolled fast path (<base>_k<T, C, K>, K odd, static shared memory)

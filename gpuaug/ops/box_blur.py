@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import odd_sizes, run_custom, separable_plan, separable_rows, store_range
+from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, separable_rows, store_range
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -44,11 +45,34 @@ def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=No
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    k = odd_sizes(kernel_size, b.n)
-    params = separable_rows(k, _ones)  # normalised: 1 / k exactly (a sum of k ones is k)
+    kp = plain(kernel_size, b.n)
+    params = _host_rows(kp, MAX_KERNEL_SIZE) if kp is not None and b.n and kp.dtype.char in INTS else None
+    if params is None or not params.shape[0] == b.n:  # (a refused size gives no rows)
+        k = odd_sizes(kernel_size, b.n)
+        params = separable_rows(k, _ones)  # normalised: 1 / k exactly (a sum of k ones is k)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
-                      plan=separable_plan(KERNELS.cu[1], int(k.max())), numba_module=KERNELS.numba[0],
+                      plan=separable_plan(KERNELS.cu[1], params.shape[1] - 1), numba_module=KERNELS.numba[0],
                       numba_extra=store_range(b.dtype))
+
+
+@compiled
+def _host_rows(k, kmax_allowed):
+    """:func:`separable_rows`' box rows ``[k, 1/k x k, 0 ...]`` of (N,) integer sizes (the sum of k
+    ones is k), (N, 1 + max k); no rows ((0, 1)) at a size that is not odd in 1..``kmax_allowed``
+    (:func:`odd_sizes` then says which)."""
+    n = k.shape[0]
+    kmax = 1
+    for i in range(n):
+        if k[i] < 1 or k[i] > kmax_allowed or k[i] % 2 == 0:
+            return np.empty((0, 1))
+        kmax = max(kmax, np.int64(k[i]))
+    rows = np.zeros((n, 1 + kmax))
+    for i in range(n):
+        kk = np.int64(k[i])
+        rows[i, 0] = kk
+        for j in range(kk):
+            rows[i, 1 + j] = 1.0 / kk
+    return rows
 
 
 def _ones(order, ks, kmax):

@@ -4,12 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import count_nonzero, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import count_nonzero, per_sample, spec_range
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._util import kept_array
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, separable_rows, store_range
+from gpuaug.ops._launch import (MAX_KERNEL_SIZE, normalized_rows, odd_sizes, run_custom, separable_plan, separable_rows,
+                                store_range)
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -51,6 +53,34 @@ def gaussian_weight_rows(k, sigma) -> np.ndarray:
         return np.exp(q, out=q)
 
     return separable_rows(k, taps)
+
+
+@compiled
+def _exponents(sigma, lo, hi, m):
+    """(max k, sizes k, (N, max k) exponents) of (N,) sigmas, or max k -1 when a sigma is outside
+    ``[lo, hi]`` or its size exceeds MAX_KERNEL_SIZE (the general path then says so): the sizes
+    as :func:`gaussian_kernel_size` gives them (``m`` its 6 or 8) and, per row, the exponents
+    ``-0.5 * ((j - (k - 1) / 2) / sigma) ** 2`` of :func:`gaussian_weight_rows`' taps, operation
+    by operation (zeros past k)."""
+    n = sigma.shape[0]
+    k = np.empty(n, np.int64)
+    kmax = 1
+    for i in range(n):
+        s = np.float64(sigma[i])
+        if not ((s >= lo) & (s <= hi)):
+            return -1, k, np.empty((0, 0))
+        k[i] = np.int64(np.rint(min(s, MAX_KERNEL_SIZE) * m + 1.0)) | 1
+        if k[i] > MAX_KERNEL_SIZE:
+            return -1, k, np.empty((0, 0))
+        kmax = max(kmax, k[i])
+    w = np.zeros((n, kmax))
+    for i in range(n):
+        s = np.float64(sigma[i])
+        c = (k[i] - 1) / 2
+        for j in range(k[i]):
+            q = (np.float64(j) - c) / s
+            w[i, j] = (q * q) * -0.5
+    return kmax, k, w
 
 
 def _offsets(kmax):
@@ -97,6 +127,15 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
+    s = plain(sigma, b.n) if kernel_size is None else None
+    if s is not None and s.dtype.char != "?":  # sizes and exponents in one compiled loop
+        lo, hi = spec_range(SPECS[0], "sigma")
+        kmax, k, w = _exponents(s, lo, hi, 6.0 if b.dtype == np.uint8 else 8.0)
+        if kmax > 0:
+            params = normalized_rows(np.exp(w, out=w), k, np.empty((b.n, 1 + kmax)))
+            return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
+                              plan=separable_plan(KERNELS.cu[1], kmax), numba_module=KERNELS.numba[0],
+                              numba_extra=store_range(b.dtype))
     sig = per_sample(sigma, b.n, "sigma", **SPECS[0].limits("sigma"))
     if kernel_size is None:
         k = gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), b.dtype)  # no int64 overflow for huge sigmas
