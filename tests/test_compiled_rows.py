@@ -50,6 +50,10 @@ def cases(rng, n, h, w):
     yield "gaussian_blur", {"sigma": np.arange(1, n + 1, dtype=np.int16) % 4 + 1}
     yield "box_blur", {"kernel_size": rng.choice([1, 3, 5, 255], n)}
     yield "box_blur", {"kernel_size": np.full(n, 7, np.uint8)}
+    yield "rotate", {"angle": rng.uniform(-400, 400, n), "scale": rng.uniform(0.5, 2, n)}
+    yield "rotate", {"angle": rng.uniform(-30, 30, n).astype(np.float32), "scale": 1.25, "fill": 3.5}
+    yield "rotate", {"angle": np.resize(np.array([5, 90, -180, 7], np.int16), n), "border": "replicate"}
+    yield "rotate", {"angle": rng.uniform(-1e-300, 1e-300, n), "scale": rng.integers(1, 4, n), "interpolation": "nearest"}
     yield "rot90", {"k": rng.choice(np.array([1, 3, -1, -3]), n)}
     yield "rot90", {"k": rng.integers(-3, 4, n).astype(np.int8) * 0 + np.resize([0, 2, -2], n).astype(np.int8)}
     yield "rot90", {"k": np.resize(np.array([1, 3], np.uint64), n)}
@@ -117,6 +121,9 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("box_blur", {"kernel_size": np.array([3, 4, 3])}, "kernel_size: got 4"),
     ("box_blur", {"kernel_size": np.array([3, -1, 3])}, "kernel_size: got -1"),
     ("box_blur", {"kernel_size": np.array([3, 257, 3], np.uint16)}, "kernel_size: got 257"),
+    ("rotate", {"angle": np.array([1.0, np.nan, 2.0])}, "angle"),
+    ("rotate", {"angle": np.ones(3), "scale": np.array([1.0, 0.0, 2.0])}, "scale"),
+    ("rotate", {"angle": np.ones(3), "scale": np.array([1.0, -np.inf, 2.0])}, "scale"),
     ("rot90", {"k": np.array([1, 4, 1])}, "k"),
     ("rot90", {"k": np.array([1, -4, 1], np.int8)}, "k"),
     ("rot90", {"k": np.array([1, 2, 1])}, "k: got"),

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import CHARS, compiled
+from gpuaug._compiled import CHARS, compiled, plain
 from gpuaug._params import column_stack, count_nonzero, host_size, per_sample, value_shape
 from gpuaug._run import choose_backend, run
 from gpuaug._stream import check_stream, on_device
@@ -289,6 +289,10 @@ def rotation_inverse(b, angle, center, scale, modes=None):
     :class:`Rows`, made by the matrices' own launch (parameters on the GPU) or written into a
     copy of :func:`params_matrix`'s template rows (on the host: no matrix copied twice)."""
     n = b.n
+    if modes is not None and center is None and not b.varshape:
+        got = _rotation_rows(b, angle, scale, modes)
+        if got is not None:
+            return got
     a = per_sample(angle, n, "angle", device=b.device)
     k = _plain_reciprocal(scale)  # one ordinary scale for the batch: no column, no zero check
     s = per_sample(scale, n, "scale", device=b.device) if k is None else None
@@ -308,6 +312,54 @@ def rotation_inverse(b, angle, center, scale, modes=None):
     rows = tmpl.copy()
     _rotation_inverse_host(b, a, k, ctr, rows[:, 2:8])
     return Rows(rows)
+
+
+def _host_column(value, n):
+    """A NumPy array of N values (:func:`gpuaug._compiled.plain`) or a Python number as an array
+    of one, for the compiled rotation rows; None for anything else."""
+    t = type(value)
+    if t is float or t is int and -2 ** 63 <= value < 2 ** 63:
+        return np.array([value])
+    v = plain(value, n)
+    return v if v is not None and v.dtype.char != "?" else None
+
+
+def _rotation_rows(b, angle, scale, modes):
+    """:func:`rotation_inverse`'s :class:`Rows` for host angles and scales (N values or one),
+    the default centre of a uniform batch and a scalar fill, with two compiled loops around
+    NumPy's cosines and sines (:func:`_rotation_prep`, :func:`_rotation_rows_in`); None for
+    anything else, and for values the loop does not pass or angles that are multiples of 90
+    degrees (the general path then checks them, with its messages, and rounds those exactly)."""
+    n = b.n
+    a, s = _host_column(angle, n), _host_column(scale, n)
+    if a is None or s is None or not n:
+        return None
+    tmpl = _template(b, modes[0], modes[1], 6, modes[2])
+    if tmpl is None:
+        return None
+    r, k = np.empty(n), np.empty(n)
+    if not _rotation_prep(a, s, r, k):
+        return None
+    h, w = b.nhwc.shape[1:3]
+    rows = tmpl.copy()
+    _rotation_rows_in(np.cos(r), np.sin(r), k, np.array([(w - 1) / 2]), np.array([(h - 1) / 2]), rows[:, 2:8])
+    return Rows(rows)
+
+
+@compiled
+def _rotation_prep(a, s, r, k):
+    """``r = np.deg2rad(angle)`` (``angle * (pi / 180)``) and ``k = 1 / scale`` per sample, from N
+    values or one of each (``a``, ``s``); False at an angle that is not finite or a multiple of
+    90 degrees (``q == np.rint(q)`` for ``q = angle / 90``), or a scale that is 0 or not finite."""
+    for i in range(r.shape[0]):
+        av = np.float64(a[min(i, a.shape[0] - 1)])
+        sv = np.float64(s[min(i, s.shape[0] - 1)])
+        q = av / 90.0
+        if not (np.isfinite(av) and np.isfinite(sv) and sv != 0) or q == np.rint(q):
+            return False
+        r[i] = av * (np.pi / 180.0)
+        k[i] = 1.0 / sv
+    return True
 
 
 def _plain_reciprocal(scale):
