@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._compiled import compiled
+from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._params import column_stack, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
@@ -79,13 +79,15 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
         hs = host_ints(height, b.n, "height", low=1)
         ws = host_ints(width, b.n, "width", low=1)
         shapes = output_shapes(b, hs, ws, "height, width")
+    hw = getattr(b.shapes, "hw", None)  # a uniform batch: one bound per axis
+    if type(hs) is int and hw is not None:  # [top, left] checked and written in one compiled loop
+        t, l_ = plain(top, b.n), plain(left, b.n)
+        if t is not None and l_ is not None and t.dtype.char in INTS and l_.dtype.char in INTS:
+            params = np.empty((b.n, 2))
+            if _host_rows(t, l_, hw[0] - hs, hw[1] - ws, params):
+                return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fast=rows_fast())
     t = per_sample(top, b.n, "top", integer=True, **SPECS[0].limits("top"), device=b.device)
     l_ = per_sample(left, b.n, "left", integer=True, **SPECS[0].limits("left"), device=b.device)
-    hw = getattr(b.shapes, "hw", None)  # a uniform batch: one bound per axis
-    if type(t) is np.ndarray and type(l_) is np.ndarray and type(hs) is int and hw is not None:
-        params = np.empty((b.n, 2))  # [top, left] checked and written in one compiled loop
-        if _host_rows(t, l_, hw[0] - hs, hw[1] - ws, params):
-            return run(b, KERNELS, params, shapes=shapes, out=out, backend=be, stream=stream, fast=rows_fast())
     for name, off, size, dim, axis in (("top", t, hs, "height", 0), ("left", l_, ws, "width", 1)):
         if not isinstance(off, np.ndarray):
             continue
@@ -111,11 +113,12 @@ def crop(x, top, left, height, width, *, out=None, layout="NHWC", stream=None, b
 
 @compiled
 def _host_rows(t, l_, top_max, left_max, rows):
-    """Rows ``[top, left]`` of int64 offsets; False when one ends past its image (``top >
-    top_max``, ``left > left_max``: the loop below says which)."""
+    """Rows ``[top, left]`` of integer offsets (any integer dtype, compared in their own type);
+    False when one is negative or ends past its image (``top > top_max``, ``left > left_max``:
+    the general path then says which)."""
     ok = True
     for i in range(t.shape[0]):
-        ok &= (t[i] <= top_max) & (l_[i] <= left_max)
+        ok &= (t[i] >= 0) & (l_[i] >= 0) & (t[i] <= top_max) & (l_[i] <= left_max)
         rows[i, 0] = t[i]
         rows[i, 1] = l_[i]
     return ok
