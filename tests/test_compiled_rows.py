@@ -54,6 +54,13 @@ def cases(rng, n, h, w):
     yield "rotate", {"angle": rng.uniform(-30, 30, n).astype(np.float32), "scale": 1.25, "fill": 3.5}
     yield "rotate", {"angle": np.resize(np.array([5, 90, -180, 7], np.int16), n), "border": "replicate"}
     yield "rotate", {"angle": rng.uniform(-1e-300, 1e-300, n), "scale": rng.integers(1, 4, n), "interpolation": "nearest"}
+    yield "crop_mirror_normalize", {"crop": (4, 5), "crop_pos": rng.random((n, 2)), "mirror": rng.random(n) < 0.5,
+                                    "mean": rng.uniform(100, 150, (n, 1)), "std": rng.uniform(50, 70, (n, 1))}
+    yield "crop_mirror_normalize", {"crop_pos": rng.random((n, 2)).astype(np.float32), "mirror": np.arange(n) % 2,
+                                    "mean": rng.uniform(0, 1, (n, 3)).astype(np.float32), "std": rng.uniform(1, 2, (n, 3)),
+                                    "output_layout": "NHWC", "dtype": "float16"}
+    yield "crop_mirror_normalize", {"crop_pos": np.resize([0, 1], (n, 2)), "mean": (1, 2.5, -3), "std": 2.0}
+    yield "normalize", {"mean": rng.uniform(0, 1, (n, 1)), "std": rng.uniform(1, 2, (n, 3)).astype(np.float32)}
     yield "rot90", {"k": rng.choice(np.array([1, 3, -1, -3]), n)}
     yield "rot90", {"k": rng.integers(-3, 4, n).astype(np.int8) * 0 + np.resize([0, 2, -2], n).astype(np.int8)}
     yield "rot90", {"k": np.resize(np.array([1, 3], np.uint64), n)}
@@ -124,6 +131,11 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("rotate", {"angle": np.array([1.0, np.nan, 2.0])}, "angle"),
     ("rotate", {"angle": np.ones(3), "scale": np.array([1.0, 0.0, 2.0])}, "scale"),
     ("rotate", {"angle": np.ones(3), "scale": np.array([1.0, -np.inf, 2.0])}, "scale"),
+    ("crop_mirror_normalize", {"crop_pos": np.array([[0, 0], [0.5, 1.5], [0, 0]])}, "crop_pos"),
+    ("crop_mirror_normalize", {"crop_pos": np.array([[0, 0], [np.nan, 0], [0, 0]])}, "crop_pos"),
+    ("crop_mirror_normalize", {"std": np.array([[1.0], [0.0], [2.0]])}, "std"),
+    ("crop_mirror_normalize", {"mean": np.array([[1.0], [np.inf], [2.0]])}, "mean"),
+    ("normalize", {"mean": 0.5, "std": np.array([[1.0, 2, 3], [1, 2, np.nan], [1, 1, 1]])}, "std"),
     ("rot90", {"k": np.array([1, 4, 1])}, "k"),
     ("rot90", {"k": np.array([1, -4, 1], np.int8)}, "k"),
     ("rot90", {"k": np.array([1, 2, 1])}, "k: got"),

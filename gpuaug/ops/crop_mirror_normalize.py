@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import compiled, plain
 from gpuaug._layout import chw_list_out, uniform_out
 from gpuaug._params import _EXACT, column_stack, count_nonzero, host_size, per_sample
 from gpuaug._registry import OpSpec, Param
@@ -84,7 +85,9 @@ def crop_mirror_normalize(x, crop=None, crop_pos=(0.5, 0.5), mirror=False, mean=
     be = choose_backend(b, backend)
     odt = float_dtype(dtype)
     check_choice("output_layout", output_layout, LAYOUTS)
-    pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **_POS_LIMITS, device=b.device)
+    pos = plain(crop_pos, b.n, (2,))  # N positions in [0, 1] as they are, checked in one loop
+    if pos is None or pos.dtype.char == "?" or not _in_unit(pos):
+        pos = per_sample(crop_pos, b.n, "crop_pos", shape=(2,), **_POS_LIMITS, device=b.device)
     if type(mirror) is np.ndarray and mirror.dtype.char == "?" and mirror.shape == (b.n,):
         mir = mirror  # N bools, as they are: the parameter matrix converts them to 1.0 / 0.0
     else:
@@ -151,6 +154,10 @@ def _host_params(n, c, pos, mir, hw, mean, std):
         p = kept_array(_ROWS, (n, c) + hw, lambda: _zero_rows(n, c, hw)).copy()
     else:
         p = _zero_rows(n, c, hw)
+    m, sd = _as_block(fm), _as_block(fs)
+    if m is not None and sd is not None:  # the rest of the rows written and checked in one loop
+        ok = _rows_in(_NO_POS if pos is None else pos, _NO_MIRROR if mir is None else mir, m, sd, c, p)
+        return p if ok else None
     if pos is not None:
         p[:, :2] = pos
     if mir is not None:
@@ -162,6 +169,50 @@ def _host_params(n, c, pos, mir, hw, mean, std):
     if count_nonzero(p[:, 5 + c:]) != n * c:
         return None  # a zero std: the general path's error
     return p
+
+
+def _as_block(v):
+    """A :func:`_plain_channels` value as a 2-D array :func:`_rows_in` reads (a number: (1, 1); a
+    tuple: (1, C)); None for a dtype the compiled loop does not take."""
+    if type(v) is np.ndarray:
+        return v if v.dtype.char in "fd" else None
+    return np.array(v, np.float64).reshape(1, -1)
+
+
+@compiled
+def _in_unit(pos):
+    """Whether every value of ``pos`` is within [0, 1] (NaN is not)."""
+    ok = True
+    for i in range(pos.shape[0]):
+        for j in range(pos.shape[1]):
+            ok &= (pos[i, j] >= 0) & (pos[i, j] <= 1)
+    return ok
+
+
+@compiled
+def _rows_in(pos, mir, mean, std, c, p):
+    """Columns 0-2 and 5.. of the rows ``p`` (see :func:`_host_params`): ``pos`` (N, 2) or (0, 2)
+    (none: zeros kept), ``mir`` (N,) or (0,), ``mean`` and ``std`` (R, K) blocks with R 1 or N and
+    K 1 or C (broadcast); False at a mean or std that is not finite or a zero std."""
+    n = p.shape[0]
+    for i in range(n):
+        if pos.shape[0]:
+            p[i, 0] = pos[i, 0]
+            p[i, 1] = pos[i, 1]
+        if mir.shape[0]:
+            p[i, 2] = np.float64(mir[i])
+        mi, si = min(i, mean.shape[0] - 1), min(i, std.shape[0] - 1)
+        for j in range(c):
+            m = np.float64(mean[mi, min(j, mean.shape[1] - 1)])
+            s = np.float64(std[si, min(j, std.shape[1] - 1)])
+            if not (np.isfinite(m) and np.isfinite(s) and s != 0):
+                return False
+            p[i, 5 + j] = m
+            p[i, 5 + c + j] = s
+    return True
+
+
+_NO_POS, _NO_MIRROR = np.zeros((0, 2)), np.zeros(0, np.bool_)
 
 
 def _zero_rows(n, c, hw):
