@@ -175,14 +175,6 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
     T* drow = pixel<T>(d, y, 0);
     const bool dense = src.sx == C && src.sc == 1 && d.sx == C && d.sc == 1;
     if (dense && x0 + PPT <= d.w && aligned16(srow + x0 * C) && aligned16(drow + x0 * C)) {
-      int any = 0;
-#pragma unroll
-      for (int j = 0; j < PPT; ++j) any |= what[j];
-      if (!any) {  // nothing replaced in this chunk (most of them, for boxes and sparse noise): a copy
-#pragma unroll
-        for (int v = 0; v < C; ++v) store16(drow + x0 * C + v * PPT, load16(srow + x0 * C + v * PPT));
-        continue;
-      }
 #pragma unroll
       for (int v = 0; v < C; ++v) {  // vector v: elements [v PPT, (v + 1) PPT) of the chunk
         vec16 a = load16(srow + x0 * C + v * PPT);
