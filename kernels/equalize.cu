@@ -1,5 +1,6 @@
 // Histogram equalisation per image and channel, as torchvision's equalize, in three steps:
-//   1. gpuaug_equalize_hist[_u8]: 256-bin histograms (N, C, 256) of the bins b(x):
+//   1. gpuaug_equalize_hist[_u8]: 256-bin histograms (N, C, 256) of the bins b(x) (the
+//      dense uint8 kernel: partial histograms, (N, blocks per sample, C, 256)):
 //      uint8: b = x; floats: b = clamp(floor(x *f32 255.999f), 0, 255) (torchvision's
 //      float -> uint8 conversion, in float32).
 //   2. gpuaug_equalize_lut: one block per histogram; PIL's table
@@ -83,10 +84,12 @@ __global__ void gpuaug_equalize_hist(const gpuaug::i64* src_tab, unsigned int* _
 }
 
 // Step 1, dense uint8 NHWC batches (nvec 16-byte vectors per sample): a shared-memory
-// histogram per block, flushed with one global atomic per non-empty bin.
+// histogram per block, written whole as the block's partial histogram
+// parts[sample][blockIdx.x][C * 256] (no atomics, no zeroed memory: step 2 adds the
+// gridDim.x partials up), so every byte of the scratch memory is written.
 template <int C>
 __global__ void gpuaug_equalize_hist_u8(const uint4* __restrict__ src, int nvec,
-                                        unsigned int* __restrict__ hist, int n) {
+                                        unsigned int* __restrict__ parts, int n) {
   __shared__ unsigned int h[C * 256];
   const int per_block = (nvec + gridDim.x - 1) / gridDim.x;
   const int begin = blockIdx.x * per_block;
@@ -105,22 +108,26 @@ __global__ void gpuaug_equalize_hist_u8(const uint4* __restrict__ src, int nvec,
         for (int e = 0; e < 4; ++e) atomicAdd(&h[chan<C>(c0, q * 4 + e) * 256 + gpuaug::byte_of(w[q], e)], 1u);
     }
     __syncthreads();
-    unsigned int* g = hist + (gpuaug::i64)s * C * 256;
-    for (int i = threadIdx.x; i < C * 256; i += blockDim.x)
-      if (h[i]) atomicAdd(g + i, h[i]);
+    unsigned int* g = parts + ((gpuaug::i64)s * gridDim.x + blockIdx.x) * (C * 256);
+    for (int i = threadIdx.x; i < C * 256; i += blockDim.x) g[i] = h[i];
     __syncthreads();
   }
 }
 
-// Step 2: blockIdx.x = sample * C + channel, 256 threads (one per bin).
-extern "C" __global__ void gpuaug_equalize_lut(const unsigned int* __restrict__ hist, float* __restrict__ lut,
-                                               int P, int C, int is_float) {
+// Step 2: blockIdx.x = sample * C + channel, 256 threads (one per bin). ``hist``: nparts
+// partial histograms per sample, (N, nparts, C, 256), added up here (nparts = 1: (N, C, 256)).
+__device__ __forceinline__ void equalize_table(const unsigned int* __restrict__ hist, int nparts,
+                                               float* __restrict__ lut, int P, int C, int is_float) {
   __shared__ unsigned int cum[256];
+  __shared__ unsigned int cnt[256];
   __shared__ int last;
   const int row = blockIdx.x, k = threadIdx.x;
-  const unsigned int* hrow = hist + (gpuaug::i64)row * 256;
-  const unsigned int hk = hrow[k];
+  const int s = row / C, c = row - s * C;
+  const unsigned int* h = hist + (gpuaug::i64)s * nparts * C * 256 + c * 256 + k;
+  unsigned int hk = 0u;
+  for (int b = 0; b < nparts; ++b) hk += h[(gpuaug::i64)b * C * 256];
   if (k == 0) last = 0;
+  cnt[k] = hk;
   cum[k] = hk;
   __syncthreads();
   if (hk) atomicMax(&last, k);
@@ -130,14 +137,25 @@ extern "C" __global__ void gpuaug_equalize_lut(const unsigned int* __restrict__ 
     cum[k] += t;
     __syncthreads();
   }
-  const unsigned int step = (cum[255] - hrow[last]) / 255u;
+  const unsigned int step = (cum[255] - cnt[last]) / 255u;
   float v;
   if (step == 0u) v = (float)k;
   else v = k == 0 ? 0.f : (float)min((cum[k - 1] + step / 2u) / step, 255u);
-  const int s = row / C, c = row - s * C;
   float* out = lut + (gpuaug::i64)s * P;
   out[c * 256 + k] = v;
   if (c == 0 && k == 0) out[C * 256] = (float)is_float;
+}
+
+// Step 2 of whole histograms (N, C, 256).
+extern "C" __global__ void gpuaug_equalize_lut(const unsigned int* __restrict__ hist, float* __restrict__ lut,
+                                               int P, int C, int is_float) {
+  equalize_table(hist, 1, lut, P, C, is_float);
+}
+
+// Step 2 of gpuaug_equalize_hist_u8's partial histograms (N, nparts, C, 256).
+extern "C" __global__ void gpuaug_equalize_lut_parts(const unsigned int* __restrict__ hist, int nparts,
+                                                     float* __restrict__ lut, int P, int C, int is_float) {
+  equalize_table(hist, nparts, lut, P, C, is_float);
 }
 
 // Step 3.

@@ -8,6 +8,7 @@ from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module
 from gpuaug.kernels._cuda import CTYPES
+from gpuaug.ops._colour import _multiprocessors
 from gpuaug.ops._intensity import VEC_THREADS, _dense_u8_vectors, u8_vec_fast, vec_grid
 
 KERNELS = Kernels(cu=("equalize.cu", "gpuaug_equalize"), numba=("equalize", "equalize_value"),
@@ -16,7 +17,7 @@ KERNELS = Kernels(cu=("equalize.cu", "gpuaug_equalize"), numba=("equalize", "equ
                   + tuple(f"gpuaug_equalize_hist_u8<{c}>" for c in (1, 3, 4))
                   + tuple(f"gpuaug_equalize_hist<{t}, {c}>" for t in CTYPES.values()
                           for c in (1, 3, 4))
-                  + ("gpuaug_equalize_lut",))
+                  + ("gpuaug_equalize_lut", "gpuaug_equalize_lut_parts"))
 
 
 def equalize(x, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -63,20 +64,25 @@ def _tables_cuda(b, stream):
     cp = cupy_module()
     n, c = b.n, b.channels
     with on_device(b.device_id(), stream):
-        hist = cp.zeros((n, c, 256), cp.uint32)
         tables = cp.empty((n, c * 256 + 1), cp.float32)
         nvec = _dense_u8_vectors(b, nhwc_only=True)
-        if nvec is not None:
+        if nvec is not None:  # partial histograms, every byte written: an op plan replays the call
+            grid = vec_grid(n, nvec)
+            parts = min(grid[0], max(1, -(-4 * _multiprocessors(cp) // max(n, 1))))
+            hist = cp.empty((n, parts, c, 256), cp.uint32)
             fn = get_function("equalize.cu", f"gpuaug_equalize_hist_u8<{c}>")
-            fn(vec_grid(n, nvec), (VEC_THREADS,), (b.arrays[0], np.int32(nvec), hist, np.int32(n)))
+            fn((parts, grid[1]), (VEC_THREADS,), (b.arrays[0], np.int32(nvec), hist, np.int32(n)))
         else:
+            parts = 1
+            hist = cp.zeros((n, c, 256), cp.uint32)
             (tab,) = stage(table_item(b))
             fn = get_function("equalize.cu", kernel_name("gpuaug_equalize_hist", b.dtype.name, c))
             hmax, wmax = max_size(b.shapes)
             grid, block = grid_2d(hmax, wmax, n)
             fn(grid, block, (tab, hist, np.int32(n)))
-        get_function("equalize.cu", "gpuaug_equalize_lut")(
-            (n * c,), (256,), (hist, tables, np.int32(c * 256 + 1), np.int32(c), np.int32(b.dtype != np.uint8)))
+        get_function("equalize.cu", "gpuaug_equalize_lut_parts")(
+            (n * c,), (256,), (hist, np.int32(parts), tables, np.int32(c * 256 + 1), np.int32(c),
+                              np.int32(b.dtype != np.uint8)))
     return tables
 
 
