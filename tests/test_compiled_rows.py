@@ -61,6 +61,10 @@ def cases(rng, n, h, w):
                                     "output_layout": "NHWC", "dtype": "float16"}
     yield "crop_mirror_normalize", {"crop_pos": np.resize([0, 1], (n, 2)), "mean": (1, 2.5, -3), "std": 2.0}
     yield "normalize", {"mean": rng.uniform(0, 1, (n, 1)), "std": rng.uniform(1, 2, (n, 3)).astype(np.float32)}
+    yield "sharpen", {"factor": rng.uniform(0, 3, n)}
+    yield "sharpen", {"factor": np.arange(n, dtype=np.uint8)}
+    yield "median_blur", {"kernel_size": rng.choice([3, 5], n)}
+    yield "median_blur", {"kernel_size": np.full(n, 3, np.int8)}
     yield "rot90", {"k": rng.choice(np.array([1, 3, -1, -3]), n)}
     yield "rot90", {"k": rng.integers(-3, 4, n).astype(np.int8) * 0 + np.resize([0, 2, -2], n).astype(np.int8)}
     yield "rot90", {"k": np.resize(np.array([1, 3], np.uint64), n)}
@@ -136,6 +140,10 @@ def test_compiled_rows_equal_the_general_path(dtype):
     ("crop_mirror_normalize", {"std": np.array([[1.0], [0.0], [2.0]])}, "std"),
     ("crop_mirror_normalize", {"mean": np.array([[1.0], [np.inf], [2.0]])}, "mean"),
     ("normalize", {"mean": 0.5, "std": np.array([[1.0, 2, 3], [1, 2, np.nan], [1, 1, 1]])}, "std"),
+    ("sharpen", {"factor": np.array([1.0, -0.1, 1.0])}, "factor"),
+    ("sharpen", {"factor": np.array([1.0, np.nan, 1.0], np.float32)}, "factor"),
+    ("median_blur", {"kernel_size": np.array([3, 7, 5])}, "kernel_size: got 7"),
+    ("median_blur", {"kernel_size": np.array([3, 4, 5], np.uint8)}, "kernel_size: got 4"),
     ("rot90", {"k": np.array([1, 4, 1])}, "k"),
     ("rot90", {"k": np.array([1, -4, 1], np.int8)}, "k"),
     ("rot90", {"k": np.array([1, 2, 1])}, "k: got"),

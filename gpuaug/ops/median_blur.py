@@ -6,6 +6,7 @@ import functools
 import numpy as np
 
 from gpuaug._batch import as_batch
+from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
@@ -51,10 +52,28 @@ def median_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    k = odd_sizes(kernel_size, b.n, allowed=(3, 5))
-    params = k.astype(float).reshape(b.n, 1)
+    kp = plain(kernel_size, b.n)
+    params = np.empty((b.n, 1))
+    got = _host_rows(kp, params) if kp is not None and kp.dtype.char in INTS else -1  # one compiled loop
+    if got < 0:
+        k = odd_sizes(kernel_size, b.n, allowed=(3, 5))
+        params = k.astype(float).reshape(b.n, 1)
+        got = int(bool(np.all(k == 3)))
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
-                      plan=_plan(bool(np.all(k == 3))), numba_module=KERNELS.numba[0])
+                      plan=_plan(bool(got)), numba_module=KERNELS.numba[0])
+
+
+@compiled
+def _host_rows(k, rows):
+    """``rows[:, 0] = k`` for (N,) integer sizes; 1 when every size is 3, 0 when some are 5, -1 at
+    a size other than 3 or 5 (odd_sizes then says which)."""
+    all3 = 1
+    for i in range(k.shape[0]):
+        if k[i] != 3 and k[i] != 5:
+            return -1
+        rows[i, 0] = k[i]
+        all3 &= k[i] == 3
+    return all3
 
 
 def _example(rng, n, h, w):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuaug._batch import as_batch
-from gpuaug._params import column_stack, per_sample
+from gpuaug._compiled import compiled, plain
+from gpuaug._params import column_stack, per_sample, spec_range
 from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import dtype_max
@@ -53,11 +54,33 @@ def sharpen(x, factor, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
     u8 = b.dtype == np.uint8
-    params = column_stack([f, np.full(b.n, dtype_max(b.dtype)), np.full(b.n, float(u8))], b.n)
+    f = plain(factor, b.n)
+    params = None
+    if f is not None:  # N host factors: checked and written in one compiled loop
+        params = np.empty((b.n, 3))
+        r = spec_range(SPECS[0], "factor")
+        if not _host_rows(f, r[0], r[1], float(dtype_max(b.dtype)), float(u8), params):
+            params = None
+    if params is None:
+        f = per_sample(factor, b.n, "factor", **SPECS[0].limits("factor"), device=b.device)
+        params = column_stack([f, np.full(b.n, dtype_max(b.dtype)), np.full(b.n, float(u8))], b.n)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0], plan=_plan,
                       numba_module=KERNELS.numba[0], numba_extra=store_range(b.dtype))
+
+
+@compiled
+def _host_rows(f, lo, hi, top, u8, rows):
+    """Rows ``[factor, dtype maximum, is uint8]`` (column_stack's matrix); whether every factor is
+    within ``[lo, hi]`` (per_sample's check, with closed_range's bounds)."""
+    ok = True
+    for i in range(f.shape[0]):
+        v = np.float64(f[i])
+        ok &= (v >= lo) & (v <= hi)
+        rows[i, 0] = v
+        rows[i, 1] = top
+        rows[i, 2] = u8
+    return ok
 
 
 def _example(rng, n, h, w):
