@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuaug._batch import as_batch, table_item
+from gpuaug._batch import as_batch, max_size, table_item
 from gpuaug._registry import OpSpec
 from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, dtype_max
 from gpuaug.kernels._cuda import CTYPES
+from gpuaug.ops._colour import _multiprocessors
 
 KERNELS = Kernels(cu=("autocontrast.cu", "gpuaug_autocontrast"), numba=("autocontrast", "autocontrast_value"),
                   kind="value",
-                  variants=tuple(f"gpuaug_autocontrast_stats<{t}, {c}>"
+                  variants=tuple(f"gpuaug_autocontrast_{k}<{t}, {c}>" for k in ("parts", "rows")
                                  for t in CTYPES.values() for c in (1, 3, 4)))
 
 
@@ -57,8 +58,14 @@ def _rows_cuda(b, stream):
         rows = cp.empty((n, 2 * c + 1), cp.float32)
         if n:
             (tab,) = stage(table_item(b))
-            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_stats", b.dtype.name, c))
-            fn((n,), (256,), (tab, rows, np.int32(2 * c + 1), np.int32(n)))
+            h, w = max_size(b.shapes)
+            # slices of at least 16 pixels per thread, about 4 blocks per multiprocessor in all
+            nparts = max(1, min(64, -(-h * w // (256 * 16)), -(-4 * _multiprocessors(cp) // n)))
+            parts = cp.empty((n, nparts, 2 * c), cp.float32)
+            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_parts", b.dtype.name, c))
+            fn((nparts, min(n, 65535)), (256,), (tab, parts, np.int32(nparts), np.int32(n)))
+            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_rows", b.dtype.name, c))
+            fn((-(-n // 128),), (128,), (parts, np.int32(nparts), rows, np.int32(2 * c + 1), np.int32(n)))
     return rows
 
 
