@@ -134,7 +134,11 @@ def _cmn_vec_geometry(src, dst, filename, base, out_channels):
     name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
                        *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
     hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
-    return name, (-(-wmax // (4 * 32)), -(-hmax // 32), min(src.n, 65535))
+    gx, gz = -(-wmax // (4 * 32)), min(src.n, 65535)
+    # 4 rows per thread (CMN_ROWS) where that makes enough blocks; else 1 (a grid 4x taller),
+    # so that small batches fill the GPU (normalize at 32 x 224 x 224 made 448 blocks)
+    rows = 4 if gx * -(-hmax // 32) * gz >= 8 * _multiprocessors(cupy_module()) else 1
+    return name, (gx, -(-hmax // (8 * rows)), gz)
 
 
 def cmn_vec_fast(filename, base, out_channels):
