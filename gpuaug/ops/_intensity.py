@@ -133,6 +133,9 @@ def _cmn_vec_geometry(src, dst, filename, base, out_channels):
         return None
     name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
                        *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
+    from gpuaug._util import cupy_module
+    from gpuaug.ops._colour import _multiprocessors
+
     hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
     gx, gz = -(-wmax // (4 * 32)), min(src.n, 65535)
     # 4 rows per thread (CMN_ROWS) where that makes enough blocks; else 1 (a grid 4x taller),
