@@ -132,25 +132,21 @@ __device__ __forceinline__ float byte_float(const unsigned int (&w)[N], int j) {
 }
 
 // Vectorised crop/mirror/normalize: each thread makes CMN_PX consecutive output pixels of
-// a row in up to CMN_ROWS rows (strided by blockDim.y), with one parameter fetch for all of
-// them: R = ceil(h / (gridDim.y * blockDim.y)) rows per thread for an output of h rows (the
-// launcher's grid covers every output in CMN_ROWS rows per thread: gridDim.y * blockDim.y *
-// CMN_ROWS >= h; a taller grid, for small batches, gives each thread fewer rows). Loads go through the source strides (any layout); stores are aligned 4-value
+// a row in R rows (strided by blockDim.y; R = CMN_ROWS, or 1 for the 4x taller grids of
+// small batches), with one parameter fetch for all of them. Loads go through the source strides (any layout); stores are aligned 4-value
 // vectors, planar (PLANAR: d.sx == 1, channels d.sc apart: NCHW) or interleaved
 // (d.sx == CO, d.sc == 1: NHWC). Python checks: every output width % 4 == 0, addresses
 // and strides aligned to 4 values of O.
 constexpr int CMN_PX = 4;
 constexpr int CMN_ROWS = 4;
 
-template <typename T, typename O, int C, int CO, bool PLANAR>
+template <typename T, typename O, int C, int CO, bool PLANAR, int R = CMN_ROWS>
 __device__ __forceinline__ void cmn_vec(const i64* src_tab, const i64* dst_tab,
                                         const float* params, int P, int n) {
   const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * CMN_PX;
-  const int span = gridDim.y * blockDim.y;
+  const int ybase = blockIdx.y * blockDim.y * R + threadIdx.y;
   for (int s = blockIdx.z; s < n; s += gridDim.z) {
     const Sample d = sample_at(dst_tab, s);
-    const int R = min(CMN_ROWS, (d.h + span - 1) / span);
-    const int ybase = blockIdx.y * blockDim.y * R + threadIdx.y;
     if (x0 >= d.w || ybase >= d.h) continue;
     const Sample src = sample_at(src_tab, s);
     const float* p = params + (i64)s * P;
@@ -171,21 +167,21 @@ __device__ __forceinline__ void cmn_vec(const i64* src_tab, const i64* dst_tab,
     // uint8 pixels packed C bytes apart: the CMN_PX pixels of a row are 4*C consecutive
     // bytes, read as C aligned words (C + 1 when unaligned, funnel-shifted); every row's
     // loads are issued before the first store.
-    unsigned int w[CMN_ROWS][C];
+    unsigned int w[R][C];
     if (packed_u8) {
 #pragma unroll
-      for (int r = 0; r < CMN_ROWS; ++r) {
+      for (int r = 0; r < R; ++r) {
         const int y = ybase + r * blockDim.y;
-        if (r < R && y < d.h) {
+        if (y < d.h) {
           const T* row = pixel<T>(src, ay + y, sx0);
           load_words<C>(reinterpret_cast<const unsigned char*>(row) - (mirror ? (CMN_PX - 1) * C : 0), w[r]);
         }
       }
     }
 #pragma unroll
-    for (int r = 0; r < CMN_ROWS; ++r) {
+    for (int r = 0; r < R; ++r) {
       const int y = ybase + r * blockDim.y;
-      if (r >= R || y >= d.h) break;
+      if (y >= d.h) break;
       float v[CMN_PX][CO];
       if (packed_u8) {
 #pragma unroll

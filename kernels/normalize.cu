@@ -11,8 +11,8 @@ __global__ void gpuaug_normalize(const gpuaug::i64* src, const gpuaug::i64* dst,
   gpuaug::cmn_generic<T, O, C, C>(src, dst, params, P, n);
 }
 
-template <typename T, int C, typename O, bool PLANAR>
+template <typename T, int C, typename O, bool PLANAR, int ROWS = gpuaug::CMN_ROWS>
 __global__ void gpuaug_normalize_vec(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
                                      int P, int n) {
-  gpuaug::cmn_vec<T, O, C, C, PLANAR>(src, dst, params, P, n);
+  gpuaug::cmn_vec<T, O, C, C, PLANAR, ROWS>(src, dst, params, P, n);
 }

@@ -131,16 +131,17 @@ def _cmn_vec_geometry(src, dst, filename, base, out_channels):
         return None
     if planar and out_channels > 1 and np.any((t[:, 5] * isz) % unit):
         return None
-    name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
-                       *((out_channels,) if "crop" in base else ()), "true" if planar else "false")
     from gpuaug._util import cupy_module
     from gpuaug.ops._colour import _multiprocessors
 
     hmax, wmax = int(t[:, 1].max()), int(t[:, 2].max())
     gx, gz = -(-wmax // (4 * 32)), min(src.n, 65535)
-    # 4 rows per thread (CMN_ROWS) where that makes enough blocks; else 1 (a grid 4x taller),
-    # so that small batches fill the GPU (normalize at 32 x 224 x 224 made 448 blocks)
+    # 4 rows per thread (CMN_ROWS) where that makes enough blocks; else the ROWS = 1 kernel on a
+    # 4x taller grid, so that small batches fill the GPU (normalize at 32 x 224 x 224: 448 blocks)
     rows = 4 if gx * -(-hmax // 32) * gz >= 8 * _multiprocessors(cupy_module()) else 1
+    name = kernel_name(base, src.dtype.name, src.channels, dst.dtype.name,
+                       *((out_channels,) if "crop" in base else ()), "true" if planar else "false",
+                       *(() if rows == 4 else (rows,)))
     return name, (gx, -(-hmax // (8 * rows)), gz)
 
 

@@ -22,9 +22,9 @@ KERNELS = Kernels(
     numba=("crop_mirror_normalize", "cmn_value"), kind="value",
     variants=tuple(f"gpuaug_crop_mirror_normalize<{t}, {c}, {o}, {co}>"
                    for t in _TYPES for c in (1, 3, 4) for o in _OUT for co in {c, 4 if c == 3 else c})
-    + tuple(f"gpuaug_crop_mirror_normalize_vec<{t}, {c}, {o}, {co}, {pl}>"
+    + tuple(f"gpuaug_crop_mirror_normalize_vec<{t}, {c}, {o}, {co}, {pl}{rows}>"
             for t in _TYPES for c in (1, 3, 4) for o in _OUT for co in {c, 4 if c == 3 else c}
-            for pl in ("true", "false")))
+            for pl in ("true", "false") for rows in ("", ", 1")))
 LAYOUTS = ("NHWC", "NCHW")
 
 

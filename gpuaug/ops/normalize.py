@@ -13,8 +13,8 @@ _TYPES = tuple(CTYPES.values())
 KERNELS = Kernels(
     cu=("normalize.cu", "gpuaug_normalize"), numba=("normalize", "normalize_value"), kind="value",
     variants=tuple(f"gpuaug_normalize<{t}, {c}, gpuaug::half>" for t in _TYPES for c in (1, 3, 4))
-    + tuple(f"gpuaug_normalize_vec<{t}, {c}, {o}, {pl}>" for t in _TYPES for c in (1, 3, 4)
-            for o in ("gpuaug::half", "float") for pl in ("true", "false")))
+    + tuple(f"gpuaug_normalize_vec<{t}, {c}, {o}, {pl}{rows}>" for t in _TYPES for c in (1, 3, 4)
+            for o in ("gpuaug::half", "float") for pl in ("true", "false") for rows in ("", ", 1")))
 
 
 def normalize(x, mean, std, dtype="float32", output_layout=None, *, out=None, layout="NHWC",
