@@ -218,16 +218,15 @@ def odd_sizes(kernel_size, n, name="kernel_size", allowed=None):
 
 def separable_rows(k, taps) -> np.ndarray:
     """(N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of the separable filters,
-    without a Python loop over samples. ``taps(order, ks, kmax)`` returns the (N, kmax)
-    unnormalised taps of the samples in ``order`` (an index array; None: as given, the only
-    order used here), whose sizes are ``ks``; anything past a row's own k is ignored. Each row
-    is divided by the sum of its own k taps, summed as NumPy sums a 1-D array of k values, in
-    one compiled loop (:func:`normalized_rows`), so the rows are bit-identical to per-sample
+    without a Python loop over samples. ``taps(k, kmax)`` returns the (N, kmax) unnormalised
+    taps of samples of sizes ``k``; anything past a row's own k is ignored. Each row is divided
+    by the sum of its own k taps, summed as NumPy sums a 1-D array of k values, in one compiled
+    loop (:func:`normalized_rows`), so the rows are bit-identical to per-sample
     ``w / w.sum()``."""
     k = np.asarray(k, np.int64)
     n = k.shape[0]
     kmax = int(np.maximum.reduce(k)) if n else 1
-    w = np.ascontiguousarray(taps(None, k, kmax), np.float64)
+    w = np.ascontiguousarray(taps(k, kmax), np.float64)
     return normalized_rows(w, k, np.empty((n, 1 + kmax)))
 
 

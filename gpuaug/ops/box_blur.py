@@ -75,9 +75,9 @@ def _host_rows(k, kmax_allowed):
     return rows
 
 
-def _ones(order, ks, kmax):
+def _ones(k, kmax):
     """separable_rows' taps of a box filter: ones."""
-    return np.ones((ks.shape[0], kmax))
+    return np.ones((k.shape[0], kmax))
 
 
 def _example(rng, n, h, w):

@@ -7,11 +7,9 @@ from gpuaug._batch import as_batch
 from gpuaug._compiled import compiled, plain
 from gpuaug._params import count_nonzero, per_sample, spec_range
 from gpuaug._registry import DTYPES, OpSpec, Param
-from gpuaug._util import kept_array
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import (MAX_KERNEL_SIZE, normalized_rows, odd_sizes, run_custom, separable_plan, separable_rows,
-                                store_range)
+from gpuaug.ops._launch import MAX_KERNEL_SIZE, normalized_rows, odd_sizes, run_custom, separable_plan, store_range
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -38,59 +36,51 @@ def gaussian_weights(k, sigma):
 
 def gaussian_weight_rows(k, sigma) -> np.ndarray:
     """The (N, 1 + max k) parameter rows ``[k, w_0 .. w_{k-1}, 0 ...]`` of
-    :func:`gaussian_weights` per sample (:func:`separable_rows`), bit-identical to it: the
-    exponentials of every sample in one (N, max k) array (element-wise, so each tap is the
-    value the 1-D call gives: ``(t / s) ** 2`` is NumPy's square, and the scaling and the
-    exponential run in place), normalised by :func:`separable_rows`."""
-    sigma = np.asarray(sigma, np.float64)
+    :func:`gaussian_weights` per sample, bit-identical to it: the exponents of every sample in
+    one compiled loop (:func:`_exponents`, operation by operation), NumPy's exponential of the
+    whole (N, max k) array (element-wise, so each tap is the value the 1-D call gives), and
+    each row normalised by :func:`gpuaug.ops._launch.normalized_rows`."""
+    k = np.asarray(k, np.int64)
+    return _weight_rows(k, np.asarray(sigma, np.float64), int(np.maximum.reduce(k)) if k.shape[0] else 1)
 
-    def taps(order, ks, kmax):
-        s = sigma if order is None else sigma[order]
-        q = _offsets(kmax)[ks]  # row i: j - (k_i - 1) / 2, exact (half-integers); a new array
-        np.divide(q, s[:, None], out=q)
-        np.square(q, out=q)
-        np.multiply(q, -0.5, out=q)
-        return np.exp(q, out=q)
 
-    return separable_rows(k, taps)
+def _weight_rows(k, sigma, kmax):
+    """:func:`gaussian_weight_rows` of int64 sizes ``k`` whose maximum is ``kmax`` and (N,) sigmas
+    (any dtype :func:`_exponents` reads)."""
+    n = k.shape[0]
+    w = _exponents(sigma, k, np.zeros((n, kmax)))
+    return normalized_rows(np.exp(w, out=w), k, np.empty((n, 1 + kmax)))
 
 
 @compiled
-def _exponents(sigma, lo, hi, m):
-    """(max k, sizes k, (N, max k) exponents) of (N,) sigmas, or max k -1 when a sigma is outside
-    ``[lo, hi]`` or its size exceeds MAX_KERNEL_SIZE (the general path then says so): the sizes
-    as :func:`gaussian_kernel_size` gives them (``m`` its 6 or 8) and, per row, the exponents
-    ``-0.5 * ((j - (k - 1) / 2) / sigma) ** 2`` of :func:`gaussian_weight_rows`' taps, operation
-    by operation (zeros past k)."""
-    n = sigma.shape[0]
-    k = np.empty(n, np.int64)
+def _sizes(sigma, lo, hi, m, k):
+    """:func:`gaussian_kernel_size` of (N,) sigmas into ``k`` (``m``: its 6 or 8) and their
+    maximum, or -1 when a sigma is outside ``[lo, hi]`` or its size exceeds MAX_KERNEL_SIZE
+    (the general path then says so)."""
     kmax = 1
-    for i in range(n):
+    for i in range(sigma.shape[0]):
         s = np.float64(sigma[i])
         if not ((s >= lo) & (s <= hi)):
-            return -1, k, np.empty((0, 0))
+            return -1
         k[i] = np.int64(np.rint(min(s, MAX_KERNEL_SIZE) * m + 1.0)) | 1
         if k[i] > MAX_KERNEL_SIZE:
-            return -1, k, np.empty((0, 0))
+            return -1
         kmax = max(kmax, k[i])
-    w = np.zeros((n, kmax))
-    for i in range(n):
+    return kmax
+
+
+@compiled
+def _exponents(sigma, k, w):
+    """``w[i, j] = -0.5 * ((j - (k_i - 1) / 2) / sigma_i) ** 2`` for ``j < k_i`` (zeros past k_i,
+    as ``w`` comes), the exponents of the Gaussian taps operation by operation: the offset
+    (exact: a half-integer), the division, the square, the product."""
+    for i in range(w.shape[0]):
         s = np.float64(sigma[i])
         c = (k[i] - 1) / 2
         for j in range(k[i]):
             q = (np.float64(j) - c) / s
             w[i, j] = (q * q) * -0.5
-    return kmax, k, w
-
-
-def _offsets(kmax):
-    """(kmax + 1, kmax) float64, row ``kk``: the tap offsets ``j - (kk - 1) / 2`` of a kernel of
-    size kk (read-only, one per kmax): a row lookup per sample instead of a broadcast subtraction."""
-    return kept_array(_AXES, kmax, lambda: np.arange(kmax, dtype=np.float64)[None, :]
-                      - (np.arange(kmax + 1) - 1)[:, None] / 2)
-
-
-_AXES: dict = {}
+    return w
 
 
 def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -128,14 +118,14 @@ def gaussian_blur(x, sigma, kernel_size=None, *, out=None, layout="NHWC", stream
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
     s = plain(sigma, b.n) if kernel_size is None else None
-    if s is not None and s.dtype.char != "?":  # sizes and exponents in one compiled loop
+    if s is not None and s.dtype.char != "?":  # sizes checked in one compiled loop
         lo, hi = spec_range(SPECS[0], "sigma")
-        kmax, k, w = _exponents(s, lo, hi, 6.0 if b.dtype == np.uint8 else 8.0)
+        k = np.empty(b.n, np.int64)
+        kmax = _sizes(s, lo, hi, 6.0 if b.dtype == np.uint8 else 8.0, k)
         if kmax > 0:
-            params = normalized_rows(np.exp(w, out=w), k, np.empty((b.n, 1 + kmax)))
-            return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
-                              plan=separable_plan(KERNELS.cu[1], kmax), numba_module=KERNELS.numba[0],
-                              numba_extra=store_range(b.dtype))
+            return run_custom(b, _weight_rows(k, s, kmax), out=out, backend=be, stream=stream,
+                              cu_file=KERNELS.cu[0], plan=separable_plan(KERNELS.cu[1], kmax),
+                              numba_module=KERNELS.numba[0], numba_extra=store_range(b.dtype))
     sig = per_sample(sigma, b.n, "sigma", **SPECS[0].limits("sigma"))
     if kernel_size is None:
         k = gaussian_kernel_size(np.minimum(sig, MAX_KERNEL_SIZE), b.dtype)  # no int64 overflow for huge sigmas
