@@ -165,6 +165,8 @@ def test_compiled_rows_refusals_are_the_general_paths(op, kw, match):
     assert errors[0] == errors[1]
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # 1e300 entries, on the general path
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 @pytest.mark.parametrize("op, shape", [("warp_affine", (2, 3)), ("warp_perspective", (3, 3))])
 def test_warp_matrix_rows_refuse_as_the_general_path(op, shape):
     """Singular, non-finite and near-threshold matrices: the compiled rows leave every one of them
