@@ -52,7 +52,8 @@ Which path runs (``gpuaug info`` shows it):
   its alias ``"python"``) forces ``python_function`` (both run the CUDA C kernels); the default
   ``backend=None`` picks as above.
 
-Every registry op has a native form (:data:`NATIVE_OPS`). Calls that keep ``python_function``:
+Every registry op but autocontrast has a native form (:data:`NATIVE_OPS`); autocontrast (two reduction
+launches, then the map) runs through ``python_function``. Other calls that keep ``python_function``:
 gaussian_blur with a DataNode sigma (its taps are NumPy's exp and pairwise sums, which a C++
 copy would not match bit for bit everywhere), crop with per-sample window sizes, GPU DataNode
 parameters, per-channel or per-sample ``fill``, per-sample constant arrays, mean/std mixing a
