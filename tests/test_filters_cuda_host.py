@@ -74,6 +74,7 @@ def emu(tmp_path_factory):
                  "gpuaug_box_blur", "gpuaug_median_blur", "gpuaug_sharpen", "gpuaug_erase", "gpuaug_grid_mask"):
         names += [kernel_name(base, dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_median_blur_3", dt, c) for dt, c in CASES]
+    names += [kernel_name("gpuaug_erase_packed", dt, c) for dt, c in CASES]
     for base in ("gpuaug_gaussian_blur_k", "gpuaug_box_blur_k"):  # the unrolled kernels the CALLS use
         names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (5, 13, 15)]
     old = cuda_emu.KERNEL_DIR
@@ -205,3 +206,43 @@ def test_cuda_c_on_host_blur_matches_reference(emu, monkeypatch):
     got = _emulated(emu, monkeypatch, "gaussian_blur", x, sigma=[1.5, 20.0], kernel_size=[11, 161])
     for i, (s, k) in enumerate([(1.5, 11), (20.0, 161)]):
         np.testing.assert_allclose(got[i], R.gaussian_blur(x[i].astype(np.float64), s, k), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, channels", CASES)
+def test_erase_packed_on_host_matches_cpu_twin(emu, monkeypatch, dtype, channels):
+    """gpuaug_erase_packed (dense NHWC rows of whole 16-byte vectors) == the Numba CPU twin, bit
+    for bit: boxes across vector and row ends, partly or wholly outside, overlapping, empty; the
+    hook declines misaligned batches and rows that are no whole vectors (replace_rows then)."""
+    import gpuaug.kernels._cuda as cuda_mod
+    import gpuaug.ops.erase as E
+
+    rng = np.random.default_rng(5)
+    x = random_images(rng, 3, 9, 32, channels, dtype)  # 32 pixels: whole vectors for every case
+    boxes = np.array([[[1, 3, 4, 9], [0, 30, 9, 5], [2, 5, 2, 1]],     # a box past the right edge
+                      [[-2, -4, 5, 7], [3, 0, 0, 32], [8, 0, 3, 32]],  # outside corner, empty, last row
+                      [[0, 0, 9, 32], [4, 10, 1, 1], [0, 0, 0, 0]]])   # the whole image
+    value = [7.0, 250.0, 0.5] if dtype == "uint8" else [0.25, 1.0, 0.5]
+    got = _capture(monkeypatch, E, "run")
+    E.erase(x, boxes, value)
+    monkeypatch.undo()
+    assert got["fast"] is E._fast
+    want = E.erase(x, boxes, value)
+    assert (want != x).any()  # the boxes changed something
+    names = []
+
+    def get_function(cu, name):
+        names.append(name)
+        return emu.get_function(cu, name)
+
+    monkeypatch.setattr(cuda_mod, "get_function", get_function)
+    out = cuda_emu.run_fast(E._fast, x, "NHWC", got["shapes"], got["params"])
+    assert names == [kernel_name("gpuaug_erase_packed", dtype, channels)]
+    np.testing.assert_array_equal(out, want)
+    for so, do in ((4, 0), (0, 8)):  # misaligned: the hook declines the packed kernel
+        names.clear()
+        E._fast.__globals__["_ROWS"] = lambda src, dst: names.append("rows")
+        try:
+            cuda_emu.run_fast(E._fast, x, "NHWC", got["shapes"], got["params"], src_offset=so, dst_offset=do)
+        finally:
+            E._fast.__globals__["_ROWS"] = E.rows_fast(*E.KERNELS.cu)
+        assert names == ["rows"]

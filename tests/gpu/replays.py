@@ -23,6 +23,7 @@ ap.add_argument("--n", type=int, default=32)
 ap.add_argument("--calls", type=int, default=400)
 ap.add_argument("--ops", default="")
 ap.add_argument("--profile", type=int, default=4, help="profile this many of the slowest calls")
+ap.add_argument("--profile-ops", default="", help="profile these ops (comma-separated) instead")
 a = ap.parse_args()
 rng = np.random.default_rng(0)
 inputs = [cp.asarray(rng.integers(0, 256, (a.n, 224, 224, 3), dtype=np.uint8)) for _ in range(4)]
@@ -45,7 +46,8 @@ for op in ops:
     d = {k: (plan.stats[k] - before.get(k, 0)) / a.calls for k in plan.stats if plan.stats[k] != before.get(k, 0)}
     rows.append((us, op))
     print(f"{op:24s} {us:7.1f} us  " + "  ".join(f"{k}={v:.2f}" for k, v in sorted(d.items())), flush=True)
-for us, op in sorted(rows, reverse=True)[:a.profile]:
+chosen = [(dict((o, u) for u, o in rows)[o], o) for o in a.profile_ops.split(",") if o]
+for us, op in chosen or sorted(rows, reverse=True)[:a.profile]:
     f = calls[op]
     pr = cProfile.Profile()
     pr.enable()
@@ -54,5 +56,5 @@ for us, op in sorted(rows, reverse=True)[:a.profile]:
     pr.disable()
     cp.cuda.Device().synchronize()
     s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(14)
-    print(f"==== {op} ({us:.1f} us)\n" + "\n".join(s.getvalue().splitlines()[6:24]))
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(22)
+    print(f"==== {op} ({us:.1f} us)\n" + "\n".join(s.getvalue().splitlines()[6:32]))
