@@ -221,6 +221,9 @@ def test_erase_packed_on_host_matches_cpu_twin(emu, monkeypatch, dtype, channels
     boxes = np.array([[[1, 3, 4, 9], [0, 30, 9, 5], [2, 5, 2, 1]],     # a box past the right edge
                       [[-2, -4, 5, 7], [3, 0, 0, 32], [8, 0, 3, 32]],  # outside corner, empty, last row
                       [[0, 0, 9, 32], [4, 10, 1, 1], [0, 0, 0, 0]]])   # the whole image
+    more = np.array([[[5, 20, 3, 6], [0, 0, 0, 0], [7, 1, 1, 2]]] * 3)  # boxes past the kernel's 4 in registers
+    more[2] = 0
+    boxes = np.concatenate([boxes, more], axis=1)
     value = [7.0, 250.0, 0.5] if dtype == "uint8" else [0.25, 1.0, 0.5]
     got = _capture(monkeypatch, E, "run")
     E.erase(x, boxes, value)

@@ -22,13 +22,14 @@ _ROWS = rows_fast(*KERNELS.cu)
 def _fast(src, dst):
     """run()'s fast hook: ``gpuaug_erase_packed`` (each sample moved as consecutive 16-byte
     vectors) for dense NHWC batches 16-byte aligned whose rows are whole vectors (224 RGB uint8
-    pixels: 42); else the replace_rows kernel (any batch)."""
+    pixels: 42) and fewer than 2**20 (its row arithmetic); else the replace_rows kernel (any
+    batch)."""
     geo = contiguous_rows(src, dst)
     if geo is not None and src.layout == "NHWC":
         planes, _, h, w, pb = geo
         a, o = src.arrays[0], dst.arrays[0]
         vpr, tail = divmod(w * pb, 16)
-        if not tail and vpr * h < 2 ** 31 and a.data.ptr % 16 == 0 and o.data.ptr % 16 == 0:
+        if not tail and h < 2 ** 20 and vpr * h < 2 ** 31 and a.data.ptr % 16 == 0 and o.data.ptr % 16 == 0:
             from gpuaug.kernels._cuda import get_function
 
             fn = get_function(KERNELS.cu[0], kernel_name("gpuaug_erase_packed", src.dtype.name, src.channels))
