@@ -98,3 +98,77 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur_3(const gpuaug::i64* s
                                                             const float* params, int P, int n) {
   median_tile<T, C, true>(src, dst, params, P, n);
 }
+
+// gpuaug_median_blur_3_packed<PB>: uint8 batches with every k = 3, dense, 16-byte aligned, whose
+// rows are whole 16-byte vectors; PB bytes per pixel (1..4: the NHWC channels, or 1 for the
+// planes of NCHW). A thread makes one 16-byte vector of one row (grid: x over a plane's vectors,
+// y over the planes): the 3 rows' words are sorted per byte (__vminu4 / __vmaxu4, four pixels'
+// channels at once), the neighbours at -PB / +PB bytes are funnel shifts of the sorted words,
+// and each median is med3(max of the lows, med3 of the middles, min of the highs), as above.
+// Replicated borders: rows clamp, and the first / last pixel of a row is its own neighbour.
+namespace {
+__device__ __forceinline__ void sort2u4(unsigned int& a, unsigned int& b) {
+  const unsigned int lo = __vminu4(a, b);
+  b = __vmaxu4(a, b);
+  a = lo;
+}
+__device__ __forceinline__ unsigned int med3u4(unsigned int a, unsigned int b, unsigned int c) {
+  return __vmaxu4(__vminu4(a, b), __vminu4(__vmaxu4(a, b), c));
+}
+// Word k of a row window with its bytes moved PB to the right (left neighbours) / left.
+template <int PB>
+__device__ __forceinline__ unsigned int left_of(const unsigned int* w, int k) {
+  return PB == 4 ? w[k - 1] : __funnelshift_l(w[k - 1], w[k], 8 * PB);
+}
+template <int PB>
+__device__ __forceinline__ unsigned int right_of(const unsigned int* w, int k) {
+  return PB == 4 ? w[k + 1] : __funnelshift_r(w[k], w[k + 1], 8 * PB);
+}
+}  // namespace
+
+template <int PB>
+__global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* __restrict__ src,
+                                                                   uint4* __restrict__ dst, const float*, int,
+                                                                   int, int planes, int vpr, int h) {
+  const int nvec = vpr * h;
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nvec) return;
+  const int y = j / vpr, q = j - y * vpr;
+  const int rows[3] = {max(y - 1, 0), y, min(y + 1, h - 1)};
+  for (int s = blockIdx.y; s < planes; s += gridDim.y) {
+    const uint4* plane = src + (gpuaug::i64)s * nvec;
+    unsigned int lo[6], mid[6], hi[6];  // words -1 .. 4 of the vector's window, sorted over the rows
+#pragma unroll
+    for (int r = 0; r < 3; ++r) {
+      const uint4* row = plane + (gpuaug::i64)rows[r] * vpr;
+      const uint4 v = __ldg(row + q);
+      const unsigned int* words = reinterpret_cast<const unsigned int*>(row + q);
+      unsigned int w[6];
+      w[1] = v.x, w[2] = v.y, w[3] = v.z, w[4] = v.w;
+      w[0] = q > 0 ? __ldg(words - 1) : v.x << (32 - 8 * PB);      // first pixel: its own neighbour
+      w[5] = q < vpr - 1 ? __ldg(words + 4) : v.w >> (32 - 8 * PB);  // last pixel too
+#pragma unroll
+      for (int k = 0; k < 6; ++k) {
+        if (r == 0) {
+          lo[k] = w[k];
+        } else if (r == 1) {
+          mid[k] = w[k];
+          sort2u4(lo[k], mid[k]);
+        } else {
+          hi[k] = w[k];
+          sort2u4(mid[k], hi[k]);
+          sort2u4(lo[k], mid[k]);
+        }
+      }
+    }
+    unsigned int out[4];
+#pragma unroll
+    for (int k = 1; k <= 4; ++k) {
+      const unsigned int mx = __vmaxu4(__vmaxu4(left_of<PB>(lo, k), lo[k]), right_of<PB>(lo, k));
+      const unsigned int mn = __vminu4(__vminu4(left_of<PB>(hi, k), hi[k]), right_of<PB>(hi, k));
+      const unsigned int md = med3u4(left_of<PB>(mid, k), mid[k], right_of<PB>(mid, k));
+      out[k - 1] = med3u4(mx, md, mn);
+    }
+    dst[(gpuaug::i64)s * nvec + j] = make_uint4(out[0], out[1], out[2], out[3]);
+  }
+}

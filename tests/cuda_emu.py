@@ -53,6 +53,19 @@ static inline int __float2int_rd(float v) { return (int)std::floor(v); }
 static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
   s &= 31; uint64_t x = ((uint64_t)hi << 32) | lo; return (unsigned)(x >> s);
 }
+static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+  s &= 31; uint64_t x = ((uint64_t)hi << 32) | lo; return (unsigned)((x << s) >> 32);
+}
+static inline unsigned emu_bytewise(unsigned a, unsigned b, bool take_min) {
+  unsigned r = 0;
+  for (int k = 0; k < 32; k += 8) {
+    const unsigned x = (a >> k) & 0xFFu, y = (b >> k) & 0xFFu;
+    r |= (take_min ? std::min(x, y) : std::max(x, y)) << k;
+  }
+  return r;
+}
+static inline unsigned __vminu4(unsigned a, unsigned b) { return emu_bytewise(a, b, true); }
+static inline unsigned __vmaxu4(unsigned a, unsigned b) { return emu_bytewise(a, b, false); }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 struct uint2 { unsigned x, y; };
 struct uint4 { unsigned x, y, z, w; };

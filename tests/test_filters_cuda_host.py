@@ -75,6 +75,7 @@ def emu(tmp_path_factory):
         names += [kernel_name(base, dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_median_blur_3", dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_erase_packed", dt, c) for dt, c in CASES]
+    names += [kernel_name("gpuaug_median_blur_3_packed", pb) for pb in (1, 2, 3, 4)]
     for base in ("gpuaug_gaussian_blur_k", "gpuaug_box_blur_k"):  # the unrolled kernels the CALLS use
         names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (5, 13, 15)]
     old = cuda_emu.KERNEL_DIR
@@ -249,3 +250,42 @@ def test_erase_packed_on_host_matches_cpu_twin(emu, monkeypatch, dtype, channels
         finally:
             E._fast.__globals__["_ROWS"] = E.rows_fast(*E.KERNELS.cu)
         assert names == ["rows"]
+
+
+@pytest.mark.parametrize("layout, channels, h, w", [
+    ("NHWC", 3, 9, 32), ("NHWC", 1, 7, 16), ("NHWC", 4, 5, 8), ("NHWC", 3, 1, 16), ("NHWC", 1, 2, 48),
+    ("NCHW", 3, 6, 16), ("NCHW", 4, 3, 32)])
+def test_median_blur_3_packed_on_host_matches_cpu_twin(emu, monkeypatch, layout, channels, h, w):
+    """gpuaug_median_blur_3_packed (uint8, k = 3, rows of whole 16-byte vectors; bytes compared
+    four at a time) == the Numba CPU twin, bit for bit: one-vector rows (both borders in one
+    vector), one- and two-row images, NCHW planes; the plan declines misaligned batches, other
+    dtypes and k = 5."""
+    import gpuaug.ops.median_blur as M
+    from gpuaug._batch import as_batch
+
+    rng = np.random.default_rng(8)
+    x = random_images(rng, 3, h, w, channels, "uint8")
+    xl = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    got = _capture(monkeypatch, M, "run_custom")
+    M.median_blur(xl, 3, layout=layout)
+    monkeypatch.undo()
+    want = M.median_blur(xl, 3, layout=layout)
+    params = np.ascontiguousarray(got["params"], np.float32)
+
+    def launch(so=0, do=0, plan=got["plan"], src=xl):
+        b = as_batch(src, layout)
+        _, dst = b.alloc(None, b.shapes)
+        sv, dv = cuda_emu.DeviceView(b.arrays[0], so), cuda_emu.DeviceView(dst.arrays[0], do)
+        dv.view[...] = 0xAB
+        b.arrays[0], dst.arrays[0] = sv, dv
+        cp = plan(dst, b)
+        if not cp.arrays:
+            return None
+        fn = emu.get_function("median_blur.cu", kernel_name(cp.name, *cp.template))
+        fn(cp.grid, cp.block, (sv, dv, params, np.int32(params.shape[1]), np.int32(b.n)) + tuple(cp.extra))
+        return dv.view
+
+    np.testing.assert_array_equal(launch(), want)
+    assert launch(so=4) is None and launch(do=8) is None  # misaligned: the tile kernel
+    assert launch(plan=M._plan(False)) is None  # some k = 5
+    assert launch(src=xl.astype(np.float32)) is None

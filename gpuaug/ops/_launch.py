@@ -4,9 +4,11 @@ their shared argument checks (seeds, odd kernel sizes, separable-filter paramete
 The contract is :func:`gpuaug._run.run`'s (output allocation and ``out=`` checks,
 streams, descriptor tables, float16 handled as float32 on the Numba twins), but:
 
-- CUDA C: the op gives ``plan(dst) -> CudaPlan`` (kernel name and extra template
+- CUDA C: the op gives ``plan(dst, src) -> CudaPlan`` (kernel name and extra template
   arguments, grid, block, dynamic shared memory), e.g. one block per 32x32 output tile;
-  the kernel ``name<T, C, ...>`` gets ``(src_table, dst_table, params, P, n) + extra``;
+  the kernel ``name<T, C, ...>`` gets ``(src_table, dst_table, params, P, n) + extra``, or,
+  for a plan with ``arrays`` (dense batches only), ``name<...>`` gets the input's and the
+  output's first elements in place of the tables;
 - Numba: the op's module under ``kernels/numba`` gives ``kernel(target)``, a compiled
   kernel called as ``kernel(src, dst, params, *numba_extra)`` on 4-D NHWC arrays (one
   call per sample for a varshape batch); CUDA kernels are launched with one thread per
@@ -39,7 +41,10 @@ class CudaPlan:
     block: tuple
     shared_mem: int = 0
     extra: tuple = ()
-    template: tuple = ()  # template arguments after T and C
+    template: tuple = ()  # template arguments after T and C (all of them, with ``arrays``)
+    #: the kernel reads the dense input and output themselves (their first elements), not
+    #: their descriptor tables
+    arrays: bool = False
 
 
 def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
@@ -53,7 +58,7 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
     """Allocate the output (same shape and dtype as the input) and run the op.
 
     ``params``: (N, P) per-sample parameters (NumPy, or CuPy when they came from the
-    GPU). ``plan(dst) -> CudaPlan`` for the CUDA C kernel in ``kernels/<cu_file>``.
+    GPU). ``plan(dst, src) -> CudaPlan`` for the CUDA C kernel in ``kernels/<cu_file>``.
     ``numba_module``: module under ``gpuaug.kernels.numba`` with ``kernel(target)``.
     """
     check_stream(stream)
@@ -67,7 +72,7 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
         with on_device(batch.device_id(), stream):
             result, dst = batch.alloc(out, batch.shapes)
             if backend == "cuda":
-                _run_cuda(batch, dst, params, cu_file, plan(dst))
+                _run_cuda(batch, dst, params, cu_file, plan(dst, batch))
             else:
                 _run_numba(batch, dst, params, numba_module, numba_extra, "cuda")
         return result
@@ -80,7 +85,7 @@ def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, num
 def _alloc_run_cuda(batch, params, cu_file, plan, out=None):
     with on_device(batch.device_id(), None):
         result, dst = batch.alloc(out, batch.shapes)
-        _run_cuda(batch, dst, params, cu_file, plan(dst))
+        _run_cuda(batch, dst, params, cu_file, plan(dst, batch))
     return result
 
 
@@ -88,11 +93,16 @@ def _run_cuda(src: Batch, dst: Batch, params, cu_file, plan: CudaPlan):
     from gpuaug.kernels._cuda import get_function, kernel_name
 
     n = src.n
-    src_t, dst_t, par = device_params(params, n, src, dst)
-    fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels, *plan.template))
+    if plan.arrays:
+        (par,) = device_params(params, n)
+        head = (src.arrays[0], dst.arrays[0])
+        fn = get_function(cu_file, kernel_name(plan.name, *plan.template))
+    else:
+        *head, par = device_params(params, n, src, dst)
+        fn = get_function(cu_file, kernel_name(plan.name, src.dtype.name, src.channels, *plan.template))
     if plan.shared_mem > _SMEM_LIMIT and fn.max_dynamic_shared_size_bytes < plan.shared_mem:
         fn.max_dynamic_shared_size_bytes = plan.shared_mem  # opt in (Hopper: up to 227 KiB)
-    fn(plan.grid, plan.block, (src_t, dst_t, par, np.int32(par.shape[1]), np.int32(n)) + tuple(plan.extra),
+    fn(plan.grid, plan.block, (*head, par, np.int32(par.shape[1]), np.int32(n)) + tuple(plan.extra),
        shared_mem=plan.shared_mem)
 
 
@@ -297,7 +307,7 @@ def separable_plan(base: str, kmax: int):
     r = kmax // 2
     wlen = (kmax + 6 + 3) & ~3
 
-    def plan(dst):
+    def plan(dst, src=None):
         if kmax <= MAX_UNROLLED_K:  # separable_tile_k: T input tile + float hbuf, 16-byte aligned
             k = max(kmax, 3)
             side = 32 + 2 * (k // 2)
@@ -329,8 +339,8 @@ def rows_grid(dst: Batch, block=256):
 
 
 def rows_plan(name):
-    """``plan(dst)`` for a replace_rows kernel ``name<T, C>``."""
-    def plan(dst):
+    """``plan(dst, src)`` for a replace_rows kernel ``name<T, C>``."""
+    def plan(dst, src=None):
         return CudaPlan(name, *rows_grid(dst))
 
     return plan

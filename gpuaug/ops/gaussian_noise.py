@@ -16,7 +16,7 @@ KERNELS = Kernels(cu=("gaussian_noise.cu", "gpuaug_gaussian_noise"), numba=("gau
 _BLOCK = 256
 
 
-def _plan(dst):
+def _plan(dst, src=None):
     ept = 16 // dst.dtype.itemsize  # elements per thread: one 16-byte chunk of a row
     work = max_over(dst.shapes, lambda h, w: h * -(-(w * dst.channels) // ept))
     return CudaPlan("gpuaug_gaussian_noise", (-(-work // _BLOCK), min(dst.n, 65535), 1), (_BLOCK, 1, 1))

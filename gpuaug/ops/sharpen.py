@@ -14,7 +14,7 @@ from gpuaug.ops._launch import CudaPlan, run_custom, store_range, tile_grid
 KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "kernel"), kind="value")
 
 
-def _plan(dst):
+def _plan(dst, src=None):
     grid, block = tile_grid(dst, 32, 32, (32, 8, 1))  # 32 x 32 output tiles, 4 rows per thread
     return CudaPlan(KERNELS.cu[1], grid, block)
 
