@@ -62,3 +62,86 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab
     store_tile<T, C>(d, y0, x0, SH_T, SH_T, otile);
   }
 }
+
+// gpuaug_sharpen_packed<PB>: dense uint8 batches, 16-byte aligned, whose rows are whole 16-byte
+// vectors; PB bytes per pixel (1..4: the NHWC channels, or 1 for the planes of NCHW, pps planes
+// per sample). A thread makes one 16-byte vector of one row (grid: x over a plane's vectors, y
+// over the planes). The 3 x 3 sums (5 x + 8 neighbours) are added as integers in 16-bit lanes,
+// even and odd bytes apart (at most 13 * 255); b = floor(sum / 13 + 0.5) is exact in integers
+// (sum / 13 is never within 1/26 of a half), and the blend, clamp and rounding are gpuaug_sharpen's
+// float32 operations, so both kernels give the same bytes. Border pixels keep x.
+namespace {
+template <int PB>
+__device__ __forceinline__ unsigned int sh_left(const unsigned int* w, int k) {
+  return PB == 4 ? w[k - 1] : __funnelshift_l(w[k - 1], w[k], 8 * PB);
+}
+template <int PB>
+__device__ __forceinline__ unsigned int sh_right(const unsigned int* w, int k) {
+  return PB == 4 ? w[k + 1] : __funnelshift_r(w[k], w[k + 1], 8 * PB);
+}
+__device__ __forceinline__ float u8f(unsigned int v) {  // exact, without I2F (rowvec.cuh fast_float)
+  return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.f);
+}
+}  // namespace
+
+template <int PB>
+__global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                                             const float* __restrict__ params, int P, int n,
+                                                             int planes, int pps, int vpr, int h) {
+  constexpr unsigned int EVEN = 0x00FF00FFu;
+  const int nvec = vpr * h;
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nvec) return;
+  const int y = j / vpr, q = j - y * vpr;
+  const bool edge_row = y == 0 || y == h - 1;
+  const int row_bytes = 16 * vpr;
+  for (int s = blockIdx.y; s < planes; s += gridDim.y) {
+    const uint4* plane = src + (gpuaug::i64)s * nvec;
+    const uint4 c = __ldg(plane + (gpuaug::i64)y * vpr + q);
+    uint4 o = c;
+    if (!edge_row) {
+      const float g = 1.f - params[(gpuaug::i64)(s / pps) * P];
+      const unsigned int cw[4] = {c.x, c.y, c.z, c.w};
+      unsigned int se[4], so[4];  // 16-bit lane sums: even bytes, odd bytes
+#pragma unroll
+      for (int k = 0; k < 4; ++k) se[k] = 4u * (cw[k] & EVEN), so[k] = 4u * ((cw[k] >> 8) & EVEN);
+#pragma unroll
+      for (int r = -1; r <= 1; ++r) {
+        const uint4* row = plane + (gpuaug::i64)(y + r) * vpr + q;
+        const unsigned int* words = reinterpret_cast<const unsigned int*>(row);
+        const uint4 v = r == 0 ? c : __ldg(row);
+        unsigned int w[6];
+        w[1] = v.x, w[2] = v.y, w[3] = v.z, w[4] = v.w;
+        w[0] = q > 0 ? __ldg(words - 1) : 0u;          // only pixel 0 (a border pixel) reads these
+        w[5] = q < vpr - 1 ? __ldg(words + 4) : 0u;    // only the last pixel (border) reads these
+#pragma unroll
+        for (int k = 1; k <= 4; ++k) {
+          const unsigned int a = sh_left<PB>(w, k), b = w[k], d = sh_right<PB>(w, k);
+          se[k - 1] += (a & EVEN) + (b & EVEN) + (d & EVEN);
+          so[k - 1] += ((a >> 8) & EVEN) + ((b >> 8) & EVEN) + ((d >> 8) & EVEN);
+        }
+      }
+      unsigned int out[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        unsigned int word = 0;
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const unsigned int x = (cw[k] >> (8 * m)) & 0xFFu;
+          const int pos = 16 * q + 4 * k + m;  // the byte's place in its row
+          unsigned int byte = x;
+          if (pos >= PB && pos < row_bytes - PB) {
+            const unsigned int sum = ((m & 1 ? so[k] : se[k]) >> (16 * (m >> 1))) & 0xFFFFu;
+            const float b = u8f((2u * sum + 13u) / 26u), xf = u8f(x);
+            const float v = fminf(fmaxf(__fmaf_rn(g, b - xf, xf), 0.f), 255.f);
+            byte = gpuaug::fast_store<unsigned char>(v);
+          }
+          word |= byte << (8 * m);
+        }
+        out[k] = word;
+      }
+      o = make_uint4(out[0], out[1], out[2], out[3]);
+    }
+    dst[(gpuaug::i64)s * nvec + j] = o;
+  }
+}

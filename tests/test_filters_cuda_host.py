@@ -7,6 +7,7 @@ their float32 operations as written (__fmaf_rn -> fmaf, no contraction: g++ targ
 x86-64 without FMA here), which is what the reproducibility rules in kernels/philox.cuh
 promise on the GPU. Dynamic shared memory (separable.cuh) becomes a static array.
 """
+import functools
 import os
 import re
 import shutil
@@ -76,6 +77,7 @@ def emu(tmp_path_factory):
     names += [kernel_name("gpuaug_median_blur_3", dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_erase_packed", dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_median_blur_3_packed", pb) for pb in (1, 2, 3, 4)]
+    names += [kernel_name("gpuaug_sharpen_packed", pb) for pb in (1, 2, 3, 4)]
     for base in ("gpuaug_gaussian_blur_k", "gpuaug_box_blur_k"):  # the unrolled kernels the CALLS use
         names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (5, 13, 15)]
     old = cuda_emu.KERNEL_DIR
@@ -252,16 +254,35 @@ def test_erase_packed_on_host_matches_cpu_twin(emu, monkeypatch, dtype, channels
         assert names == ["rows"]
 
 
-@pytest.mark.parametrize("layout, channels, h, w", [
-    ("NHWC", 3, 9, 32), ("NHWC", 1, 7, 16), ("NHWC", 4, 5, 8), ("NHWC", 3, 1, 16), ("NHWC", 1, 2, 48),
-    ("NCHW", 3, 6, 16), ("NCHW", 4, 3, 32)])
+PACKED_SHAPES = [("NHWC", 3, 9, 32), ("NHWC", 1, 7, 16), ("NHWC", 4, 5, 8), ("NHWC", 3, 1, 16), ("NHWC", 1, 2, 48),
+                 ("NHWC", 3, 3, 16), ("NCHW", 3, 6, 16), ("NCHW", 4, 3, 32)]
+
+
+def _launch_packed(emu, cu, plan, x, layout, params, so=0, do=0):
+    """Run ``plan(dst, src)``'s kernel on the host when it is a dense (``arrays``) one, with x
+    and the output at ``so`` / ``do`` bytes past a 64-byte boundary; None when it is not."""
+    from gpuaug._batch import as_batch
+
+    b = as_batch(x, layout)
+    _, dst = b.alloc(None, b.shapes)
+    sv, dv = cuda_emu.DeviceView(b.arrays[0], so), cuda_emu.DeviceView(dst.arrays[0], do)
+    dv.view[...] = 0xAB
+    b.arrays[0], dst.arrays[0] = sv, dv
+    cp = plan(dst, b)
+    if not cp.arrays:
+        return None
+    fn = emu.get_function(cu, kernel_name(cp.name, *cp.template))
+    fn(cp.grid, cp.block, (sv, dv, params, np.int32(params.shape[1]), np.int32(b.n)) + tuple(cp.extra))
+    return dv.view
+
+
+@pytest.mark.parametrize("layout, channels, h, w", PACKED_SHAPES)
 def test_median_blur_3_packed_on_host_matches_cpu_twin(emu, monkeypatch, layout, channels, h, w):
     """gpuaug_median_blur_3_packed (uint8, k = 3, rows of whole 16-byte vectors; bytes compared
     four at a time) == the Numba CPU twin, bit for bit: one-vector rows (both borders in one
     vector), one- and two-row images, NCHW planes; the plan declines misaligned batches, other
     dtypes and k = 5."""
     import gpuaug.ops.median_blur as M
-    from gpuaug._batch import as_batch
 
     rng = np.random.default_rng(8)
     x = random_images(rng, 3, h, w, channels, "uint8")
@@ -269,23 +290,37 @@ def test_median_blur_3_packed_on_host_matches_cpu_twin(emu, monkeypatch, layout,
     got = _capture(monkeypatch, M, "run_custom")
     M.median_blur(xl, 3, layout=layout)
     monkeypatch.undo()
-    want = M.median_blur(xl, 3, layout=layout)
     params = np.ascontiguousarray(got["params"], np.float32)
+    run = functools.partial(_launch_packed, emu, "median_blur.cu", got["plan"], xl, layout, params)
+    np.testing.assert_array_equal(run(), M.median_blur(xl, 3, layout=layout))
+    assert run(so=4) is None and run(do=8) is None  # misaligned: the tile kernel
+    assert _launch_packed(emu, "median_blur.cu", M._plan(False), xl, layout, params) is None  # some k = 5
+    assert _launch_packed(emu, "median_blur.cu", got["plan"], xl.astype(np.float32), layout, params) is None
 
-    def launch(so=0, do=0, plan=got["plan"], src=xl):
-        b = as_batch(src, layout)
-        _, dst = b.alloc(None, b.shapes)
-        sv, dv = cuda_emu.DeviceView(b.arrays[0], so), cuda_emu.DeviceView(dst.arrays[0], do)
-        dv.view[...] = 0xAB
-        b.arrays[0], dst.arrays[0] = sv, dv
-        cp = plan(dst, b)
-        if not cp.arrays:
-            return None
-        fn = emu.get_function("median_blur.cu", kernel_name(cp.name, *cp.template))
-        fn(cp.grid, cp.block, (sv, dv, params, np.int32(params.shape[1]), np.int32(b.n)) + tuple(cp.extra))
-        return dv.view
 
-    np.testing.assert_array_equal(launch(), want)
-    assert launch(so=4) is None and launch(do=8) is None  # misaligned: the tile kernel
-    assert launch(plan=M._plan(False)) is None  # some k = 5
-    assert launch(src=xl.astype(np.float32)) is None
+@pytest.mark.parametrize("layout, channels, h, w", PACKED_SHAPES)
+def test_sharpen_packed_on_host_matches_the_tile_kernel(emu, monkeypatch, layout, channels, h, w):
+    """gpuaug_sharpen_packed (uint8, integer window sums in 16-bit lanes) == gpuaug_sharpen (the
+    tile kernel) bit for bit, and the CPU twin within 1 (as the tile kernel); factors that smooth,
+    keep and sharpen (clamped both ways); the plan declines misaligned batches and floats."""
+    import gpuaug.ops.sharpen as S
+
+    rng = np.random.default_rng(9)
+    x = random_images(rng, 3, h, w, channels, "uint8")
+    x[0, h // 2] = 255  # a bright row beside the random ones: sharpening saturates
+    xl = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    factor = [0.0, 1.0, 2.7]
+    got = _capture(monkeypatch, S, "run_custom")
+    S.sharpen(xl, factor, layout=layout)
+    monkeypatch.undo()
+    params = np.ascontiguousarray(got["params"], np.float32)
+    packed = _launch_packed(emu, "sharpen.cu", got["plan"], xl, layout, params)
+    tiles = _emulated(emu, monkeypatch, "sharpen", xl, layout=layout, factor=factor)
+    np.testing.assert_array_equal(packed, tiles)
+    want = S.sharpen(xl, factor, layout=layout)
+    assert np.abs(packed.astype(int) - want).max() <= 1
+    if h > 2 and w > 2:
+        assert (packed != xl).any()  # the inner pixels changed
+    run = functools.partial(_launch_packed, emu, "sharpen.cu", got["plan"], layout=layout, params=params)
+    assert run(xl, so=4) is None and run(xl, do=8) is None
+    assert run(xl.astype(np.float32)) is None

@@ -53,6 +53,25 @@ def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
     return ((wmax + tile_w - 1) // tile_w, (hmax + tile_h - 1) // tile_h, min(dst.n, 65535)), tuple(block)
 
 
+def packed_u8_rows(src: Batch, dst: Batch, block=256):
+    """For the one-vector-per-thread stencil kernels (median_blur_3_packed, sharpen_packed):
+    ``(grid, (planes, planes_per_sample, vectors_per_row, H), bytes_per_pixel)`` when ``src`` and
+    ``dst`` are dense uint8 batches of one layout, 16-byte aligned, whose rows are whole 16-byte
+    vectors and whose pixels are 1 to 4 bytes (NHWC: the channels; NCHW: its planes, one byte);
+    else None. Grid: x over a plane's vectors (``block`` per block), y over the planes."""
+    from gpuaug._run import contiguous_rows
+
+    geo = contiguous_rows(src, dst)
+    if geo is None or src.dtype != np.uint8:
+        return None
+    planes, pps, h, w, pb = geo
+    vpr, tail = divmod(w * pb, 16)
+    if tail or pb > 4 or vpr * h >= 2 ** 31 or src.arrays[0].data.ptr % 16 or dst.arrays[0].data.ptr % 16:
+        return None
+    grid = (-(-vpr * h // block), min(planes, 65535), 1)
+    return grid, (planes, pps, vpr, h), pb
+
+
 def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, numba_module,
                numba_extra=()):
     """Allocate the output (same shape and dtype as the input) and run the op.

@@ -8,14 +8,13 @@ import numpy as np
 from gpuaug._batch import as_batch
 from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, contiguous_rows
+from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import CudaPlan, odd_sizes, run_custom, tile_grid
+from gpuaug.ops._launch import CudaPlan, odd_sizes, packed_u8_rows, run_custom, tile_grid
 
 KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_blur", "kernel"), kind="value",
                   variants=tuple(kernel_name("gpuaug_median_blur_3", d, c) for d in DTYPES for c in (1, 3, 4))
                   + tuple(kernel_name("gpuaug_median_blur_3_packed", pb) for pb in (1, 2, 3, 4)))
-_PACKED_BLOCK = 256
 
 
 @functools.lru_cache(maxsize=None)  # one object per kernel choice: it keys run()'s launch plans
@@ -33,17 +32,12 @@ def _plan(only3):
 
 def _packed(src, dst):
     """``gpuaug_median_blur_3_packed<PB>`` (a 16-byte vector per thread, bytes compared four at a
-    time) for dense uint8 batches, 16-byte aligned, whose rows are whole vectors and whose pixels
-    are 1 to 4 bytes (NHWC: the channels; NCHW: its planes, one byte); else None."""
-    geo = contiguous_rows(src, dst)
-    if geo is None or src.dtype != np.uint8:
+    time) where :func:`packed_u8_rows` allows it; else None."""
+    got = packed_u8_rows(src, dst)
+    if got is None:
         return None
-    planes, _, h, w, pb = geo
-    vpr, tail = divmod(w * pb, 16)
-    if tail or pb > 4 or vpr * h >= 2 ** 31 or src.arrays[0].data.ptr % 16 or dst.arrays[0].data.ptr % 16:
-        return None
-    grid = (-(-vpr * h // _PACKED_BLOCK), min(planes, 65535), 1)
-    return CudaPlan("gpuaug_median_blur_3_packed", grid, (_PACKED_BLOCK, 1, 1),
+    grid, (planes, _, vpr, h), pb = got
+    return CudaPlan("gpuaug_median_blur_3_packed", grid, (256, 1, 1),
                     extra=(np.int32(planes), np.int32(vpr), np.int32(h)), template=(pb,), arrays=True)
 
 
