@@ -149,3 +149,26 @@ def test_erase_compiled_rows_refusals_are_the_general_paths(bad):
             gpuaug.erase(x, b, value=v)
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_erase_packed_gpu(dtype):
+    """Dense NHWC batches whose rows are whole 16-byte vectors: the packed kernel runs (boxes in
+    registers and, past 4 per sample, read from the parameters), exact against the reference."""
+    import cupy
+
+    from gpuaug.kernels._cuda import record
+
+    rng = np.random.default_rng(8)
+    n, h, w = 5, 37, 64
+    for c in (1, 3, 4):
+        x = random_images(rng, n, h, w, c, dtype)
+        for k in (2, 6):
+            boxes = _boxes(rng, n, k, h, w)
+            full = rng.uniform(0, 1, (n, c))
+            check_op(gpuaug.erase, lambda s, i: R.erase(s, boxes[i], _fill(full[i], dtype)), x,
+                     {"boxes": boxes, "value": full}, backend="cuda", **EXACT)
+            with record() as log:
+                gpuaug.erase(cupy.asarray(x), boxes, full)
+            assert [e[3] for e in log if e[0] == "launch"] == [(256,)]  # the packed kernel's block

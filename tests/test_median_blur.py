@@ -84,3 +84,23 @@ def test_median_blur_gpu(backend, dtype, layout):
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (1, 9), (130, 3)]]
     check_op(gpuaug.median_blur, lambda s, i: R.median_blur(s, [5, 3, 5, 3][i]), xs,
              {"kernel_size": [5, 3, 5, 3]}, varshape=True, backend=backend, **EXACT)
+
+
+@gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_median_blur_3_packed_gpu(layout):
+    """Dense uint8 batches whose rows are whole 16-byte vectors, every k = 3: the packed kernel
+    (one 16-byte vector per thread) runs, exact against the reference."""
+    import cupy
+
+    from gpuaug.kernels._cuda import record
+
+    rng = np.random.default_rng(6)
+    for c in (1, 3, 4):
+        x = random_images(rng, 4, 37, 64, c, "uint8")
+        check_op(gpuaug.median_blur, lambda s, i: R.median_blur(s, 3), x, {"kernel_size": 3}, layout=layout,
+                 backend="cuda", **EXACT)
+        xin = cupy.asarray(x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+        with record() as log:
+            gpuaug.median_blur(xin, 3, layout=layout)
+        assert [e[3] for e in log if e[0] == "launch"] == [(256, 1, 1)]  # the packed kernel's block

@@ -82,3 +82,24 @@ def test_sharpen_gpu(backend, dtype, layout):
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (2, 9)]]
     check_op(gpuaug.sharpen, lambda s, i: R.sharpen(s, f[i], u8), xs, {"factor": f[:3]}, varshape=True,
              backend=backend)
+
+
+@gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sharpen_packed_gpu(layout):
+    """Dense uint8 batches whose rows are whole 16-byte vectors: the packed kernel (one 16-byte
+    vector per thread, integer window sums) runs, within 1 of the reference as the tile kernel."""
+    import cupy
+
+    from gpuaug.kernels._cuda import record
+
+    rng = np.random.default_rng(7)
+    f = np.array([0.0, 0.5, 1.0, 2.0, 7.5])
+    for c in (1, 3, 4):
+        x = random_images(rng, 5, 37, 64, c, "uint8")
+        check_op(gpuaug.sharpen, lambda s, i: R.sharpen(s, f[i], True), x, {"factor": f}, layout=layout,
+                 backend="cuda")
+        xin = cupy.asarray(x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+        with record() as log:
+            gpuaug.sharpen(xin, f, layout=layout)
+        assert [e[3] for e in log if e[0] == "launch"] == [(256, 1, 1)]  # the packed kernel's block
