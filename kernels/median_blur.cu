@@ -130,10 +130,9 @@ template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* __restrict__ src,
                                                                    uint4* __restrict__ dst, const float*, int,
                                                                    int, int planes, int vpr, int h) {
-  __shared__ unsigned int s_first[256], s_last[256];  // launched with 256 threads a block
   const int nvec = vpr * h;
-  const int j0 = blockIdx.x * blockDim.x + threadIdx.x;
-  const int j = min(j0, nvec - 1);  // threads past the end share the barriers, not the store
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nvec) return;
   const int y = j / vpr, q = j - y * vpr;
   const int rows[3] = {max(y - 1, 0), y, min(y + 1, h - 1)};
   for (int s = blockIdx.y; s < planes; s += gridDim.y) {
@@ -141,8 +140,13 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* 
     unsigned int lo[6], mid[6], hi[6];  // words -1 .. 4 of the vector's window, sorted over the rows
 #pragma unroll
     for (int r = 0; r < 3; ++r) {
+      const uint4* row = plane + (gpuaug::i64)rows[r] * vpr;
+      const uint4 v = __ldg(row + q);
+      const unsigned int* words = reinterpret_cast<const unsigned int*>(row + q);
       unsigned int w[6];
-      gpuaug::window_words<PB, 256>(plane + (gpuaug::i64)rows[r] * vpr, q, vpr, s_first, s_last, w);
+      w[1] = v.x, w[2] = v.y, w[3] = v.z, w[4] = v.w;
+      w[0] = q > 0 ? __ldg(words - 1) : v.x << (32 - 8 * PB);      // first pixel: its own neighbour
+      w[5] = q < vpr - 1 ? __ldg(words + 4) : v.w >> (32 - 8 * PB);  // last pixel too
 #pragma unroll
       for (int k = 0; k < 6; ++k) {
         if (r == 0) {
@@ -165,6 +169,6 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* 
       const unsigned int md = med3u4(left_of<PB>(mid, k), mid[k], right_of<PB>(mid, k));
       out[k - 1] = med3u4(mx, md, mn);
     }
-    if (j0 < nvec) dst[(gpuaug::i64)s * nvec + j] = make_uint4(out[0], out[1], out[2], out[3]);
+    dst[(gpuaug::i64)s * nvec + j] = make_uint4(out[0], out[1], out[2], out[3]);
   }
 }

@@ -200,28 +200,4 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
   }
 }
 
-// -- a 16-byte vector and its neighbours' edge words (median_blur_3_packed, sharpen_packed) ---
-// Threads of a 1-D block of NT own consecutive vectors of a plane (vpr 16-byte vectors a row).
-// window_words: w[1..4] = the words of vector q of ``row``; w[0] = the last word of vector
-// q - 1 and w[5] = the first word of vector q + 1, handed over in shared memory by the
-// neighbouring threads (read from memory only at the block's ends: loading them per thread
-// made every vector travel from L2 three times); at the row's ends the first / last pixel of
-// PB bytes stands in for its missing neighbour (replicated border). Call from every thread of
-// the block (it synchronises); a thread past the plane's end passes the last vector.
-template <int PB, int NT>
-__device__ __forceinline__ uint4 window_words(const uint4* row, int q, int vpr, unsigned int* s_first,
-                                              unsigned int* s_last, unsigned int (&w)[6]) {
-  const uint4 v = __ldg(row + q);
-  const int t = threadIdx.x;
-  w[1] = v.x, w[2] = v.y, w[3] = v.z, w[4] = v.w;
-  s_first[t] = v.x;
-  s_last[t] = v.w;
-  __syncthreads();
-  const unsigned int* words = reinterpret_cast<const unsigned int*>(row + q);
-  w[0] = q == 0 ? v.x << (32 - 8 * PB) : t > 0 ? s_last[t - 1] : __ldg(words - 1);
-  w[5] = q == vpr - 1 ? v.w >> (32 - 8 * PB) : t < NT - 1 ? s_first[t + 1] : __ldg(words + 4);
-  __syncthreads();  // the slots are free for the next call
-  return v;
-}
-
 }  // namespace gpuaug

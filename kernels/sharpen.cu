@@ -89,39 +89,38 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __rest
                                                              const float* __restrict__ params, int P, int n,
                                                              int planes, int pps, int vpr, int h) {
   constexpr unsigned int EVEN = 0x00FF00FFu;
-  __shared__ unsigned int s_first[256], s_last[256];  // launched with 256 threads a block
   const int nvec = vpr * h;
-  const int j0 = blockIdx.x * blockDim.x + threadIdx.x;
-  const int j = min(j0, nvec - 1);  // threads past the end share the barriers, not the store
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nvec) return;
   const int y = j / vpr, q = j - y * vpr;
   const bool edge_row = y == 0 || y == h - 1;
   const int row_bytes = 16 * vpr;
   for (int s = blockIdx.y; s < planes; s += gridDim.y) {
     const uint4* plane = src + (gpuaug::i64)s * nvec;
-    unsigned int se[4], so[4], cw[4];  // 16-bit lane sums (even bytes, odd bytes); the centre's words
-#pragma unroll
-    for (int r = -1; r <= 1; ++r) {  // every thread takes part (window_words synchronises)
-      unsigned int w[6];
-      gpuaug::window_words<PB, 256>(plane + (gpuaug::i64)min(max(y + r, 0), h - 1) * vpr, q, vpr, s_first,
-                                    s_last, w);
-      if (r == 0) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) cw[k] = w[k + 1];
-      }
-#pragma unroll
-      for (int k = 1; k <= 4; ++k) {
-        const unsigned int a = sh_left<PB>(w, k), b = w[k], d = sh_right<PB>(w, k);
-        const unsigned int e = (a & EVEN) + (b & EVEN) + (d & EVEN);
-        const unsigned int od = ((a >> 8) & EVEN) + ((b >> 8) & EVEN) + ((d >> 8) & EVEN);
-        se[k - 1] = r == -1 ? e : se[k - 1] + e;
-        so[k - 1] = r == -1 ? od : so[k - 1] + od;
-      }
-    }
-    uint4 o = make_uint4(cw[0], cw[1], cw[2], cw[3]);
+    const uint4 c = __ldg(plane + (gpuaug::i64)y * vpr + q);
+    uint4 o = c;
     if (!edge_row) {
       const float g = 1.f - params[(gpuaug::i64)(s / pps) * P];
+      const unsigned int cw[4] = {c.x, c.y, c.z, c.w};
+      unsigned int se[4], so[4];  // 16-bit lane sums: even bytes, odd bytes
 #pragma unroll
-      for (int k = 0; k < 4; ++k) se[k] += 4u * (cw[k] & EVEN), so[k] += 4u * ((cw[k] >> 8) & EVEN);
+      for (int k = 0; k < 4; ++k) se[k] = 4u * (cw[k] & EVEN), so[k] = 4u * ((cw[k] >> 8) & EVEN);
+#pragma unroll
+      for (int r = -1; r <= 1; ++r) {
+        const uint4* row = plane + (gpuaug::i64)(y + r) * vpr + q;
+        const unsigned int* words = reinterpret_cast<const unsigned int*>(row);
+        const uint4 v = r == 0 ? c : __ldg(row);
+        unsigned int w[6];
+        w[1] = v.x, w[2] = v.y, w[3] = v.z, w[4] = v.w;
+        w[0] = q > 0 ? __ldg(words - 1) : 0u;          // only pixel 0 (a border pixel) reads these
+        w[5] = q < vpr - 1 ? __ldg(words + 4) : 0u;    // only the last pixel (border) reads these
+#pragma unroll
+        for (int k = 1; k <= 4; ++k) {
+          const unsigned int a = sh_left<PB>(w, k), b = w[k], d = sh_right<PB>(w, k);
+          se[k - 1] += (a & EVEN) + (b & EVEN) + (d & EVEN);
+          so[k - 1] += ((a >> 8) & EVEN) + ((b >> 8) & EVEN) + ((d >> 8) & EVEN);
+        }
+      }
       unsigned int out[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
@@ -143,6 +142,6 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __rest
       }
       o = make_uint4(out[0], out[1], out[2], out[3]);
     }
-    if (j0 < nvec) dst[(gpuaug::i64)s * nvec + j] = o;
+    dst[(gpuaug::i64)s * nvec + j] = o;
   }
 }
