@@ -87,3 +87,25 @@ def test_box_blur_gpu(backend, dtype, layout):
     xs = [random_images(rng, 1, h, w, 3, dtype)[0] for h, w in [(5, 7), (37, 53), (1, 9)]]
     check_op(gpuaug.box_blur, lambda s, i: R.box_blur(s, [5, 3, 7][i]), xs, {"kernel_size": [5, 3, 7]},
              varshape=True, backend=backend)
+
+
+@gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_box_blur_packed_gpu(layout):
+    """Dense uint8 batches whose rows are whole 16-byte vectors, every k <= 5: the packed kernel
+    (one 16-byte vector per thread, integer window sums) runs, exact against the reference (and
+    so against the tile kernels, which round the same); images smaller than the window too."""
+    import cupy
+
+    from gpuaug.kernels._cuda import record
+
+    rng = np.random.default_rng(6)
+    ks = np.array([3, 1, 5, 5, 3])
+    for c, h, w in ((1, 37, 64), (3, 37, 64), (4, 37, 64), (3, 2, 16)):
+        x = random_images(rng, 5, h, w, c, "uint8")
+        check_op(gpuaug.box_blur, lambda s, i: R.box_blur(s, ks[i]), x, {"kernel_size": ks}, layout=layout,
+                 backend="cuda", atol_u8=0)
+        xin = cupy.asarray(x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+        with record() as log:
+            gpuaug.box_blur(xin, ks, layout=layout)
+        assert [e[3] for e in log if e[0] == "launch"] == [(256, 1, 1)]  # the packed kernel's block

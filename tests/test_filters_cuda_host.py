@@ -78,8 +78,9 @@ def emu(tmp_path_factory):
     names += [kernel_name("gpuaug_erase_packed", dt, c) for dt, c in CASES]
     names += [kernel_name("gpuaug_median_blur_3_packed", pb) for pb in (1, 2, 3, 4)]
     names += [kernel_name("gpuaug_sharpen_packed", pb) for pb in (1, 2, 3, 4)]
+    names += [kernel_name("gpuaug_box_blur_packed", pb) for pb in (1, 2, 3, 4)]
     for base in ("gpuaug_gaussian_blur_k", "gpuaug_box_blur_k"):  # the unrolled kernels the CALLS use
-        names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (5, 13, 15)]
+        names += [kernel_name(base, dt, c, k) for dt, c in CASES for k in (3, 5, 13, 15)]
     old = cuda_emu.KERNEL_DIR
     cuda_emu.KERNEL_DIR = d
     try:
@@ -324,3 +325,28 @@ def test_sharpen_packed_on_host_matches_the_tile_kernel(emu, monkeypatch, layout
     run = functools.partial(_launch_packed, emu, "sharpen.cu", got["plan"], layout=layout, params=params)
     assert run(xl, so=4) is None and run(xl, do=8) is None
     assert run(xl.astype(np.float32)) is None
+
+
+@pytest.mark.parametrize("layout, channels, h, w", PACKED_SHAPES + [("NHWC", 3, 11, 48), ("NHWC", 4, 9, 12)])
+@pytest.mark.parametrize("sizes", [[3, 5, 1], [5, 5, 5], [1, 3, 3]])
+def test_box_blur_packed_on_host_matches_the_tile_kernel(emu, monkeypatch, layout, channels, h, w, sizes):
+    """gpuaug_box_blur_packed (uint8, every k <= 5, integer window sums) == the separable tile
+    kernel bit for bit, on inner vectors and on the reflect-101 borders (one-vector rows, images
+    smaller than the window); the plan declines misaligned batches, floats and a k of 7."""
+    import gpuaug.ops.box_blur as B
+
+    rng = np.random.default_rng(10)
+    x = random_images(rng, 3, h, w, channels, "uint8")
+    xl = x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    got = _capture(monkeypatch, B, "run_custom")
+    B.box_blur(xl, sizes, layout=layout)
+    monkeypatch.undo()
+    params = np.ascontiguousarray(got["params"], np.float32)
+    packed = _launch_packed(emu, "box_blur.cu", got["plan"], xl, layout, params)
+    tiles = _emulated(emu, monkeypatch, "box_blur", xl, layout=layout, kernel_size=sizes)
+    np.testing.assert_array_equal(packed, tiles)
+    want = B.box_blur(xl, sizes, layout=layout)
+    np.testing.assert_array_equal(packed, want)
+    run = functools.partial(_launch_packed, emu, "box_blur.cu", got["plan"], layout=layout, params=params)
+    assert run(xl, so=4) is None and run(xl.astype(np.float32)) is None
+    assert _launch_packed(emu, "box_blur.cu", B._plan(7), xl, layout, params) is None

@@ -1,6 +1,8 @@
 """box_blur: mean filter over a k x k window, per-sample k."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpuaug._batch import as_batch
@@ -8,14 +10,34 @@ from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import MAX_KERNEL_SIZE, odd_sizes, run_custom, separable_plan, separable_rows, store_range
+from gpuaug.ops._launch import (MAX_KERNEL_SIZE, CudaPlan, odd_sizes, packed_u8_rows, run_custom, separable_plan,
+                                separable_rows, store_range)
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
     cu=("box_blur.cu", "gpuaug_box_blur"), numba=("box_blur", "kernel"), kind="value",
     variants=tuple(kernel_name("gpuaug_box_blur_1", d, c) for d, c in _ALL)
     + tuple(kernel_name("gpuaug_box_blur_k", d, c, k) for d, c in _ALL for k in (3, 11))
-    + (kernel_name("gpuaug_box_blur_k", "uint8", 3, 15),))
+    + (kernel_name("gpuaug_box_blur_k", "uint8", 3, 15),)
+    + tuple(kernel_name("gpuaug_box_blur_packed", pb) for pb in (1, 2, 3, 4)))
+PACKED_KMAX = 5  # gpuaug_box_blur_packed's largest k
+
+
+@functools.lru_cache(maxsize=None)  # one object per largest k: it keys run()'s launch plans
+def _plan(kmax):
+    """``gpuaug_box_blur_packed<PB>`` (a 16-byte vector per thread, integer window sums) for every
+    k <= 5 where :func:`packed_u8_rows` allows it; else separable.cuh's tiles."""
+    tiles = separable_plan(KERNELS.cu[1], kmax)
+
+    def plan(dst, src=None):
+        got = packed_u8_rows(src, dst) if src is not None and kmax <= PACKED_KMAX else None
+        if got is None:
+            return tiles(dst, src)
+        grid, (planes, pps, vpr, h), pb = got
+        return CudaPlan("gpuaug_box_blur_packed", grid, (256, 1, 1), template=(pb,), arrays=True,
+                        extra=(np.int32(planes), np.int32(pps), np.int32(vpr), np.int32(h)))
+
+    return plan
 
 
 def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -51,7 +73,7 @@ def box_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=No
         k = odd_sizes(kernel_size, b.n)
         params = separable_rows(k, _ones)  # normalised: 1 / k exactly (a sum of k ones is k)
     return run_custom(b, params, out=out, backend=be, stream=stream, cu_file=KERNELS.cu[0],
-                      plan=separable_plan(KERNELS.cu[1], params.shape[1] - 1), numba_module=KERNELS.numba[0],
+                      plan=_plan(params.shape[1] - 1), numba_module=KERNELS.numba[0],
                       numba_extra=store_range(b.dtype))
 
 
