@@ -94,18 +94,20 @@ def test_box_blur_gpu(backend, dtype, layout):
 def test_box_blur_packed_gpu(layout):
     """Dense uint8 batches whose rows are whole 16-byte vectors, every k <= 5: the packed kernel
     (one 16-byte vector per thread, integer window sums) runs, exact against the reference (and
-    so against the tile kernels, which round the same); images smaller than the window too."""
+    so against the tile kernels, which round the same); images of 3 rows and of one 4-pixel vector
+    a row, where the 5 x 5 window reflects across the whole image."""
     import cupy
 
     from gpuaug.kernels._cuda import record
 
     rng = np.random.default_rng(6)
     ks = np.array([3, 1, 5, 5, 3])
-    for c, h, w in ((1, 37, 64), (3, 37, 64), (4, 37, 64), (3, 2, 16)):
+    for c, h, w in ((1, 37, 64), (3, 37, 64), (4, 37, 64), (3, 3, 16), (4, 6, 4)):
         x = random_images(rng, 5, h, w, c, "uint8")
         check_op(gpuaug.box_blur, lambda s, i: R.box_blur(s, ks[i]), x, {"kernel_size": ks}, layout=layout,
                  backend="cuda", atol_u8=0)
         xin = cupy.asarray(x if layout == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
         with record() as log:
             gpuaug.box_blur(xin, ks, layout=layout)
-        assert [e[3] for e in log if e[0] == "launch"] == [(256, 1, 1)]  # the packed kernel's block
+        packed = w * (c if layout == "NHWC" else 1) % 16 == 0  # rows of whole 16-byte vectors
+        assert ([e[3] for e in log if e[0] == "launch"] == [(256, 1, 1)]) == packed  # the packed kernel's block

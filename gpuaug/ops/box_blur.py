@@ -26,12 +26,13 @@ PACKED_KMAX = 5  # gpuaug_box_blur_packed's largest k
 @functools.lru_cache(maxsize=None)  # one object per largest k: it keys run()'s launch plans
 def _plan(kmax):
     """``gpuaug_box_blur_packed<PB>`` (a 16-byte vector per thread, integer window sums) for every
-    k <= 5 where :func:`packed_u8_rows` allows it; else separable.cuh's tiles."""
+    k <= 5 where :func:`packed_u8_rows` allows it and the images have at least 3 rows and 3
+    pixels a row (its reflections); else separable.cuh's tiles."""
     tiles = separable_plan(KERNELS.cu[1], kmax)
 
     def plan(dst, src=None):
         got = packed_u8_rows(src, dst) if src is not None and kmax <= PACKED_KMAX else None
-        if got is None:
+        if got is None or got[1][3] < 3 or got[1][2] * 16 < 3 * got[2]:
             return tiles(dst, src)
         grid, (planes, pps, vpr, h), pb = got
         return CudaPlan("gpuaug_box_blur_packed", grid, (256, 1, 1), template=(pb,), arrays=True,
