@@ -327,8 +327,11 @@ def test_sharpen_packed_on_host_matches_the_tile_kernel(emu, monkeypatch, layout
     assert run(xl.astype(np.float32)) is None
 
 
-@pytest.mark.parametrize("layout, channels, h, w", PACKED_SHAPES + [("NHWC", 3, 11, 48), ("NHWC", 4, 9, 12),
-                                                                   ("NHWC", 1, 4, 16), ("NHWC", 3, 3, 16), ("NHWC", 4, 6, 4)])
+BOX_SHAPES = PACKED_SHAPES + [("NHWC", 3, 11, 48), ("NHWC", 4, 9, 12), ("NHWC", 1, 4, 16), ("NHWC", 3, 3, 16),
+                              ("NHWC", 4, 6, 4)]
+
+
+@pytest.mark.parametrize("layout, channels, h, w", BOX_SHAPES)
 @pytest.mark.parametrize("sizes", [[3, 5, 1], [5, 5, 5], [1, 3, 3]])
 def test_box_blur_packed_on_host_matches_the_tile_kernel(emu, monkeypatch, layout, channels, h, w, sizes):
     """gpuaug_box_blur_packed (uint8, every k <= 5, integer window sums) == the separable tile
