@@ -54,7 +54,8 @@ def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
 
 
 def packed_u8_rows(src: Batch, dst: Batch, block=256):
-    """For the one-vector-per-thread stencil kernels (median_blur_3_packed, sharpen_packed):
+    """For the one-vector-per-thread stencil kernels (median_blur_3_packed, sharpen_packed,
+    box_blur_packed):
     ``(grid, (planes, planes_per_sample, vectors_per_row, H), bytes_per_pixel)`` when ``src`` and
     ``dst`` are dense uint8 batches of one layout, 16-byte aligned, whose rows are whole 16-byte
     vectors and whose pixels are 1 to 4 bytes (NHWC: the channels; NCHW: its planes, one byte);

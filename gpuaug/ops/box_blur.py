@@ -32,9 +32,11 @@ def _plan(kmax):
 
     def plan(dst, src=None):
         got = packed_u8_rows(src, dst) if src is not None and kmax <= PACKED_KMAX else None
-        if got is None or got[1][3] < 3 or got[1][2] * 16 < 3 * got[2]:
+        if got is None:
             return tiles(dst, src)
         grid, (planes, pps, vpr, h), pb = got
+        if h < 3 or 16 * vpr < 3 * pb:  # fewer than 3 rows or 3 pixels a row
+            return tiles(dst, src)
         return CudaPlan("gpuaug_box_blur_packed", grid, (256, 1, 1), template=(pb,), arrays=True,
                         extra=(np.int32(planes), np.int32(pps), np.int32(vpr), np.int32(h)))
 
