@@ -35,13 +35,6 @@ __global__ void __launch_bounds__(256) gpuaug_box_blur_k(const gpuaug::i64* src,
 // the 8 bytes beyond the vector are made of the reflected pixels, which lie in the vector itself
 // (at most 2 pixels out, and the row has at least 3), so border vectors take the same path.
 namespace {
-// The word of bytes starting O bytes after word i of w (O may be negative).
-template <int O>
-__device__ __forceinline__ unsigned int bytes_at(const unsigned int* w, int i) {
-  constexpr int A = O >= 0 ? O / 4 : -((-O + 3) / 4), B = O - 4 * A;
-  return B == 0 ? w[i + A] : __funnelshift_r(w[i + A], w[i + A + 1], 8 * B);
-}
-
 __device__ __forceinline__ unsigned int byte_of(const unsigned int* v, int pos) {  // pos: compile-time
   return (v[pos >> 2] >> (8 * (pos & 3))) & 0xFFu;
 }
@@ -80,7 +73,7 @@ __device__ __forceinline__ void add_shifted(const unsigned int* w, int R, unsign
   if (DX > R || -DX > R) return;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const unsigned int v = bytes_at<DX * PB>(w, k + 2);
+    const unsigned int v = gpuaug::bytes_at<DX * PB>(w, k + 2);
     se[k] += v & EVEN;
     so[k] += (v >> 8) & EVEN;
   }

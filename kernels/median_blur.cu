@@ -115,15 +115,6 @@ __device__ __forceinline__ void sort2u4(unsigned int& a, unsigned int& b) {
 __device__ __forceinline__ unsigned int med3u4(unsigned int a, unsigned int b, unsigned int c) {
   return __vmaxu4(__vminu4(a, b), __vminu4(__vmaxu4(a, b), c));
 }
-// Word k of a row window with its bytes moved PB to the right (left neighbours) / left.
-template <int PB>
-__device__ __forceinline__ unsigned int left_of(const unsigned int* w, int k) {
-  return PB == 4 ? w[k - 1] : __funnelshift_l(w[k - 1], w[k], 8 * PB);
-}
-template <int PB>
-__device__ __forceinline__ unsigned int right_of(const unsigned int* w, int k) {
-  return PB == 4 ? w[k + 1] : __funnelshift_r(w[k], w[k + 1], 8 * PB);
-}
 }  // namespace
 
 template <int PB>
@@ -164,9 +155,9 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* 
     unsigned int out[4];
 #pragma unroll
     for (int k = 1; k <= 4; ++k) {
-      const unsigned int mx = __vmaxu4(__vmaxu4(left_of<PB>(lo, k), lo[k]), right_of<PB>(lo, k));
-      const unsigned int mn = __vminu4(__vminu4(left_of<PB>(hi, k), hi[k]), right_of<PB>(hi, k));
-      const unsigned int md = med3u4(left_of<PB>(mid, k), mid[k], right_of<PB>(mid, k));
+      const unsigned int mx = __vmaxu4(__vmaxu4(gpuaug::bytes_at<-PB>(lo, k), lo[k]), gpuaug::bytes_at<PB>(lo, k));
+      const unsigned int mn = __vminu4(__vminu4(gpuaug::bytes_at<-PB>(hi, k), hi[k]), gpuaug::bytes_at<PB>(hi, k));
+      const unsigned int md = med3u4(gpuaug::bytes_at<-PB>(mid, k), mid[k], gpuaug::bytes_at<PB>(mid, k));
       out[k - 1] = med3u4(mx, md, mn);
     }
     dst[(gpuaug::i64)s * nvec + j] = make_uint4(out[0], out[1], out[2], out[3]);

@@ -200,4 +200,14 @@ __device__ __forceinline__ void replace_rows(const i64* src_tab, const i64* dst_
   }
 }
 
+// -- bytes across 32-bit words (the one-vector-per-thread stencil kernels) -----------------------
+// The word of the bytes that start O bytes after the start of word i of w (O may be negative;
+// little-endian: byte b of word i is the window's byte 4 i + b). O = -PB gives each byte's left
+// neighbour pixel's, O = PB its right one's.
+template <int O>
+__device__ __forceinline__ unsigned int bytes_at(const unsigned int* w, int i) {
+  constexpr int A = O >= 0 ? O / 4 : -((-O + 3) / 4), B = O - 4 * A;
+  return B == 0 ? w[i + A] : __funnelshift_r(w[i + A], w[i + A + 1], 8 * B);
+}
+
 }  // namespace gpuaug

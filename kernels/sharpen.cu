@@ -70,19 +70,6 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab
 // even and odd bytes apart (at most 13 * 255); b = floor(sum / 13 + 0.5) is exact in integers
 // (sum / 13 is never within 1/26 of a half), and the blend, clamp and rounding are gpuaug_sharpen's
 // float32 operations, so both kernels give the same bytes. Border pixels keep x.
-namespace {
-template <int PB>
-__device__ __forceinline__ unsigned int sh_left(const unsigned int* w, int k) {
-  return PB == 4 ? w[k - 1] : __funnelshift_l(w[k - 1], w[k], 8 * PB);
-}
-template <int PB>
-__device__ __forceinline__ unsigned int sh_right(const unsigned int* w, int k) {
-  return PB == 4 ? w[k + 1] : __funnelshift_r(w[k], w[k + 1], 8 * PB);
-}
-__device__ __forceinline__ float u8f(unsigned int v) {  // exact, without I2F (rowvec.cuh fast_float)
-  return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.f);
-}
-}  // namespace
 
 template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
@@ -116,7 +103,7 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __rest
         w[5] = q < vpr - 1 ? __ldg(words + 4) : 0u;    // only the last pixel (border) reads these
 #pragma unroll
         for (int k = 1; k <= 4; ++k) {
-          const unsigned int a = sh_left<PB>(w, k), b = w[k], d = sh_right<PB>(w, k);
+          const unsigned int a = gpuaug::bytes_at<-PB>(w, k), b = w[k], d = gpuaug::bytes_at<PB>(w, k);
           se[k - 1] += (a & EVEN) + (b & EVEN) + (d & EVEN);
           so[k - 1] += ((a >> 8) & EVEN) + ((b >> 8) & EVEN) + ((d >> 8) & EVEN);
         }
@@ -132,7 +119,8 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __rest
           unsigned int byte = x;
           if (pos >= PB && pos < row_bytes - PB) {
             const unsigned int sum = ((m & 1 ? so[k] : se[k]) >> (16 * (m >> 1))) & 0xFFFFu;
-            const float b = u8f((2u * sum + 13u) / 26u), xf = u8f(x);
+            const float b = gpuaug::fast_float((unsigned char)((2u * sum + 13u) / 26u));
+            const float xf = gpuaug::fast_float((unsigned char)x);
             const float v = fminf(fmaxf(__fmaf_rn(g, b - xf, xf), 0.f), 255.f);
             byte = gpuaug::fast_store<unsigned char>(v);
           }

@@ -53,9 +53,6 @@ static inline int __float2int_rd(float v) { return (int)std::floor(v); }
 static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
   s &= 31; uint64_t x = ((uint64_t)hi << 32) | lo; return (unsigned)(x >> s);
 }
-static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
-  s &= 31; uint64_t x = ((uint64_t)hi << 32) | lo; return (unsigned)((x << s) >> 32);
-}
 static inline unsigned emu_bytewise(unsigned a, unsigned b, bool take_min) {
   unsigned r = 0;
   for (int k = 0; k < 32; k += 8) {
