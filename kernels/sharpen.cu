@@ -70,7 +70,6 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab
 // even and odd bytes apart (at most 13 * 255); b = floor(sum / 13 + 0.5) is exact in integers
 // (sum / 13 is never within 1/26 of a half), and the blend, clamp and rounding are gpuaug_sharpen's
 // float32 operations, so both kernels give the same bytes. Border pixels keep x.
-
 template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
                                                              const float* __restrict__ params, int P, int n,
