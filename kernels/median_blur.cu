@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur_3(const gpuaug::i64* s
 
 // gpuaug_median_blur_3_packed<PB>: uint8 batches with every k = 3, dense, 16-byte aligned, whose
 // rows are whole 16-byte vectors; PB bytes per pixel (1..4: the NHWC channels, or 1 for the
-// planes of NCHW). A thread makes one 16-byte vector of one row (grid: x over a plane's vectors,
+// planes of NCHW; the planes per sample are not needed: one k for all). A thread makes one 16-byte vector of one row (grid: x over a plane's vectors,
 // y over the planes): the 3 rows' words are sorted per byte (__vminu4 / __vmaxu4, four pixels'
 // channels at once), the neighbours at -PB / +PB bytes are funnel shifts of the sorted words,
 // and each median is med3(max of the lows, med3 of the middles, min of the highs), as above.
@@ -120,7 +120,7 @@ __device__ __forceinline__ unsigned int med3u4(unsigned int a, unsigned int b, u
 template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_median_blur_3_packed(const uint4* __restrict__ src,
                                                                    uint4* __restrict__ dst, const float*, int,
-                                                                   int, int planes, int vpr, int h) {
+                                                                   int, int planes, int, int vpr, int h) {
   const int nvec = vpr * h;
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= nvec) return;

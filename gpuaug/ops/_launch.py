@@ -53,24 +53,39 @@ def tile_grid(dst: Batch, tile_w: int, tile_h: int, block) -> tuple:
     return ((wmax + tile_w - 1) // tile_w, (hmax + tile_h - 1) // tile_h, min(dst.n, 65535)), tuple(block)
 
 
-def packed_u8_rows(src: Batch, dst: Batch, block=256):
-    """For the one-vector-per-thread stencil kernels (median_blur_3_packed, sharpen_packed,
-    box_blur_packed):
-    ``(grid, (planes, planes_per_sample, vectors_per_row, H), bytes_per_pixel)`` when ``src`` and
-    ``dst`` are dense uint8 batches of one layout, 16-byte aligned, whose rows are whole 16-byte
-    vectors and whose pixels are 1 to 4 bytes (NHWC: the channels; NCHW: its planes, one byte);
-    else None. Grid: x over a plane's vectors (``block`` per block), y over the planes."""
+def vector_rows(src: Batch, dst: Batch):
+    """``(planes, planes_per_sample, vectors_per_row, H, bytes_per_pixel)`` when ``src`` and
+    ``dst`` are dense batches of one layout (:func:`gpuaug._run.contiguous_rows`), 16-byte
+    aligned, whose rows are whole 16-byte vectors (fewer than 2**31 a plane); else None. What the
+    kernels that move each plane as consecutive 16-byte vectors need (erase_packed, and the
+    stencils of :func:`packed_u8_plan`)."""
     from gpuaug._run import contiguous_rows
 
     geo = contiguous_rows(src, dst)
-    if geo is None or src.dtype != np.uint8:
+    if geo is None:
         return None
     planes, pps, h, w, pb = geo
     vpr, tail = divmod(w * pb, 16)
-    if tail or pb > 4 or vpr * h >= 2 ** 31 or src.arrays[0].data.ptr % 16 or dst.arrays[0].data.ptr % 16:
+    if tail or vpr * h >= 2 ** 31 or src.arrays[0].data.ptr % 16 or dst.arrays[0].data.ptr % 16:
         return None
-    grid = (-(-vpr * h // block), min(planes, 65535), 1)
-    return grid, (planes, pps, vpr, h), pb
+    return planes, pps, vpr, h, pb
+
+
+def packed_u8_plan(name: str, src: Batch, dst: Batch, min_side=1):
+    """The plan of the one-vector-per-thread stencil kernel ``name<PB>`` (median_blur_3_packed,
+    sharpen_packed, box_blur_packed: arguments ``(src, dst, params, P, n, planes,
+    planes_per_sample, vectors_per_row, H)``) for uint8 :func:`vector_rows` batches whose pixels
+    are 1 to 4 bytes (NHWC: the channels; NCHW: its planes, one byte) with at least ``min_side``
+    rows and pixels a row; else None. Grid: x over a plane's vectors, 256 a block, y over the
+    planes."""
+    geo = vector_rows(src, dst) if src.dtype == np.uint8 else None
+    if geo is None:
+        return None
+    planes, pps, vpr, h, pb = geo
+    if pb > 4 or h < min_side or 16 * vpr < min_side * pb:
+        return None
+    return CudaPlan(name, (-(-vpr * h // 256), min(planes, 65535), 1), (256, 1, 1), template=(pb,), arrays=True,
+                    extra=(np.int32(planes), np.int32(pps), np.int32(vpr), np.int32(h)))
 
 
 def run_custom(batch: Batch, params, *, out, backend, stream, cu_file, plan, numba_module,

@@ -10,8 +10,8 @@ from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import (MAX_KERNEL_SIZE, CudaPlan, odd_sizes, packed_u8_rows, run_custom, separable_plan,
-                                separable_rows, store_range)
+from gpuaug.ops._launch import (MAX_KERNEL_SIZE, odd_sizes, packed_u8_plan, run_custom, separable_plan, separable_rows,
+                                store_range)
 
 _ALL = [(d, c) for d in DTYPES for c in (1, 3, 4)]
 KERNELS = Kernels(
@@ -26,19 +26,14 @@ PACKED_KMAX = 5  # gpuaug_box_blur_packed's largest k
 @functools.lru_cache(maxsize=None)  # one object per largest k: it keys run()'s launch plans
 def _plan(kmax):
     """``gpuaug_box_blur_packed<PB>`` (a 16-byte vector per thread, integer window sums) for every
-    k <= 5 where :func:`packed_u8_rows` allows it and the images have at least 3 rows and 3
+    k <= 5 where :func:`packed_u8_plan` allows it and the images have at least 3 rows and 3
     pixels a row (its reflections); else separable.cuh's tiles."""
     tiles = separable_plan(KERNELS.cu[1], kmax)
 
     def plan(dst, src=None):
-        got = packed_u8_rows(src, dst) if src is not None and kmax <= PACKED_KMAX else None
-        if got is None:
-            return tiles(dst, src)
-        grid, (planes, pps, vpr, h), pb = got
-        if h < 3 or 16 * vpr < 3 * pb:  # fewer than 3 rows or 3 pixels a row
-            return tiles(dst, src)
-        return CudaPlan("gpuaug_box_blur_packed", grid, (256, 1, 1), template=(pb,), arrays=True,
-                        extra=(np.int32(planes), np.int32(pps), np.int32(vpr), np.int32(h)))
+        got = (packed_u8_plan("gpuaug_box_blur_packed", src, dst, min_side=3)
+               if src is not None and kmax <= PACKED_KMAX else None)
+        return tiles(dst, src) if got is None else got
 
     return plan
 

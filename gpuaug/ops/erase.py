@@ -7,11 +7,11 @@ from gpuaug._batch import as_batch
 from gpuaug._compiled import compiled, plain
 from gpuaug._params import column_stack, per_sample, value_shape
 from gpuaug._registry import DTYPES, OpSpec, Param
-from gpuaug._run import Kernels, choose_backend, contiguous_rows, run
+from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, is_cuda_array
 from gpuaug.kernels._cuda import kernel_name  # NumPy only: no CUDA import
 from gpuaug.ops._intensity import VEC_THREADS, vec_grid
-from gpuaug.ops._launch import as_stored, rows_fast
+from gpuaug.ops._launch import as_stored, rows_fast, vector_rows
 
 CHANNELS = (1, 3, 4)
 KERNELS = Kernels(cu=("erase.cu", "gpuaug_erase"), numba=("erase", "erase_map"),
@@ -24,21 +24,19 @@ def _fast(src, dst):
     vectors) for dense NHWC batches 16-byte aligned whose rows are whole vectors (224 RGB uint8
     pixels: 42) and fewer than 2**20 (its row arithmetic); else the replace_rows kernel (any
     batch)."""
-    geo = contiguous_rows(src, dst)
-    if geo is not None and src.layout == "NHWC":
-        planes, _, h, w, pb = geo
+    geo = vector_rows(src, dst) if src.layout == "NHWC" else None
+    if geo is not None and geo[3] < 2 ** 20:
+        from gpuaug.kernels._cuda import get_function
+
+        planes, _, vpr, h, _ = geo
         a, o = src.arrays[0], dst.arrays[0]
-        vpr, tail = divmod(w * pb, 16)
-        if not tail and h < 2 ** 20 and vpr * h < 2 ** 31 and a.data.ptr % 16 == 0 and o.data.ptr % 16 == 0:
-            from gpuaug.kernels._cuda import get_function
+        fn = get_function(KERNELS.cu[0], kernel_name("gpuaug_erase_packed", src.dtype.name, src.channels))
+        grid = vec_grid(planes, vpr * h)
 
-            fn = get_function(KERNELS.cu[0], kernel_name("gpuaug_erase_packed", src.dtype.name, src.channels))
-            grid = vec_grid(planes, vpr * h)
-
-            def launch(par):
-                fn(grid, (VEC_THREADS,), (a, o, par, np.int32(par.shape[1]), np.int32(planes), np.int32(vpr),
-                                          np.int32(h)))
-            return launch
+        def launch(par):
+            fn(grid, (VEC_THREADS,), (a, o, par, np.int32(par.shape[1]), np.int32(planes), np.int32(vpr),
+                                      np.int32(h)))
+        return launch
     return _ROWS(src, dst)
 
 

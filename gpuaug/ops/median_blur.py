@@ -10,7 +10,7 @@ from gpuaug._compiled import INTS, compiled, plain
 from gpuaug._registry import DTYPES, OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import CudaPlan, odd_sizes, packed_u8_rows, run_custom, tile_grid
+from gpuaug.ops._launch import CudaPlan, odd_sizes, packed_u8_plan, run_custom, tile_grid
 
 KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_blur", "kernel"), kind="value",
                   variants=tuple(kernel_name("gpuaug_median_blur_3", d, c) for d in DTYPES for c in (1, 3, 4))
@@ -20,25 +20,15 @@ KERNELS = Kernels(cu=("median_blur.cu", "gpuaug_median_blur"), numba=("median_bl
 @functools.lru_cache(maxsize=None)  # one object per kernel choice: it keys run()'s launch plans
 def _plan(only3):
     def plan(dst, src=None):
-        if only3 and src is not None:
-            got = _packed(src, dst)
-            if got is not None:
-                return got
+        """``gpuaug_median_blur_3_packed<PB>`` (a 16-byte vector per thread, bytes compared four at
+        a time) when every k is 3 and :func:`packed_u8_plan` allows it; else 128 x 8 tiles."""
+        got = packed_u8_plan("gpuaug_median_blur_3_packed", src, dst) if only3 and src is not None else None
+        if got is not None:
+            return got
         grid, block = tile_grid(dst, 128, 8, (32, 8, 1))  # a thread makes 4 adjacent outputs
         return CudaPlan(KERNELS.cu[1] + ("_3" if only3 else ""), grid, block)
 
     return plan
-
-
-def _packed(src, dst):
-    """``gpuaug_median_blur_3_packed<PB>`` (a 16-byte vector per thread, bytes compared four at a
-    time) where :func:`packed_u8_rows` allows it; else None."""
-    got = packed_u8_rows(src, dst)
-    if got is None:
-        return None
-    grid, (planes, _, vpr, h), pb = got
-    return CudaPlan("gpuaug_median_blur_3_packed", grid, (256, 1, 1),
-                    extra=(np.int32(planes), np.int32(vpr), np.int32(h)), template=(pb,), arrays=True)
 
 
 def median_blur(x, kernel_size, *, out=None, layout="NHWC", stream=None, backend=None):

@@ -10,7 +10,7 @@ from gpuaug._registry import OpSpec, Param
 from gpuaug._run import Kernels, choose_backend
 from gpuaug._util import dtype_max
 from gpuaug.kernels._cuda import kernel_name
-from gpuaug.ops._launch import CudaPlan, packed_u8_rows, run_custom, store_range, tile_grid
+from gpuaug.ops._launch import CudaPlan, packed_u8_plan, run_custom, store_range, tile_grid
 
 KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "kernel"), kind="value",
                   variants=tuple(kernel_name("gpuaug_sharpen_packed", pb) for pb in (1, 2, 3, 4)))
@@ -18,12 +18,10 @@ KERNELS = Kernels(cu=("sharpen.cu", "gpuaug_sharpen"), numba=("sharpen", "kernel
 
 def _plan(dst, src=None):
     """``gpuaug_sharpen_packed<PB>`` (a 16-byte vector per thread, integer window sums) where
-    :func:`packed_u8_rows` allows it; else 32 x 32 output tiles, 4 rows per thread."""
-    got = packed_u8_rows(src, dst) if src is not None else None
+    :func:`packed_u8_plan` allows it; else 32 x 32 output tiles, 4 rows per thread."""
+    got = packed_u8_plan("gpuaug_sharpen_packed", src, dst) if src is not None else None
     if got is not None:
-        grid, (planes, pps, vpr, h), pb = got
-        return CudaPlan("gpuaug_sharpen_packed", grid, (256, 1, 1), template=(pb,), arrays=True,
-                        extra=(np.int32(planes), np.int32(pps), np.int32(vpr), np.int32(h)))
+        return got
     grid, block = tile_grid(dst, 32, 32, (32, 8, 1))
     return CudaPlan(KERNELS.cu[1], grid, block)
 
