@@ -7,6 +7,12 @@
 //      (left as it is, then clamped, as torchvision does).
 //   2. gpuaug_autocontrast<T, C>: out = clamp((x - lo[c]) / scale[c], 0, bound) in float32
 //      (uint8 stored as every gpuaug op stores, floor(v + 0.5); torchvision truncates).
+// Dense uint8 NHWC batches (every sample nvec 16-byte vectors, 16-byte aligned) take two
+// launches instead: gpuaug_autocontrast_parts_u8<C> (16-byte loads, integer min/max; the same
+// parts as 1a) and gpuaug_autocontrast_u8<C>, whose blocks combine their sample's parts into
+// step 2's row themselves (the same float operations as 1b) and map every byte through a
+// 256-entry table per channel made from it with step 2's float operations: bit for bit the
+// same output as the three launches.
 #include "intensity.cuh"
 
 namespace {
@@ -99,4 +105,132 @@ __global__ void gpuaug_autocontrast_rows(const float* __restrict__ parts, int np
 template <typename T, int C>
 __global__ void gpuaug_autocontrast(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params, int P, int n) {
   gpuaug::value_driver<T, C>(src, dst, params, P, n, AutocontrastFn<T, C>());
+}
+
+// Byte-wise minimum / maximum of four unsigned bytes in a word.
+__device__ __forceinline__ unsigned ac_vmin(unsigned a, unsigned b) { return __vminu4(a, b); }
+__device__ __forceinline__ unsigned ac_vmax(unsigned a, unsigned b) { return __vmaxu4(a, b); }
+
+// Step 1a for dense uint8 NHWC batches: grid (nparts, N), block AC_THREADS; sample s has nvec
+// 16-byte vectors, taken in units of U: 3 vectors (48 bytes, 16 RGB pixels) for C = 3, so that
+// byte k of a unit always holds channel k % C, else 1 (nvec % U == 0: the host checks).
+// Block b takes an equal slice of the sample's units and writes parts[s][b] = [min (C),
+// max (C)] as floats (255 and 0 for a block with no units: the identities over uint8).
+template <int C>
+__global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const uint4* __restrict__ src, int nvec,
+                                                                           float* __restrict__ parts, int n) {
+  constexpr int U = C == 3 ? 3 : 1;
+  __shared__ unsigned slo[C][AC_THREADS];
+  __shared__ unsigned shi[C][AC_THREADS];
+  const int units = nvec / U;
+  const int per_block = (units + gridDim.x - 1) / gridDim.x;
+  const int begin = blockIdx.x * per_block;
+  const int end = min(units, begin + per_block);
+  for (int s0 = blockIdx.y; s0 < n; s0 += gridDim.y) {
+    const int s = n - 1 - s0;  // last to first: the map that follows starts where L2 is warm
+    const uint4* a = src + (gpuaug::i64)s * nvec;
+    unsigned lo[4 * U], hi[4 * U];
+#pragma unroll
+    for (int q = 0; q < 4 * U; ++q) { lo[q] = 0xFFFFFFFFu; hi[q] = 0u; }
+    for (int j = begin + (int)threadIdx.x; j < end; j += AC_THREADS) {
+      uint4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) v[u] = __ldg(a + (gpuaug::i64)j * U + u);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          lo[4 * u + e] = ac_vmin(lo[4 * u + e], w[e]);
+          hi[4 * u + e] = ac_vmax(hi[4 * u + e], w[e]);
+        }
+      }
+    }
+    unsigned clo[C], chi[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) { clo[c] = 255u; chi[c] = 0u; }
+#pragma unroll
+    for (int k = 0; k < 16 * U; ++k) {  // byte k of the unit holds channel k % C
+      clo[k % C] = min(clo[k % C], gpuaug::byte_of(lo[k >> 2], k & 3));
+      chi[k % C] = max(chi[k % C], gpuaug::byte_of(hi[k >> 2], k & 3));
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) { slo[c][threadIdx.x] = clo[c]; shi[c][threadIdx.x] = chi[c]; }
+    __syncthreads();
+    for (int off = AC_THREADS / 2; off > 0; off >>= 1) {
+      if ((int)threadIdx.x < off)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          slo[c][threadIdx.x] = min(slo[c][threadIdx.x], slo[c][threadIdx.x + off]);
+          shi[c][threadIdx.x] = max(shi[c][threadIdx.x], shi[c][threadIdx.x + off]);
+        }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      float* q = parts + ((gpuaug::i64)s * gridDim.x + blockIdx.x) * (2 * C);
+#pragma unroll
+      for (int c = 0; c < C; ++c) { q[c] = (float)slo[c][0]; q[C + c] = (float)shi[c][0]; }
+    }
+    __syncthreads();
+  }
+}
+
+namespace {
+// Step 2 for dense uint8 NHWC batches (u8_vec_driver): params row s = the sample's nparts
+// parts of gpuaug_autocontrast_parts_u8, P = nparts * 2C. setup() combines them into step
+// 1b's [lo, scale] and tabulates step 2's value of every byte per channel.
+template <int C>
+struct AutocontrastVec {
+  unsigned char* lut;  // [C][256], shared
+  float* row;          // [2C], shared
+  int nparts;
+  __device__ __forceinline__ void setup(const float* p) {
+    __syncthreads();  // the previous sample's lookups are done
+    if ((int)threadIdx.x < C) {
+      const int c = threadIdx.x;
+      float a = 3.0e38f, b = -3.0e38f;
+      for (int k = 0; k < nparts; ++k) {
+        a = fminf(a, p[k * 2 * C + c]);
+        b = fmaxf(b, p[k * 2 * C + C + c]);
+      }
+      const bool flat = a == b;  // as gpuaug_autocontrast_rows
+      row[c] = flat ? 0.f : a;
+      row[C + c] = flat ? 1.f : (b - a) * (1.f / 255.f);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < C * 256; i += blockDim.x) {
+      const int c = i >> 8;
+      const float t = ((float)(i & 255) - row[c]) / row[C + c];  // as AutocontrastFn
+      lut[i] = gpuaug::from_float<unsigned char>(fminf(fmaxf(t, 0.f), 255.f));
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ uint4 operator()(uint4 v, int j) const {
+    // byte k of vector j holds channel (16 j + k) % C
+    const int c0 = C == 3 ? (16 * (j % 3)) % 3 : 0;
+    unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      unsigned o = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = (c0 + q * 4 + e) % C;
+        o |= (unsigned)lut[c * 256 + gpuaug::byte_of(w[q], e)] << (8 * e);
+      }
+      w[q] = o;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+}  // namespace
+
+// Step 2, dense uint8 NHWC: grid vec_grid(N, nvec), block 256; params = the parts, P = nparts * 2C.
+template <int C>
+__global__ void __launch_bounds__(256) gpuaug_autocontrast_u8(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                                              int nvec, const float* __restrict__ params, int P,
+                                                              int n) {
+  __shared__ unsigned char lut[C * 256];
+  __shared__ float row[2 * C];
+  AutocontrastVec<C> op{lut, row, P / (2 * C)};
+  gpuaug::u8_vec_driver(src, dst, nvec, params, P, n, op);
 }

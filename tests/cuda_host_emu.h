@@ -17,6 +17,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
+#define __launch_bounds__(...)
 #define __shared__ static
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 // Internal linkage (static, not inline): other host-emulation libraries loaded into the same
@@ -39,6 +40,16 @@ inline int __float2int_rd(float v) { return (int)std::floor(v); }
 inline unsigned int __vcmpgeu4(unsigned int a, unsigned int b) {
   unsigned r = 0;
   for (int k = 0; k < 4; ++k) if (((a >> 8 * k) & 255) >= ((b >> 8 * k) & 255)) r |= 255u << 8 * k;
+  return r;
+}
+inline unsigned int __vminu4(unsigned int a, unsigned int b) {
+  unsigned r = 0;
+  for (int k = 0; k < 4; ++k) r |= std::min((a >> 8 * k) & 255, (b >> 8 * k) & 255) << 8 * k;
+  return r;
+}
+inline unsigned int __vmaxu4(unsigned int a, unsigned int b) {
+  unsigned r = 0;
+  for (int k = 0; k < 4; ++k) r |= std::max((a >> 8 * k) & 255, (b >> 8 * k) & 255) << 8 * k;
   return r;
 }
 template <typename T> inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }

@@ -114,3 +114,35 @@ def test_autocontrast_gpu(backend, dtype, layout):
             check_op(gpuaug.autocontrast, lambda s, i: _ref(s, u8), x, {}, layout=layout, backend=backend, rtol=tol)
     xs = [_images(rng, 1, h, w, 3, dtype)[0] for h, w in SIZES + [(40, 30)]]
     check_op(gpuaug.autocontrast, lambda s, i: _ref(s, u8), xs, {}, varshape=True, backend=backend, rtol=tol)
+
+
+@gpu
+def test_autocontrast_u8_path_gpu():
+    """Dense uint8 NHWC batches take the two uint8 launches; their bytes equal the generic
+    three launches' (a strided view of the same images), and an ``out=`` the vector kernel
+    cannot write (a strided view) gets step 1b's rows and the generic map from the same parts."""
+    import cupy
+
+    from gpuaug.kernels._cuda import record
+
+    rng = np.random.default_rng(11)
+    for c in (1, 3, 4):
+        x = _images(rng, 6, 32, 48, c, "uint8")
+        x[5] = 0
+        x[5, 3, 7] = 1  # a 0/1 image: a scale of 1/255
+        xd = cupy.asarray(x)
+        with record() as log:
+            y = gpuaug.autocontrast(xd)
+        assert [e[3] for e in log if e[0] == "launch"] == [(256,), (256,)]  # parts_u8, then the u8 map
+        wide = cupy.zeros((6, 32, 50, c), cupy.uint8)
+        wide[:, :, :48] = xd
+        with record() as log:
+            generic = gpuaug.autocontrast(wide[:, :, :48])
+        assert [e[3] for e in log if e[0] == "launch"][1:] == [(128,), (32, 8, 1)]  # rows, generic map
+        np.testing.assert_array_equal(cupy.asnumpy(y), cupy.asnumpy(generic))
+        out = cupy.full((6, 32, 50, c), 13, cupy.uint8)
+        got = gpuaug.autocontrast(xd, out=out[:, :, 1:49])
+        np.testing.assert_array_equal(cupy.asnumpy(got), cupy.asnumpy(y))
+        assert (out[:, :, 0] == 13).all() and (out[:, :, 49] == 13).all()
+        ref = np.stack([_ref(s.astype(np.float64), True) for s in x])
+        assert np.abs(cupy.asnumpy(y).astype(float) - np.floor(ref + 0.5)).max() <= 1

@@ -23,6 +23,7 @@ WRAPPERS = r'''
 #include "posterize.cu"
 #include "equalize.cu"
 #include "crop_mirror_normalize.cu"
+#include "autocontrast.cu"
 using gpuaug::i64;
 #define G dim3{(unsigned)gx, (unsigned)gy, (unsigned)gz}
 #define B dim3{(unsigned)bx, (unsigned)by, (unsigned)bz}
@@ -44,12 +45,21 @@ EXPORT void eq_lut(LA, const unsigned* h, float* lut, int P, int C, int f) {
   launch(G, B, [=] { gpuaug_equalize_lut(h, lut, P, C, f); }); }
 EXPORT void eq_lut_parts(LA, const unsigned* h, int parts, float* lut, int P, int C, int f) {
   launch(G, B, [=] { gpuaug_equalize_lut_parts(h, parts, lut, P, C, f); }); }
+VEC(ac_u8_1, gpuaug_autocontrast_u8<1>) VEC(ac_u8_3, gpuaug_autocontrast_u8<3>) VEC(ac_u8_4, gpuaug_autocontrast_u8<4>)
+#define ACP(NAME, C) EXPORT void NAME(LA, const void* s, int nvec, float* parts, int n) { \
+  launch(G, B, [=] { gpuaug_autocontrast_parts_u8<C>((const uint4*)s, nvec, parts, n); }); }
+ACP(ac_parts_u8_1, 1) ACP(ac_parts_u8_3, 3) ACP(ac_parts_u8_4, 4)
+#define ACR(NAME, C) EXPORT void NAME(LA, const float* parts, int np, float* rows, int P, int n) { \
+  launch(G, B, [=] { gpuaug_autocontrast_rows<unsigned char, C>(parts, np, rows, P, n); }); }
+ACR(ac_rows_1, 1) ACR(ac_rows_3, 3) ACR(ac_rows_4, 4)
 #define GEN(NAME, K) EXPORT void NAME(LA, const i64* s, const i64* d, const float* p, int P, int n) { \
   launch(G, B, [=] { K(s, d, p, P, n); }); }
 GEN(gamma_g_u8_3, (gpuaug_gamma<unsigned char, 3>)) GEN(gamma_g_f32_3, (gpuaug_gamma<float, 3>))
 GEN(posterize_g_u8_3, (gpuaug_posterize<unsigned char, 3>)) GEN(posterize_g_f32_3, (gpuaug_posterize<float, 3>))
 GEN(solarize_g_u8_3, (gpuaug_solarize<unsigned char, 3>)) GEN(invert_g_f32_3, (gpuaug_invert<float, 3>))
 GEN(eq_g_u8_3, (gpuaug_equalize<unsigned char, 3>)) GEN(eq_g_f32_3, (gpuaug_equalize<float, 3>))
+GEN(ac_g_1, (gpuaug_autocontrast<unsigned char, 1>)) GEN(ac_g_3, (gpuaug_autocontrast<unsigned char, 3>))
+GEN(ac_g_4, (gpuaug_autocontrast<unsigned char, 4>))
 GEN(cmn_g_3_3, (gpuaug_crop_mirror_normalize<unsigned char, 3, float, 3>))
 GEN(cmn_g_3_4, (gpuaug_crop_mirror_normalize<unsigned char, 3, float, 4>))
 GEN(cmn_v_3_3_p, (gpuaug_crop_mirror_normalize_vec<unsigned char, 3, float, 3, true>))
@@ -248,3 +258,41 @@ def test_crop_mirror_normalize_host(lib, shape, crop, planar):
                     views = [v.transpose(1, 2, 0) for v in out] if pl else list(out)
                     _gen(lib, fn + ("_r1" if rows == 1 else ""), list(x), views, params, vec="_v_" in fn, rows=rows)
                     _close(out.transpose(0, 2, 3, 1) if pl else out, want, 1e-4)
+
+
+@pytest.mark.parametrize("h, w, c", [(16, 16, 3), (8, 8, 4), (16, 32, 1), (4, 12, 3)])
+def test_autocontrast_fast_path_host(lib, h, w, c):
+    """The dense uint8 kernels: gpuaug_autocontrast_parts_u8's parts give each sample's channel
+    minima and maxima (a block past the last units too: identities), and gpuaug_autocontrast_u8,
+    which combines them itself, writes the bytes the generic map writes from step 1b's rows."""
+    from gpuaug.ops._intensity import VEC_THREADS
+    from test_autocontrast import _ref
+
+    rng = np.random.default_rng(2)
+    n = 5
+    x = rng.integers(0, 256, (n, h, w, c), dtype=np.uint8)
+    x[0] = x[0] // 4 + 60          # narrow range: stretched
+    x[1] = 77                      # flat image: left as it is
+    x[2, ..., 0] = 9               # one flat channel
+    x[3] = np.where(x[3] > 128, 200, 50).astype(np.uint8)  # two levels
+    nvec = x[0].size // 16
+    unit = 3 if c == 3 else 1
+    assert nvec % unit == 0
+    parts_n = min(nvec // unit + 1, 9)  # up to one unit a block, and the last blocks with none
+    parts = np.full((n, parts_n, 2 * c), np.nan, np.float32)  # every part is written
+    getattr(lib, f"ac_parts_u8_{c}")(I(parts_n), I(n), I(1), I(VEC_THREADS), I(1), I(1), _p(x), I(nvec),
+                                     _p(parts), I(n))
+    assert not np.isnan(parts).any()
+    _close(parts[:, :, :c].min(axis=1), x.reshape(n, -1, c).min(axis=1))
+    _close(parts[:, :, c:].max(axis=1), x.reshape(n, -1, c).max(axis=1))
+    if nvec // unit < parts_n:
+        _close(parts[:, -1], np.array([255.0] * c + [0.0] * c)[None].repeat(n, 0))  # the empty block
+    out = _vec(lib, f"ac_u8_{c}", x, parts.reshape(n, -1))
+    rows = np.full((n, 2 * c + 1), np.nan, np.float32)
+    getattr(lib, f"ac_rows_{c}")(I(1), I(1), I(1), I(128), I(1), I(1), _p(parts), I(parts_n), _p(rows),
+                                 I(2 * c + 1), I(n))
+    want = np.full_like(x, 13)
+    _gen(lib, f"ac_g_{c}", list(x), list(want), rows)
+    np.testing.assert_array_equal(out, want)  # bit for bit the generic path's bytes
+    ref = np.stack([_ref(x[i].astype(np.float64), True) for i in range(n)])
+    _close(out, np.floor(ref + 0.5), 1)

@@ -1,6 +1,8 @@
 """autocontrast: stretch each image channel to the full value range (torchvision's autocontrast)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpuaug._batch import as_batch, max_size, table_item
@@ -9,11 +11,13 @@ from gpuaug._run import Kernels, choose_backend, run
 from gpuaug._util import cupy_module, dtype_max
 from gpuaug.kernels._cuda import CTYPES
 from gpuaug.ops._colour import _multiprocessors
+from gpuaug.ops._intensity import VEC_THREADS, _dense_u8_vectors, u8_vec_fast
 
 KERNELS = Kernels(cu=("autocontrast.cu", "gpuaug_autocontrast"), numba=("autocontrast", "autocontrast_value"),
                   kind="value",
                   variants=tuple(f"gpuaug_autocontrast_{k}<{t}, {c}>" for k in ("parts", "rows")
-                                 for t in CTYPES.values() for c in (1, 3, 4)))
+                                 for t in CTYPES.values() for c in (1, 3, 4))
+                  + tuple(f"gpuaug_autocontrast_{k}<{c}>" for k in ("parts_u8", "u8") for c in (1, 3, 4)))
 
 
 def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
@@ -43,18 +47,34 @@ def autocontrast(x, *, out=None, layout="NHWC", stream=None, backend=None):
     """
     b = as_batch(x, layout)
     be = choose_backend(b, backend)
-    rows = _rows_cuda(b, stream) if be == "cuda" else _rows_numba(b, "cpu" if be == "cpu" else "cuda", stream)
-    return run(b, KERNELS, rows, shapes=b.shapes, out=out, backend=be, stream=stream)
+    fast = None
+    if be == "cuda":
+        rows, fast = _rows_cuda(b, stream)
+    else:
+        rows = _rows_numba(b, "cpu" if be == "cpu" else "cuda", stream)
+    return run(b, KERNELS, rows, shapes=b.shapes, out=out, backend=be, stream=stream, fast=fast)
 
 
 def _rows_cuda(b, stream):
-    """Step 1 on the GPU: (N, 2C + 1) float32 rows on the caller's stream."""
+    """Step 1 on the GPU, on the caller's stream: ``(params, fast)`` for run(). Dense uint8 NHWC
+    batches: the (N, nparts * 2C) float32 parts of ``gpuaug_autocontrast_parts_u8`` and the
+    hook that maps with ``gpuaug_autocontrast_u8`` (two launches in all); anything else: the
+    (N, 2C + 1) rows of steps 1a and 1b, and no hook."""
     from gpuaug._stream import on_device
     from gpuaug.kernels._cuda import get_function, kernel_name, stage
 
     cp = cupy_module()
     n, c = b.n, b.channels
+    unit = 3 if c == 3 else 1  # vectors per work unit of the uint8 kernels (16 RGB pixels)
+    nvec = _dense_u8_vectors(b, nhwc_only=True) if n else None
     with on_device(b.device_id(), stream):
+        if nvec is not None and nvec % unit == 0:
+            # about 4 blocks per multiprocessor in all, at least one unit per thread
+            nparts = max(1, min(64, -(-nvec // (unit * VEC_THREADS)), -(-4 * _multiprocessors(cp) // n)))
+            parts = cp.empty((n, nparts * 2 * c), cp.float32)
+            fn = get_function("autocontrast.cu", f"gpuaug_autocontrast_parts_u8<{c}>")
+            fn((nparts, min(n, 65535)), (VEC_THREADS,), (b.arrays[0], np.int32(nvec), parts, np.int32(n)))
+            return parts, _u8_fast(c, nparts)
         rows = cp.empty((n, 2 * c + 1), cp.float32)
         if n:
             (tab,) = stage(table_item(b))
@@ -64,9 +84,42 @@ def _rows_cuda(b, stream):
             parts = cp.empty((n, nparts, 2 * c), cp.float32)
             fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_parts", b.dtype.name, c))
             fn((nparts, min(n, 65535)), (256,), (tab, parts, np.int32(nparts), np.int32(n)))
-            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_rows", b.dtype.name, c))
-            fn((-(-n // 128),), (128,), (parts, np.int32(nparts), rows, np.int32(2 * c + 1), np.int32(n)))
-    return rows
+            _rows_kernel(b.dtype.name, c, n, parts, nparts, rows)
+    return rows, None
+
+
+def _rows_kernel(dtype, c, n, parts, nparts, rows):
+    """Step 1b: (N, 2C + 1) ``rows`` from the (N, nparts, 2C) ``parts``."""
+    from gpuaug.kernels._cuda import get_function, kernel_name
+
+    fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast_rows", dtype, c))
+    fn((-(-n // 128),), (128,), (parts, np.int32(nparts), rows, np.int32(2 * c + 1), np.int32(n)))
+
+
+@functools.lru_cache(maxsize=64)
+def _u8_fast(c, nparts):
+    """run()'s hook for the parts of ``gpuaug_autocontrast_parts_u8``: ``gpuaug_autocontrast_u8``
+    where the output is dense too, else (an ``out=`` it cannot write) step 1b's rows and the
+    generic map. It never declines: run()'s generic kernel would read the parts as rows."""
+    vec = u8_vec_fast("autocontrast.cu", f"gpuaug_autocontrast_u8<{c}>", nhwc_only=True)
+
+    def fast(src, dst):
+        got = vec(src, dst)
+        if got is not None:
+            return got
+
+        def launch(parts):
+            from gpuaug.kernels._cuda import get_function, grid_2d, kernel_name, stage
+
+            cp, n = cupy_module(), src.n
+            rows = cp.empty((n, 2 * c + 1), cp.float32)
+            _rows_kernel("uint8", c, n, parts, nparts, rows)
+            src_t, dst_t = stage(table_item(src), table_item(dst))
+            fn = get_function("autocontrast.cu", kernel_name("gpuaug_autocontrast", "uint8", c))
+            grid, block = grid_2d(*max_size(dst.shapes), n)
+            fn(grid, block, (src_t, dst_t, rows, np.int32(2 * c + 1), np.int32(n)))
+        return launch
+    return fast
 
 
 def _rows_numba(b, target, stream):
