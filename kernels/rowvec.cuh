@@ -94,22 +94,38 @@ template <> __device__ __forceinline__ unsigned char fast_store<unsigned char>(f
 
 // -- shared-memory tiles for the stencil kernels ---------------------------------------------
 // load_tile: tile[r][q * C + c] = src(row ys + r, col xs + q, channel c) for r < rows, q < cols,
-// rows and columns outside the image mapped by border_index(mode). One warp per tile row,
-// lanes on consecutive elements: for a dense row away from the side borders the warp reads
-// consecutive addresses (coalesced even for uint8), which scattered per-thread window loads
-// are not. Call from all threads of the block; synchronise before reading the tile.
+// rows and columns outside the image mapped by border_index(mode); tile rows are ``pitch``
+// elements apart (default cols * C). One warp per tile row, lanes on consecutive elements:
+// for a dense row away from the side borders the warp reads consecutive addresses (coalesced
+// even for uint8), which scattered per-thread window loads are not; uint8 such rows move as
+// 32-bit words (aligned loads, funnel-shifted) when the tile rows are word-aligned (pitch and
+// tile a multiple of 4 bytes). Call from all threads of the block; synchronise before reading.
 template <typename T, int C>
 __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int rows, int cols, int mode,
-                                          T* tile) {
+                                          T* tile, int pitch = 0) {
   const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
   const int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
   const int nwarps = (blockDim.x * blockDim.y) >> 5;
   const int len = cols * C;
+  if (pitch == 0) pitch = len;
   const bool contiguous = s.sx == C && s.sc == 1 && xs >= 0 && xs + cols <= s.w;
+  const bool words = sizeof(T) == 1 && contiguous && (pitch & 3) == 0 &&
+                     (reinterpret_cast<unsigned long long>(tile) & 3ull) == 0;
   for (int r = warp; r < rows; r += nwarps) {
     const T* rp = pixel<T>(s, border_index(ys + r, s.h, mode), 0);
-    T* out = tile + r * len;
-    if (contiguous) {
+    T* out = tile + r * pitch;
+    if (words) {
+      // output word k = source bytes 4k .. 4k + 3 = the aligned words k and k + 1 after the
+      // row's first byte's word, shifted; a word is read only if it holds a byte of the row
+      const unsigned long long a = reinterpret_cast<unsigned long long>(rp + (i64)xs * C);
+      const unsigned* q = reinterpret_cast<const unsigned*>(a & ~3ull);
+      const int b0 = (int)(a & 3ull);
+      for (int k = lane; 4 * k < len; k += 32) {
+        const unsigned lo = __ldg(q + k);
+        const unsigned hi = b0 && 4 * (k + 1) < b0 + len ? __ldg(q + k + 1) : 0u;
+        reinterpret_cast<unsigned*>(out)[k] = __funnelshift_r(lo, hi, 8u * b0);
+      }
+    } else if (contiguous) {
       const T* in = rp + (i64)xs * C;
       for (int e = lane; e < len; e += 32) out[e] = ldg_elem(in + e);
     } else {
@@ -122,7 +138,8 @@ __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int r
 }
 
 // store_tile: dst(row y0 + r, col x0 + q, c) = tile[r][q * C + c] for the rows and columns
-// inside the image; coalesced like load_tile when the rows are dense.
+// inside the image; coalesced like load_tile when the rows are dense (uint8 rows as 32-bit
+// words where the row, the tile row and its length are word-aligned).
 template <typename T, int C>
 __device__ __forceinline__ void store_tile(const Sample& d, int y0, int x0, int rows, int cols, const T* tile) {
   const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
@@ -134,7 +151,11 @@ __device__ __forceinline__ void store_tile(const Sample& d, int y0, int x0, int 
   for (int r = warp; r < nrows; r += nwarps) {
     T* rp = pixel<T>(d, y0 + r, x0);
     const T* in = tile + r * cols * C;
-    if (dense) {
+    if (sizeof(T) == 1 && dense && ((reinterpret_cast<unsigned long long>(rp) | reinterpret_cast<unsigned long long>(in) |
+                                      (unsigned long long)len) & 3ull) == 0) {
+      for (int k = lane; 4 * k < len; k += 32)
+        reinterpret_cast<unsigned*>(rp)[k] = reinterpret_cast<const unsigned*>(in)[k];
+    } else if (dense) {
       for (int e = lane; e < len; e += 32) rp[e] = in[e];
     } else {
       for (int e = lane; e < len; e += 32) {

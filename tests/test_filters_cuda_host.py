@@ -50,6 +50,12 @@ static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 static inline float __int2float_rn(int v) { return (float)v; }
 static inline float __uint2float_rn(unsigned v) { return (float)v; }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t v = ((uint64_t)y << 32) | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 255) << (8 * i);
+  return r;
+}
 """
 
 
@@ -108,8 +114,9 @@ def _capture(monkeypatch, module, name):
     return got
 
 
-def _emulated(emu, monkeypatch, op, x, layout="NHWC", **kw):
-    """Run op's CUDA C kernel on the host with the params and launch shape the op makes."""
+def _emulated(emu, monkeypatch, op, x, layout="NHWC", strided_out=False, **kw):
+    """Run op's CUDA C kernel on the host with the params and launch shape the op makes
+    (``strided_out``: into an NHWC output whose pixels are one element wider than C)."""
     import importlib
 
     from gpuaug.ops._launch import rows_grid
@@ -125,7 +132,9 @@ def _emulated(emu, monkeypatch, op, x, layout="NHWC", **kw):
         outs = [np.full(v.shape, 0xAB if v.dtype == np.uint8 else np.nan, v.dtype) for v in b.views]
         src_views, dst_views = list(b.views), outs
     else:
-        out = np.full(b.arrays[0].shape, 0xAB if b.dtype == np.uint8 else np.nan, b.dtype)
+        shape = b.arrays[0].shape
+        out = np.full(shape[:-1] + (shape[-1] + strided_out,), 0xAB if b.dtype == np.uint8 else np.nan, b.dtype)
+        out = out[..., :shape[-1]]
         o4 = out[None] if b.single else out
         o4 = o4 if layout == "NHWC" else o4.transpose(0, 2, 3, 1)
         src_views, dst_views = list(b.nhwc), list(o4)
@@ -202,6 +211,24 @@ def test_cuda_c_on_host_varshape_and_strided(emu, monkeypatch, op, kw):
     big = random_images(rng, 3, 40, 90, 4, "uint8")
     view = big[:, 1:38, 3:80, :3]  # strided rows, 4-byte pixels of 3 channels: the scalar paths
     _compare(op, _emulated(emu, monkeypatch, op, view, **kw), getattr(gpuaug, op)(view, **kw), "uint8")
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("op, kw", [("gaussian_blur", {"sigma": [1.5, 2.4, 0.6]}),
+                                    ("box_blur", {"kernel_size": [13, 5, 3]}),
+                                    ("sharpen", {"factor": [0.0, 0.6, 3.0]})])
+def test_cuda_c_on_host_uint8_word_tiles(emu, monkeypatch, op, kw, channels):
+    """The shared-memory tile kernels move dense uint8 rows as 32-bit words (load_tile,
+    store_tile, the separable kernels' horizontal pass): bit for bit what the element path
+    gives for the same values in strided views (pixels 5 bytes apart, in and out). Rows start at every
+    alignment (75 pixels a row; tiles at columns 32 and 64 are inside the image)."""
+    rng = np.random.default_rng(9)
+    big = rng.integers(0, 256, (3, 37, 75, 5), dtype=np.uint8)
+    view = big[..., :channels]
+    dense = np.ascontiguousarray(view)
+    got = _emulated(emu, monkeypatch, op, dense, **kw)
+    np.testing.assert_array_equal(got, _emulated(emu, monkeypatch, op, view, strided_out=True, **kw))
+    _compare(op, got, getattr(gpuaug, op)(dense, **kw), "uint8")
 
 
 def test_cuda_c_on_host_blur_matches_reference(emu, monkeypatch):

@@ -909,7 +909,8 @@ class Kernel : public Launcher {
       size_t smem;
       if (kmax <= 15) {
         const int K = std::max(kmax, 3), side = 32 + 2 * (K / 2);
-        const size_t tile = (size_t(side) * side * C * es + 15) & ~size_t(15);
+        const size_t pitch = es == 1 ? (size_t(side) * C + 3) & ~size_t(3) : size_t(side) * C;  // uint8 rows: whole words
+        const size_t tile = (size_t(side) * pitch * es + 15) & ~size_t(15);
         smem = tile + 4 * size_t(C) * side * 32;
         sname = kernel_ + "_k" + targs + ", " + std::to_string(K) + ">";
       } else {
