@@ -128,6 +128,12 @@ __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int r
     } else if (contiguous) {
       const T* in = rp + (i64)xs * C;
       for (int e = lane; e < len; e += 32) out[e] = ldg_elem(in + e);
+    } else if (s.sx == C && s.sc == 1) {  // packed pixels, columns past a side: a lane per pixel
+      for (int q = lane; q < cols; q += 32) {
+        const T* px = rp + (i64)border_index(xs + q, s.w, mode) * C;
+#pragma unroll
+        for (int c = 0; c < C; ++c) out[q * C + c] = ldg_elem(px + c);
+      }
     } else {
       for (int e = lane; e < len; e += 32) {
         const int q = e / C, c = e - q * C;
