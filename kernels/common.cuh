@@ -79,12 +79,14 @@ __device__ __forceinline__ int border_index(int i, int n, int mode) {
   if (mode == BORDER_REPLICATE) return i < 0 ? 0 : n - 1;
   if (n == 1) return 0;
   if (mode == BORDER_REFLECT101) {  // ...cb|abcd|cb...
+    if (i > -n && i <= 2 * n - 2) return i < 0 ? -i : 2 * n - 2 - i;  // one reflection: no division
     int period = 2 * (n - 1);
     i = i % period;
     if (i < 0) i += period;
     return i < n ? i : period - i;
   }
   // BORDER_REFLECT: ...ba|abcd|dc...
+  if (i >= -n && i < 2 * n) return i < 0 ? -1 - i : 2 * n - 1 - i;  // one reflection
   int period = 2 * n;
   i = i % period;
   if (i < 0) i += period;

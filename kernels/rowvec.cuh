@@ -95,73 +95,94 @@ template <> __device__ __forceinline__ unsigned char fast_store<unsigned char>(f
 // -- shared-memory tiles for the stencil kernels ---------------------------------------------
 // load_tile: tile[r][q * C + c] = src(row ys + r, col xs + q, channel c) for r < rows, q < cols,
 // rows and columns outside the image mapped by border_index(mode); tile rows are ``pitch``
-// elements apart (default cols * C). One warp per tile row, lanes on consecutive elements:
-// for a dense row away from the side borders the warp reads consecutive addresses (coalesced
-// even for uint8), which scattered per-thread window loads are not; uint8 such rows move as
-// 32-bit words (aligned loads, funnel-shifted) when the tile rows are word-aligned (pitch and
-// tile a multiple of 4 bytes). Call from all threads of the block; synchronise before reading.
+// elements apart (default cols * C). The block's threads take consecutive elements of the
+// whole tile, so a warp reads consecutive addresses of a row (coalesced even for uint8):
+//   - uint8 rows of packed pixels away from the side borders, into word-aligned tile rows
+//     (pitch and tile a multiple of 4 bytes): 32-bit words, a thread per word (aligned
+//     loads, funnel-shifted);
+//   - other packed-pixel rows: a thread per pixel, C elements;
+//   - anything else: a warp per row, a lane per element.
+// rows and cols are compile-time constants at every call (the divisions by them are cheap).
+// Call from all threads of the block; synchronise before reading the tile.
 template <typename T, int C>
 __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int rows, int cols, int mode,
                                           T* tile, int pitch = 0) {
-  const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
-  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
-  const int nwarps = (blockDim.x * blockDim.y) >> 5;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int nthreads = blockDim.x * blockDim.y;
   const int len = cols * C;
   if (pitch == 0) pitch = len;
-  const bool contiguous = s.sx == C && s.sc == 1 && xs >= 0 && xs + cols <= s.w;
-  const bool words = sizeof(T) == 1 && contiguous && (pitch & 3) == 0 &&
-                     (reinterpret_cast<unsigned long long>(tile) & 3ull) == 0;
+  const bool packed = s.sx == C && s.sc == 1;
+  const bool contiguous = packed && xs >= 0 && xs + cols <= s.w;
+  if (sizeof(T) == 1 && contiguous && (pitch & 3) == 0 && (reinterpret_cast<unsigned long long>(tile) & 3ull) == 0) {
+    // output word k of row r = source bytes 4k .. 4k + 3 of the row = its aligned words k and
+    // k + 1 (after the word of the row's first byte), shifted; a word is read only if it holds
+    // a byte of the row
+    const int nw = (len + 3) >> 2;
+    for (int i = tid; i < rows * nw; i += nthreads) {
+      const int r = i / nw, k = i - r * nw;
+      const unsigned long long a = reinterpret_cast<unsigned long long>(pixel<T>(s, border_index(ys + r, s.h, mode), xs));
+      const unsigned* q = reinterpret_cast<const unsigned*>(a & ~3ull);
+      const int b0 = (int)(a & 3ull);
+      const unsigned lo = __ldg(q + k);
+      const unsigned hi = b0 && 4 * (k + 1) < b0 + len ? __ldg(q + k + 1) : 0u;
+      reinterpret_cast<unsigned*>(tile + r * pitch)[k] = __funnelshift_r(lo, hi, 8u * b0);
+    }
+    return;
+  }
+  if (packed) {
+    for (int i = tid; i < rows * cols; i += nthreads) {
+      const int r = i / cols, q = i - r * cols;
+      const T* px = pixel<T>(s, border_index(ys + r, s.h, mode), border_index(xs + q, s.w, mode));
+      T* out = tile + r * pitch + q * C;
+#pragma unroll
+      for (int c = 0; c < C; ++c) out[c] = ldg_elem(px + c);
+    }
+    return;
+  }
+  const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
   for (int r = warp; r < rows; r += nwarps) {
     const T* rp = pixel<T>(s, border_index(ys + r, s.h, mode), 0);
     T* out = tile + r * pitch;
-    if (words) {
-      // output word k = source bytes 4k .. 4k + 3 = the aligned words k and k + 1 after the
-      // row's first byte's word, shifted; a word is read only if it holds a byte of the row
-      const unsigned long long a = reinterpret_cast<unsigned long long>(rp + (i64)xs * C);
-      const unsigned* q = reinterpret_cast<const unsigned*>(a & ~3ull);
-      const int b0 = (int)(a & 3ull);
-      for (int k = lane; 4 * k < len; k += 32) {
-        const unsigned lo = __ldg(q + k);
-        const unsigned hi = b0 && 4 * (k + 1) < b0 + len ? __ldg(q + k + 1) : 0u;
-        reinterpret_cast<unsigned*>(out)[k] = __funnelshift_r(lo, hi, 8u * b0);
-      }
-    } else if (contiguous) {
-      const T* in = rp + (i64)xs * C;
-      for (int e = lane; e < len; e += 32) out[e] = ldg_elem(in + e);
-    } else if (s.sx == C && s.sc == 1) {  // packed pixels, columns past a side: a lane per pixel
-      for (int q = lane; q < cols; q += 32) {
-        const T* px = rp + (i64)border_index(xs + q, s.w, mode) * C;
-#pragma unroll
-        for (int c = 0; c < C; ++c) out[q * C + c] = ldg_elem(px + c);
-      }
-    } else {
-      for (int e = lane; e < len; e += 32) {
-        const int q = e / C, c = e - q * C;
-        out[e] = ldg_elem(rp + (i64)border_index(xs + q, s.w, mode) * s.sx + (i64)c * s.sc);
-      }
+    for (int e = lane; e < len; e += 32) {
+      const int q = e / C, c = e - q * C;
+      out[e] = ldg_elem(rp + (i64)border_index(xs + q, s.w, mode) * s.sx + (i64)c * s.sc);
     }
   }
 }
 
 // store_tile: dst(row y0 + r, col x0 + q, c) = tile[r][q * C + c] for the rows and columns
-// inside the image; coalesced like load_tile when the rows are dense (uint8 rows as 32-bit
-// words where the row, the tile row and its length are word-aligned).
+// inside the image (rows and cols: compile-time constants at every call). uint8 tiles whose
+// rows are whole 32-bit words go out as words where the destination rows are word-aligned and
+// packed, a thread per word of the whole tile; else a warp per row, a lane per element
+// (coalesced for packed rows).
 template <typename T, int C>
 __device__ __forceinline__ void store_tile(const Sample& d, int y0, int x0, int rows, int cols, const T* tile) {
-  const int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
-  const int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
-  const int nwarps = (blockDim.x * blockDim.y) >> 5;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int nthreads = blockDim.x * blockDim.y;
   const int ncols = min(cols, d.w - x0), nrows = min(rows, d.h - y0);
   const int len = ncols * C;
   const bool dense = d.sx == C && d.sc == 1;
+  if (sizeof(T) == 1 && dense && ((cols * C) & 3) == 0 &&
+      ((reinterpret_cast<unsigned long long>(pixel<T>(d, y0, x0)) | reinterpret_cast<unsigned long long>(tile) |
+        (unsigned long long)(d.sy * (i64)sizeof(T))) & 3ull) == 0) {
+    const int nw = (cols * C) >> 2;  // words per tile row; a row's last word may hold bytes past ncols
+    for (int i = tid; i < nrows * nw; i += nthreads) {
+      const int r = i / nw, k = i - r * nw;
+      const unsigned w = reinterpret_cast<const unsigned*>(tile + r * cols * C)[k];
+      unsigned char* o = reinterpret_cast<unsigned char*>(pixel<T>(d, y0 + r, x0)) + 4 * k;
+      if (4 * k + 4 <= len) {
+        *reinterpret_cast<unsigned*>(o) = w;
+      } else {
+        for (int e = 0; 4 * k + e < len; ++e) o[e] = (unsigned char)(w >> (8 * e));
+      }
+    }
+    return;
+  }
+  const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
   for (int r = warp; r < nrows; r += nwarps) {
     T* rp = pixel<T>(d, y0 + r, x0);
     const T* in = tile + r * cols * C;
-    if (sizeof(T) == 1 && dense && ((reinterpret_cast<unsigned long long>(rp) | reinterpret_cast<unsigned long long>(in) |
-                                      (unsigned long long)len) & 3ull) == 0) {
-      for (int k = lane; 4 * k < len; k += 32)
-        reinterpret_cast<unsigned*>(rp)[k] = reinterpret_cast<const unsigned*>(in)[k];
-    } else if (dense) {
+    if (dense) {
       for (int e = lane; e < len; e += 32) rp[e] = in[e];
     } else {
       for (int e = lane; e < len; e += 32) {

@@ -114,9 +114,9 @@ def _capture(monkeypatch, module, name):
     return got
 
 
-def _emulated(emu, monkeypatch, op, x, layout="NHWC", strided_out=False, **kw):
+def _emulated(emu, monkeypatch, op, x, layout="NHWC", out_pad=(0, 0), **kw):
     """Run op's CUDA C kernel on the host with the params and launch shape the op makes
-    (``strided_out``: into an NHWC output whose pixels are one element wider than C)."""
+    (``out_pad``: (columns, channels) more in the NHWC array the output is a view of)."""
     import importlib
 
     from gpuaug.ops._launch import rows_grid
@@ -133,8 +133,9 @@ def _emulated(emu, monkeypatch, op, x, layout="NHWC", strided_out=False, **kw):
         src_views, dst_views = list(b.views), outs
     else:
         shape = b.arrays[0].shape
-        out = np.full(shape[:-1] + (shape[-1] + strided_out,), 0xAB if b.dtype == np.uint8 else np.nan, b.dtype)
-        out = out[..., :shape[-1]]
+        out = np.full(shape[:-2] + (shape[-2] + out_pad[0], shape[-1] + out_pad[1]),
+                      0xAB if b.dtype == np.uint8 else np.nan, b.dtype)
+        out = out[..., :shape[-2], :shape[-1]]
         o4 = out[None] if b.single else out
         o4 = o4 if layout == "NHWC" else o4.transpose(0, 2, 3, 1)
         src_views, dst_views = list(b.nhwc), list(o4)
@@ -227,7 +228,9 @@ def test_cuda_c_on_host_uint8_word_tiles(emu, monkeypatch, op, kw, channels):
     view = big[..., :channels]
     dense = np.ascontiguousarray(view)
     got = _emulated(emu, monkeypatch, op, dense, **kw)
-    np.testing.assert_array_equal(got, _emulated(emu, monkeypatch, op, view, strided_out=True, **kw))
+    np.testing.assert_array_equal(got, _emulated(emu, monkeypatch, op, view, out_pad=(0, 1), **kw))
+    # word-aligned output rows (76 pixels) whose last tile ends inside a word: its bytes one by one
+    np.testing.assert_array_equal(got, _emulated(emu, monkeypatch, op, dense, out_pad=(1, 0), **kw))
     _compare(op, got, getattr(gpuaug, op)(dense, **kw), "uint8")
 
 
