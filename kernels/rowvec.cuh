@@ -103,49 +103,64 @@ template <> __device__ __forceinline__ unsigned char fast_store<unsigned char>(f
 //   - other packed-pixel rows: a thread per pixel, C elements;
 //   - anything else: a warp per row, a lane per element.
 // rows and cols are compile-time constants at every call (the divisions by them are cheap).
+// S: the tile's element type, T (as loaded) or float for uint8 (converted once here, exact).
 // Call from all threads of the block; synchronise before reading the tile.
-template <typename T, int C>
+template <typename S, typename T> __device__ __forceinline__ S tile_elem(T v) { return v; }
+template <> __device__ __forceinline__ float tile_elem<float, unsigned char>(unsigned char v) { return fast_float(v); }
+
+template <typename T, int C, typename S = T>
 __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int rows, int cols, int mode,
-                                          T* tile, int pitch = 0) {
+                                          S* tile, int pitch = 0) {
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int nthreads = blockDim.x * blockDim.y;
   const int len = cols * C;
   if (pitch == 0) pitch = len;
   const bool packed = s.sx == C && s.sc == 1;
   const bool contiguous = packed && xs >= 0 && xs + cols <= s.w;
-  if (sizeof(T) == 1 && contiguous && (pitch & 3) == 0 && (reinterpret_cast<unsigned long long>(tile) & 3ull) == 0) {
-    // output word k of row r = source bytes 4k .. 4k + 3 of the row = its aligned words k and
-    // k + 1 (after the word of the row's first byte), shifted; a word is read only if it holds
-    // a byte of the row
-    const int nw = (len + 3) >> 2;
-    for (int i = tid; i < rows * nw; i += nthreads) {
-      const int r = i / nw, k = i - r * nw;
-      const unsigned long long a = reinterpret_cast<unsigned long long>(pixel<T>(s, border_index(ys + r, s.h, mode), xs));
-      const unsigned* q = reinterpret_cast<const unsigned*>(a & ~3ull);
-      const int b0 = (int)(a & 3ull);
-      const unsigned lo = __ldg(q + k);
-      const unsigned hi = b0 && 4 * (k + 1) < b0 + len ? __ldg(q + k + 1) : 0u;
-      reinterpret_cast<unsigned*>(tile + r * pitch)[k] = __funnelshift_r(lo, hi, 8u * b0);
+  if constexpr (sizeof(T) == 1) {
+    if (contiguous && (pitch & 3) == 0 &&
+        (reinterpret_cast<unsigned long long>(tile) & (4ull * sizeof(S) - 1)) == 0) {
+      // output word k of row r = source bytes 4k .. 4k + 3 of the row = its aligned words k and
+      // k + 1 (after the word of the row's first byte), shifted; a word is read only if it holds
+      // a byte of the row
+      const int nw = (len + 3) >> 2;
+      for (int i = tid; i < rows * nw; i += nthreads) {
+        const int r = i / nw, k = i - r * nw;
+        const T* first = pixel<T>(s, border_index(ys + r, s.h, mode), xs);
+        const unsigned long long a = reinterpret_cast<unsigned long long>(first);
+        const unsigned* q = reinterpret_cast<const unsigned*>(a & ~3ull);
+        const int b0 = (int)(a & 3ull);
+        const unsigned lo = __ldg(q + k);
+        const unsigned hi = b0 && 4 * (k + 1) < b0 + len ? __ldg(q + k + 1) : 0u;
+        const unsigned w = __funnelshift_r(lo, hi, 8u * b0);
+        if constexpr (sizeof(S) == 1) {
+          reinterpret_cast<unsigned*>(tile + r * pitch)[k] = w;
+        } else {  // float: the four bytes converted, one 16-byte store
+          const float4 f = make_float4(tile_elem<S>((unsigned char)w), tile_elem<S>((unsigned char)(w >> 8)),
+                                       tile_elem<S>((unsigned char)(w >> 16)), tile_elem<S>((unsigned char)(w >> 24)));
+          *reinterpret_cast<float4*>(tile + r * pitch + 4 * k) = f;
+        }
+      }
+      return;
     }
-    return;
   }
   if (packed) {
     for (int i = tid; i < rows * cols; i += nthreads) {
       const int r = i / cols, q = i - r * cols;
       const T* px = pixel<T>(s, border_index(ys + r, s.h, mode), border_index(xs + q, s.w, mode));
-      T* out = tile + r * pitch + q * C;
+      S* out = tile + r * pitch + q * C;
 #pragma unroll
-      for (int c = 0; c < C; ++c) out[c] = ldg_elem(px + c);
+      for (int c = 0; c < C; ++c) out[c] = tile_elem<S>(ldg_elem(px + c));
     }
     return;
   }
   const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
   for (int r = warp; r < rows; r += nwarps) {
     const T* rp = pixel<T>(s, border_index(ys + r, s.h, mode), 0);
-    T* out = tile + r * pitch;
+    S* out = tile + r * pitch;
     for (int e = lane; e < len; e += 32) {
       const int q = e / C, c = e - q * C;
-      out[e] = ldg_elem(rp + (i64)border_index(xs + q, s.w, mode) * s.sx + (i64)c * s.sc);
+      out[e] = tile_elem<S>(ldg_elem(rp + (i64)border_index(xs + q, s.w, mode) * s.sx + (i64)c * s.sc));
     }
   }
 }

@@ -122,22 +122,28 @@ __device__ __forceinline__ void separable_tile(const i64* src_tab, const i64* ds
 // The same filter with the tap count K (odd, 3..15) fixed at compile time: every sample's
 // k <= K, its taps centred in K (zero weights outside), so each window loop is fully
 // unrolled with the weights in registers and no zero-padded taps: K multiply-adds per
-// output per pass. The input tile (32 + 2R rows and columns, element type T; uint8 rows padded
-// to whole 32-bit words, sep_k_pitch) is first loaded into shared memory with coalesced row
-// reads (load_tile), and the output tile is staged in the same space and written back row by
-// row (store_tile). uint8 inputs are read from the tile as words, 4 bytes a load.
+// output per pass. The input tile (32 + 2R rows and columns) is first loaded into shared
+// memory with coalesced reads (load_tile): elements of type T, or for uint8 inputs floats
+// (each byte converted once, not once per window that reads it), rows padded to a multiple of
+// 4 floats so that the horizontal pass reads its window as 16-byte vectors. The output tile
+// is staged in the same space and written back row by row (store_tile).
 // Dynamic shared memory: sep_k_smem_bytes(T, C, K) = tile + hbuf (the host computes the same:
 // gpuaug/ops/_launch.py separable_plan, dali_plugins/native/gpuaug_dali.cc).
+template <bool B, typename X, typename Y> struct sep_pick { typedef X type; };
+template <typename X, typename Y> struct sep_pick<false, X, Y> { typedef Y type; };
+
 template <typename T, int C, int K>
 __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* dst_tab,
                                                  const float* params, int P, int n) {
   constexpr int R = K / 2, ROWS = SEP_TH + 2 * R, COLS = SEP_TW + 2 * R;
   constexpr bool U8 = sizeof(T) == 1;
+  typedef typename sep_pick<U8, float, T>::type S;             // tile element type
   constexpr int PITCH = U8 ? (COLS * C + 3) & ~3 : COLS * C;  // elements from one tile row to the next
-  constexpr int TILE_BYTES = (ROWS * PITCH * (int)sizeof(T) + 15) & ~15;
-  constexpr int NW = ((K + 3) * C + 3) / 4;  // words a uint8 horizontal unit reads (within its row's pitch)
+  constexpr int TILE_BYTES = (ROWS * PITCH * (int)sizeof(S) + 15) & ~15;
+  constexpr int NV = ((K + 3) * C + 3) / 4;  // 16-byte vectors a uint8 horizontal unit reads (within its row)
   extern __shared__ float4 sep_smem[];
-  T* tile = reinterpret_cast<T*>(sep_smem);              // [ROWS][PITCH], then the output [32][32 * C]
+  S* tile = reinterpret_cast<S*>(sep_smem);      // [ROWS][PITCH]
+  T* otile = reinterpret_cast<T*>(sep_smem);     // then the output, [32][32 * C]
   float* hbuf = reinterpret_cast<float*>(reinterpret_cast<char*>(sep_smem) + TILE_BYTES);  // [C][ROWS][32]
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int nthreads = blockDim.x * blockDim.y;
@@ -152,16 +158,19 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
 #pragma unroll
     for (int j = 0; j < K; ++j) w[j] = (j >= off && j < off + k) ? __ldg(p + 1 + j - off) : 0.f;
     __syncthreads();  // the previous sample is done with the tile
-    load_tile<T, C>(src, y0 - R, x0 - R, ROWS, COLS, BORDER_REFLECT101, tile, PITCH);
+    load_tile<T, C, S>(src, y0 - R, x0 - R, ROWS, COLS, BORDER_REFLECT101, tile, PITCH);
     __syncthreads();
     // 1. horizontal pass: unit u = (tile row r, group g of 4 columns)
     for (int u = tid; u < ROWS * (SEP_TW / 4); u += nthreads) {
       const int r = u / (SEP_TW / 4), g = u % (SEP_TW / 4);
-      const T* row = tile + r * PITCH + 4 * g * C;
-      unsigned words[U8 ? NW : 1];
+      const S* row = tile + r * PITCH + 4 * g * C;
+      float f[U8 ? 4 * NV : 1];
       if constexpr (U8) {
 #pragma unroll
-        for (int i = 0; i < NW; ++i) words[i] = reinterpret_cast<const unsigned*>(row)[i];
+        for (int i = 0; i < NV; ++i) {
+          const float4 q = reinterpret_cast<const float4*>(row)[i];
+          f[4 * i] = q.x; f[4 * i + 1] = q.y; f[4 * i + 2] = q.z; f[4 * i + 3] = q.w;
+        }
       }
       float acc[C][4];
 #pragma unroll
@@ -174,8 +183,7 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
         for (int c = 0; c < C; ++c) {
           float v;
           if constexpr (U8) {
-            const int b = j * C + c;
-            v = __fsub_rn(__uint_as_float(__byte_perm(words[b >> 2], 0x4B000000u, 0x7440u | (b & 3))), 8388608.f);
+            v = f[j * C + c];
           } else {
             v = fast_float(row[j * C + c]);
           }
@@ -210,9 +218,9 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
 #pragma unroll
     for (int o = 0; o < 4; ++o)
 #pragma unroll
-      for (int c = 0; c < C; ++c) tile[((4 * ty + o) * SEP_TW + tx) * C + c] = fast_store<T>(acc[c][o]);
+      for (int c = 0; c < C; ++c) otile[((4 * ty + o) * SEP_TW + tx) * C + c] = fast_store<T>(acc[c][o]);
     __syncthreads();
-    store_tile<T, C>(d, y0, x0, SEP_TH, SEP_TW, tile);
+    store_tile<T, C>(d, y0, x0, SEP_TH, SEP_TW, otile);
   }
 }
 

@@ -909,8 +909,9 @@ class Kernel : public Launcher {
       size_t smem;
       if (kmax <= 15) {
         const int K = std::max(kmax, 3), side = 32 + 2 * (K / 2);
-        const size_t pitch = es == 1 ? (size_t(side) * C + 3) & ~size_t(3) : size_t(side) * C;  // uint8 rows: whole words
-        const size_t tile = (size_t(side) * pitch * es + 15) & ~size_t(15);
+        // uint8 tiles hold floats, rows padded to 4 of them (separable.cuh's separable_tile_k)
+        const size_t pitch = es == 1 ? (size_t(side) * C + 3) & ~size_t(3) : size_t(side) * C;
+        const size_t tile = (size_t(side) * pitch * (es == 1 ? 4 : es) + 15) & ~size_t(15);
         smem = tile + 4 * size_t(C) * side * 32;
         sname = kernel_ + "_k" + targs + ", " + std::to_string(K) + ">";
       } else {

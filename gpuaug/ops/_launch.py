@@ -346,9 +346,9 @@ def separable_plan(base: str, kmax: int):
         if kmax <= MAX_UNROLLED_K:  # separable_tile_k: T input tile + float hbuf, 16-byte aligned
             k = max(kmax, 3)
             side = 32 + 2 * (k // 2)
-            es = dst.dtype.itemsize
-            pitch = (side * dst.channels + 3) & ~3 if es == 1 else side * dst.channels  # uint8 rows: whole words
-            tile = (side * pitch * es + 15) & ~15
+            es = dst.dtype.itemsize  # uint8 tiles hold floats, rows padded to 4 of them
+            pitch, te = ((side * dst.channels + 3) & ~3, 4) if es == 1 else (side * dst.channels, es)
+            tile = (side * pitch * te + 15) & ~15
             grid, block = tile_grid(dst, 32, 32, (32, 8, 1))
             return CudaPlan(base + "_k", grid, block, tile + 4 * dst.channels * side * 32, template=(k,))
         smem = 4 * (wlen + dst.channels * (32 + 2 * r) * 32)
