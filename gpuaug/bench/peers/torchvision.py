@@ -180,6 +180,12 @@ def _tv_equalize(batch, kw):
     return cycle(batch.torch(), F.equalize, variant="F.equalize")
 
 
+@peer("autocontrast", "torchvision")
+def _tv_autocontrast(batch, kw):
+    F = _tvf()
+    return cycle(batch.torch(), F.autocontrast, variant="F.autocontrast")
+
+
 @peer("normalize", "torchvision")
 def _tv_normalize(batch, kw):
     F = _tvf()
