@@ -571,15 +571,12 @@ class _Ring:
     BYTES = 256 << 10
     SCRATCH = 1 << 20     # a plan's scratch memory up to this many bytes is kept per slot
     __slots__ = ("mem", "host", "dev", "ptrs", "events", "state", "i", "nbytes", "lock", "slots", "memcpy",
-                 "stream", "streams", "last", "scratch", "direct")
+                 "stream", "streams", "last", "scratch")
 
     def __init__(self, shape):
         import threading
 
         cp = _cupy()
-        #: experiment (GPUAUG_RING_DIRECT=1): kernels read the pinned slot itself (unified addressing
-        #: maps pinned host memory into every device), no cudaMemcpyAsync
-        self.direct = os.environ.get("GPUAUG_RING_DIRECT") == "1"
         self.nbytes = int(np.prod(shape)) * 4
         stride = (self.nbytes + 255) // 256 * 256
         k = self.slots = max(2, min(self.SLOTS, self.BYTES // stride))
@@ -616,8 +613,6 @@ class _Ring:
         h[...] = params if params.shape == h.shape else params.reshape(h.shape)
         hp, dp = self.ptrs[i]
         stream = self.stream()
-        if self.direct:
-            return i, _HostPtr(hp), stream
         self.memcpy(dp, hp, self.nbytes, 1, stream.ptr)
         return i, self.dev[i], stream
 
@@ -674,16 +669,6 @@ class _Ring:
         for ev, st in zip(self.events, self.state):
             if st == 2:
                 ev.synchronize()
-
-
-class _HostPtr:
-    """A pinned slot as a kernel argument (what Plan.run reads of a parameter array: data.ptr)."""
-
-    __slots__ = ("data", "ptr")
-
-    def __init__(self, ptr):
-        self.ptr = ptr
-        self.data = self
 
 
 def _device_params(params, n):
