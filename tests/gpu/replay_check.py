@@ -1,6 +1,8 @@
-"""Every op's bench call (example per-sample values) replayed from its run() plan equals the op
-run without plans, bit for bit; prints how many replays each op made. Run with
-GPUAUG_RING_DIRECT=1 to check kernels reading their parameters from the pinned ring slots."""
+"""Every op's bench call (example per-sample values) replayed from its plan equals the op run
+without plans, bit for bit; prints how many replays each op made.
+
+    python3 tests/gpu/replay_check.py [n]
+"""
 import sys
 
 import cupy as cp
