@@ -120,6 +120,7 @@ template <int C>
 __global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const uint4* __restrict__ src, int nvec,
                                                                            float* __restrict__ parts, int n) {
   constexpr int U = C == 3 ? 3 : 1;
+  constexpr int PW = U;  // words of one channel pattern: word q holds the channels of word q % PW
   __shared__ unsigned slo[C][AC_THREADS];
   __shared__ unsigned shi[C][AC_THREADS];
   const int units = nvec / U;
@@ -129,9 +130,9 @@ __global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const
   for (int s0 = blockIdx.y; s0 < n; s0 += gridDim.y) {
     const int s = n - 1 - s0;  // last to first: the map that follows starts where L2 is warm
     const uint4* a = src + (gpuaug::i64)s * nvec;
-    unsigned lo[4 * U], hi[4 * U];
+    unsigned lo[PW], hi[PW];  // byte-wise minima and maxima of the words of each pattern
 #pragma unroll
-    for (int q = 0; q < 4 * U; ++q) { lo[q] = 0xFFFFFFFFu; hi[q] = 0u; }
+    for (int q = 0; q < PW; ++q) { lo[q] = 0xFFFFFFFFu; hi[q] = 0u; }
     for (int j = begin + (int)threadIdx.x; j < end; j += AC_THREADS) {
       uint4 v[U];
 #pragma unroll
@@ -141,8 +142,8 @@ __global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const
         const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          lo[4 * u + e] = ac_vmin(lo[4 * u + e], w[e]);
-          hi[4 * u + e] = ac_vmax(hi[4 * u + e], w[e]);
+          lo[(4 * u + e) % PW] = ac_vmin(lo[(4 * u + e) % PW], w[e]);
+          hi[(4 * u + e) % PW] = ac_vmax(hi[(4 * u + e) % PW], w[e]);
         }
       }
     }
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const
 #pragma unroll
     for (int c = 0; c < C; ++c) { clo[c] = 255u; chi[c] = 0u; }
 #pragma unroll
-    for (int k = 0; k < 16 * U; ++k) {  // byte k of the unit holds channel k % C
+    for (int k = 0; k < 4 * PW; ++k) {  // byte k of the pattern holds channel k % C
       clo[k % C] = min(clo[k % C], gpuaug::byte_of(lo[k >> 2], k & 3));
       chi[k % C] = max(chi[k % C], gpuaug::byte_of(hi[k >> 2], k & 3));
     }
