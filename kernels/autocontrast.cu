@@ -32,6 +32,36 @@ struct AutocontrastFn {
 };
 }  // namespace
 
+// Step 1a's end, shared by both of its kernels: the block's per-channel minimum and maximum of
+// every thread's lo / hi (a tree over the block's shared smin / smax), written by thread 0 as the
+// part q = [min (C), max (C)] in float. Every thread of the block calls it.
+__device__ __forceinline__ float ac_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ float ac_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ unsigned ac_min(unsigned a, unsigned b) { return min(a, b); }
+__device__ __forceinline__ unsigned ac_max(unsigned a, unsigned b) { return max(a, b); }
+
+template <int C, typename V>
+__device__ __forceinline__ void ac_write_part(const V (&lo)[C], const V (&hi)[C], V (&smin)[C][AC_THREADS],
+                                              V (&smax)[C][AC_THREADS], float* q) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) { smin[c][threadIdx.x] = lo[c]; smax[c][threadIdx.x] = hi[c]; }
+  __syncthreads();
+  for (int off = AC_THREADS / 2; off > 0; off >>= 1) {
+    if ((int)threadIdx.x < off)
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        smin[c][threadIdx.x] = ac_min(smin[c][threadIdx.x], smin[c][threadIdx.x + off]);
+        smax[c][threadIdx.x] = ac_max(smax[c][threadIdx.x], smax[c][threadIdx.x + off]);
+      }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) { q[c] = (float)smin[c][0]; q[C + c] = (float)smax[c][0]; }
+  }
+  __syncthreads();
+}
+
 // Step 1a: grid (nparts, N), block AC_THREADS: block b reduces the per-channel min and max of
 // its slice of sample s's pixels (ceil(H W / nparts) of them; possibly none) into
 // parts[s][b] = [min (C), max (C)]. Every part is written (no zeroed or initialised memory).
@@ -56,24 +86,7 @@ __global__ void gpuaug_autocontrast_parts(const gpuaug::i64* src_tab, float* __r
         hi[c] = fmaxf(hi[c], v);
       }
     }
-#pragma unroll
-    for (int c = 0; c < C; ++c) { smin[c][threadIdx.x] = lo[c]; smax[c][threadIdx.x] = hi[c]; }
-    __syncthreads();
-    for (int off = AC_THREADS / 2; off > 0; off >>= 1) {
-      if ((int)threadIdx.x < off)
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          smin[c][threadIdx.x] = fminf(smin[c][threadIdx.x], smin[c][threadIdx.x + off]);
-          smax[c][threadIdx.x] = fmaxf(smax[c][threadIdx.x], smax[c][threadIdx.x + off]);
-        }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      float* q = parts + ((gpuaug::i64)s * nparts + blockIdx.x) * (2 * C);
-#pragma unroll
-      for (int c = 0; c < C; ++c) { q[c] = smin[c][0]; q[C + c] = smax[c][0]; }
-    }
-    __syncthreads();
+    ac_write_part<C>(lo, hi, smin, smax, parts + ((gpuaug::i64)s * nparts + blockIdx.x) * (2 * C));
   }
 }
 
@@ -155,24 +168,7 @@ __global__ void __launch_bounds__(AC_THREADS) gpuaug_autocontrast_parts_u8(const
       clo[k % C] = min(clo[k % C], gpuaug::byte_of(lo[k >> 2], k & 3));
       chi[k % C] = max(chi[k % C], gpuaug::byte_of(hi[k >> 2], k & 3));
     }
-#pragma unroll
-    for (int c = 0; c < C; ++c) { slo[c][threadIdx.x] = clo[c]; shi[c][threadIdx.x] = chi[c]; }
-    __syncthreads();
-    for (int off = AC_THREADS / 2; off > 0; off >>= 1) {
-      if ((int)threadIdx.x < off)
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          slo[c][threadIdx.x] = min(slo[c][threadIdx.x], slo[c][threadIdx.x + off]);
-          shi[c][threadIdx.x] = max(shi[c][threadIdx.x], shi[c][threadIdx.x + off]);
-        }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      float* q = parts + ((gpuaug::i64)s * gridDim.x + blockIdx.x) * (2 * C);
-#pragma unroll
-      for (int c = 0; c < C; ++c) { q[c] = (float)slo[c][0]; q[C + c] = (float)shi[c][0]; }
-    }
-    __syncthreads();
+    ac_write_part<C>(clo, chi, slo, shi, parts + ((gpuaug::i64)s * gridDim.x + blockIdx.x) * (2 * C));
   }
 }
 
@@ -207,8 +203,8 @@ struct AutocontrastVec {
     __syncthreads();
   }
   __device__ __forceinline__ uint4 operator()(uint4 v, int j) const {
-    // byte k of vector j holds channel (16 j + k) % C
-    const int c0 = C == 3 ? (16 * (j % 3)) % 3 : 0;
+    // byte k of vector j holds channel (16 j + k) % C; (16 j) % 3 == j % 3
+    const int c0 = C == 3 ? j % 3 : 0;
     unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int q = 0; q < 4; ++q) {

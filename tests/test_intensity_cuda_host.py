@@ -52,6 +52,9 @@ ACP(ac_parts_u8_1, 1) ACP(ac_parts_u8_3, 3) ACP(ac_parts_u8_4, 4)
 #define ACR(NAME, C) EXPORT void NAME(LA, const float* parts, int np, float* rows, int P, int n) { \
   launch(G, B, [=] { gpuaug_autocontrast_rows<unsigned char, C>(parts, np, rows, P, n); }); }
 ACR(ac_rows_1, 1) ACR(ac_rows_3, 3) ACR(ac_rows_4, 4)
+#define ACG(NAME, T, C) EXPORT void NAME(LA, const i64* t, float* parts, int np, int n) { \
+  launch(G, B, [=] { gpuaug_autocontrast_parts<T, C>(t, parts, np, n); }); }
+ACG(ac_gparts_u8_3, unsigned char, 3) ACG(ac_gparts_f32_4, float, 4)
 #define GEN(NAME, K) EXPORT void NAME(LA, const i64* s, const i64* d, const float* p, int P, int n) { \
   launch(G, B, [=] { K(s, d, p, P, n); }); }
 GEN(gamma_g_u8_3, (gpuaug_gamma<unsigned char, 3>)) GEN(gamma_g_f32_3, (gpuaug_gamma<float, 3>))
@@ -296,3 +299,21 @@ def test_autocontrast_fast_path_host(lib, h, w, c):
     np.testing.assert_array_equal(out, want)  # bit for bit the generic path's bytes
     ref = np.stack([_ref(x[i].astype(np.float64), True) for i in range(n)])
     _close(out, np.floor(ref + 0.5), 1)
+
+
+@pytest.mark.parametrize("fn, dtype, c", [("ac_gparts_u8_3", np.uint8, 3), ("ac_gparts_f32_4", np.float32, 4)])
+def test_autocontrast_generic_parts_host(lib, fn, dtype, c):
+    """gpuaug_autocontrast_parts (any batch, through the descriptor tables): every block writes
+    its part, and the parts give each sample's channel minima and maxima (strided views)."""
+    rng = np.random.default_rng(4)
+    big = rng.integers(0, 256, (3, 9, 14, c + 1)).astype(dtype)
+    if dtype == np.float32:
+        big /= 255
+    views = list(big[:, :, 1:13, :c])  # 12 pixels a row, pixels c + 1 elements apart
+    nparts = 5  # 108 pixels: 22 a block, the last block 20
+    parts = np.full((3, nparts, 2 * c), np.nan, np.float32)
+    getattr(lib, fn)(I(nparts), I(3), I(1), I(256), I(1), I(1), _p(_table(views)), _p(parts), I(nparts), I(3))
+    want_lo = np.stack([v.reshape(-1, c).min(axis=0) for v in views])
+    want_hi = np.stack([v.reshape(-1, c).max(axis=0) for v in views])
+    _close(parts[:, :, :c].min(axis=1), want_lo)
+    _close(parts[:, :, c:].max(axis=1), want_hi)
