@@ -136,9 +136,10 @@ __device__ __forceinline__ void load_tile(const Sample& s, int ys, int xs, int r
         if constexpr (sizeof(S) == 1) {
           reinterpret_cast<unsigned*>(tile + r * pitch)[k] = w;
         } else {  // float: the four bytes converted, one 16-byte store
-          const float4 f = make_float4(tile_elem<S>((unsigned char)w), tile_elem<S>((unsigned char)(w >> 8)),
-                                       tile_elem<S>((unsigned char)(w >> 16)), tile_elem<S>((unsigned char)(w >> 24)));
-          *reinterpret_cast<float4*>(tile + r * pitch + 4 * k) = f;
+          vec16 f;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) f.w[e] = __float_as_uint(tile_elem<S>((unsigned char)(w >> (8 * e))));
+          store16(tile + r * pitch + 4 * k, f);
         }
       }
       return;
