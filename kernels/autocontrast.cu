@@ -18,16 +18,31 @@
 namespace {
 constexpr int AC_THREADS = 256;
 
+// Step 1b for channel c of one sample: its lo and scale from the sample's nparts parts q.
+template <int C>
+__device__ __forceinline__ void ac_channel_row(const float* q, int nparts, int c, float bound, float& lo,
+                                               float& scale) {
+  float a = 3.0e38f, b = -3.0e38f;
+  for (int k = 0; k < nparts; ++k) {
+    a = fminf(a, q[k * 2 * C + c]);
+    b = fmaxf(b, q[k * 2 * C + C + c]);
+  }
+  const bool flat = a == b;
+  lo = flat ? 0.f : a;
+  scale = flat ? 1.f : (b - a) * (1.f / bound);
+}
+
+// Step 2's value of x (before the store).
+__device__ __forceinline__ float ac_value(float x, float lo, float scale, float bound) {
+  return fminf(fmaxf((x - lo) / scale, 0.f), bound);
+}
+
 template <typename T, int C>
 struct AutocontrastFn {
   __device__ __forceinline__ void operator()(const gpuaug::Sample& s, const gpuaug::Sample&,
                                              const float* p, int y, int x, float* v) const {
-    const float bound = p[2 * C];
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const float t = (gpuaug::load<T>(s, y, x, c) - p[c]) / p[C + c];
-      v[c] = fminf(fmaxf(t, 0.f), bound);
-    }
+    for (int c = 0; c < C; ++c) v[c] = ac_value(gpuaug::load<T>(s, y, x, c), p[c], p[C + c], p[2 * C]);
   }
 };
 }  // namespace
@@ -101,16 +116,7 @@ __global__ void gpuaug_autocontrast_rows(const float* __restrict__ parts, int np
   const float* q = parts + (gpuaug::i64)s * nparts * (2 * C);
   float* p = params + (gpuaug::i64)s * P;
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    float a = 3.0e38f, b = -3.0e38f;
-    for (int k = 0; k < nparts; ++k) {
-      a = fminf(a, q[k * 2 * C + c]);
-      b = fmaxf(b, q[k * 2 * C + C + c]);
-    }
-    const bool flat = a == b;
-    p[c] = flat ? 0.f : a;
-    p[C + c] = flat ? 1.f : (b - a) * (1.f / bound);
-  }
+  for (int c = 0; c < C; ++c) ac_channel_row<C>(q, nparts, c, bound, p[c], p[C + c]);
   p[2 * C] = bound;
 }
 
@@ -126,7 +132,7 @@ __device__ __forceinline__ unsigned ac_vmax(unsigned a, unsigned b) { return __v
 
 // Step 1a for dense uint8 NHWC batches: grid (nparts, N), block AC_THREADS; sample s has nvec
 // 16-byte vectors, taken in units of U: 3 vectors (48 bytes, 16 RGB pixels) for C = 3, so that
-// byte k of a unit always holds channel k % C, else 1 (nvec % U == 0: the host checks).
+// byte k of a unit always holds channel k % C, else 1 (RGB: 16 nvec = 3 pixels, a multiple of 3).
 // Block b takes an equal slice of the sample's units and writes parts[s][b] = [min (C),
 // max (C)] as floats (255 and 0 for a block with no units: the identities over uint8).
 template <int C>
@@ -183,22 +189,12 @@ struct AutocontrastVec {
   int nparts;
   __device__ __forceinline__ void setup(const float* p) {
     __syncthreads();  // the previous sample's lookups are done
-    if ((int)threadIdx.x < C) {
-      const int c = threadIdx.x;
-      float a = 3.0e38f, b = -3.0e38f;
-      for (int k = 0; k < nparts; ++k) {
-        a = fminf(a, p[k * 2 * C + c]);
-        b = fmaxf(b, p[k * 2 * C + C + c]);
-      }
-      const bool flat = a == b;  // as gpuaug_autocontrast_rows
-      row[c] = flat ? 0.f : a;
-      row[C + c] = flat ? 1.f : (b - a) * (1.f / 255.f);
-    }
+    const int t = threadIdx.x;
+    if (t < C) ac_channel_row<C>(p, nparts, t, 255.f, row[t], row[C + t]);
     __syncthreads();
     for (int i = threadIdx.x; i < C * 256; i += blockDim.x) {
       const int c = i >> 8;
-      const float t = ((float)(i & 255) - row[c]) / row[C + c];  // as AutocontrastFn
-      lut[i] = gpuaug::from_float<unsigned char>(fminf(fmaxf(t, 0.f), 255.f));
+      lut[i] = gpuaug::from_float<unsigned char>(ac_value((float)(i & 255), row[c], row[C + c], 255.f));
     }
     __syncthreads();
   }

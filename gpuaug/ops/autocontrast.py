@@ -65,10 +65,12 @@ def _rows_cuda(b, stream):
 
     cp = cupy_module()
     n, c = b.n, b.channels
-    unit = 3 if c == 3 else 1  # vectors per work unit of the uint8 kernels (16 RGB pixels)
+    # vectors per work unit of the uint8 kernels: 3 for RGB (16 pixels; a dense RGB sample of
+    # whole vectors has 16 * nvec = 3 * pixels bytes, so nvec is a multiple of 3), else 1
+    unit = 3 if c == 3 else 1
     nvec = _dense_u8_vectors(b, nhwc_only=True) if n else None
     with on_device(b.device_id(), stream):
-        if nvec is not None and nvec % unit == 0:
+        if nvec is not None:
             # about 4 blocks per multiprocessor in all, at least one unit per thread
             nparts = max(1, min(64, -(-nvec // (unit * VEC_THREADS)), -(-4 * _multiprocessors(cp) // n)))
             parts = cp.empty((n, nparts * 2 * c), cp.float32)
