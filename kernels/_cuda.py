@@ -42,7 +42,7 @@ def get_function(filename: str, name_expr: str, options: tuple = ()):
             if fn is None:
                 mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS + tuple(options),
                                      name_expressions=[name_expr])
-                fn = Kernel(mod.get_function(name_expr))
+                fn = Kernel(mod.get_function(name_expr), (filename, name_expr, tuple(options)))
                 _modules[key] = fn
     return fn
 
@@ -81,6 +81,85 @@ class _ArgSpec:
         return got
 
 
+class _BlockSpec(_ArgSpec):
+    """An :class:`_ArgSpec` whose argument ``index`` is the by-value parameter block: its
+    ``kernelParams`` entry points at this thread's :func:`param_block` (the driver copies the
+    block's bytes when the launch is queued), its slot is packed and unused."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, types, index):
+        super().__init__(types)
+        self.index = index
+
+    def buffers(self):
+        got = getattr(self.local, "bufs", None)
+        if got is None:
+            slots, ptrs, addr = super().buffers()
+            ptrs[self.index] = param_block().ctypes.data
+            got = self.local.bufs = (slots, ptrs, addr)
+        return got
+
+
+#: Floats in the by-value parameter block (kernels/common.cuh PARAM_BLOCK_FLOATS) and the NVRTC
+#: option of the modules that take it (see common.cuh GPUAUG_BYVAL).
+PARAM_BLOCK_FLOATS = 512
+BYVAL = ("-DGPUAUG_BYVAL=1",)
+_blocks = threading.local()
+
+
+def param_block():
+    """This thread's host parameter block (float32, PARAM_BLOCK_FLOATS): the bytes a by-value
+    launch copies into its arguments. Filled just before the launches that read it."""
+    got = getattr(_blocks, "block", None)
+    if got is None:
+        got = _blocks.block = np.zeros(PARAM_BLOCK_FLOATS, np.float32)
+    return got
+
+
+_PARAM_INFO = []  # [cuFuncGetParamInfo or None], looked up once
+
+
+def param_sizes(fn):
+    """The byte size of each argument of compiled kernel ``fn`` (``cuFuncGetParamInfo``, CUDA
+    12.4+ drivers), or None when the driver cannot tell."""
+    if not _PARAM_INFO:
+        import ctypes
+
+        try:
+            f = ctypes.CDLL("libcuda.so.1").cuFuncGetParamInfo
+            f.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                          ctypes.POINTER(ctypes.c_size_t))
+            f.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            f = None
+        _PARAM_INFO.append(f)
+    f = _PARAM_INFO[0]
+    if f is None:
+        return None
+    import ctypes
+
+    off, size, sizes = ctypes.c_size_t(), ctypes.c_size_t(), []
+    while len(sizes) < 256 and f(fn.raw.kernel.ptr, len(sizes), ctypes.byref(off), ctypes.byref(size)) == 0:
+        sizes.append(size.value)
+    return tuple(sizes)
+
+
+def byval_supported() -> bool:
+    """By-value parameter blocks can be used on the current device: compute capability 7.0 or
+    later (``__grid_constant__``), a driver that reports kernel argument sizes, and not turned
+    off with ``GPUAUG_BYVAL=0``."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    got = _BYVAL_OK.get(dev)
+    if got is None:
+        cc = int(cupy.cuda.Device(dev).compute_capability)
+        got = _BYVAL_OK[dev] = cc >= 70 and bool(param_sizes(get_function("params.cu", "gpuaug_gather_params<float>")))
+    return got and os.environ.get("GPUAUG_BYVAL", "1") not in ("", "0")
+
+
+_BYVAL_OK: dict = {}
 _ARRAY = None  # cupy.ndarray, set on first launch (cupy is not imported at module import)
 _SPECS: dict = {}
 
@@ -97,11 +176,31 @@ class Kernel:
     Attributes (``max_dynamic_shared_size_bytes``...) are CuPy's.
     """
 
-    __slots__ = ("raw", "_ptr")
+    __slots__ = ("raw", "_ptr", "source")
 
-    def __init__(self, raw):
+    def __init__(self, raw, source=None):
         object.__setattr__(self, "raw", raw)
         object.__setattr__(self, "_ptr", None)
+        object.__setattr__(self, "source", source)  # (file, name, options) of get_function
+
+    def byval(self, index):
+        """This kernel's by-value build (the same file and name compiled with ``BYVAL``) when
+        argument ``index`` is its parameter block and every other argument is as here; else None
+        (a kernel without the block there, an old driver or GPU, ``GPUAUG_BYVAL=0``)."""
+        if self.source is None or not byval_supported():
+            return None
+        file, name, options = self.source
+        if BYVAL[0] in options:
+            return None
+        try:
+            other = get_function(file, name, options + BYVAL)
+        except Exception:  # noqa: BLE001 - a module that does not build by value: the pointer build
+            return None
+        mine, theirs = param_sizes(self), param_sizes(other)
+        if not mine or not theirs or len(mine) != len(theirs) or index >= len(mine):
+            return None
+        ok = all(a == b for i, (a, b) in enumerate(zip(mine, theirs)) if i != index)
+        return other if ok and mine[index] == 8 and theirs[index] == 4 * PARAM_BLOCK_FLOATS else None
 
     def __getattr__(self, name):
         return getattr(self.raw, name)
@@ -143,17 +242,20 @@ class Kernel:
         _LAUNCH(ptr, g[0], g[1], g[2], b[0], b[1], b[2], shared_mem, _STREAM().ptr, params, 0)
 
 
-    def prepared(self, grid, block, types, shared_mem=0):
+    def prepared(self, grid, block, types, shared_mem=0, block_index=None):
         """``go(args)``: this kernel launched on ``grid`` x ``block`` on the current stream with
         ``args`` of ``types`` (scalars and None; device pointers as ints), packed by one
-        ``struct.pack_into``: what launch plans replay. None when a type is not packable."""
+        ``struct.pack_into``: what launch plans replay. None when a type is not packable.
+        ``block_index``: that argument is the by-value parameter block (a :meth:`byval` build):
+        the launch copies this thread's :func:`param_block`, and ``args[block_index]`` is unused."""
         if not all(t is type(None) or t in _CODES for t in types):
             return None
         if _LAUNCH is None:
             _init()
-        spec = _SPECS.get(types)
+        key = types if block_index is None else (types, block_index)
+        spec = _SPECS.get(key)
         if spec is None:
-            spec = _SPECS.setdefault(types, _ArgSpec(types))
+            spec = _SPECS.setdefault(key, _ArgSpec(types) if block_index is None else _BlockSpec(types, block_index))
         ptr = self.raw.kernel.ptr
         g = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1, 1)
         b = (block, 1, 1) if isinstance(block, int) else tuple(block) + (1, 1)
@@ -590,10 +692,11 @@ def grid_2d(h: int, w: int, n: int, block=(32, 8)):
         (block[0], block[1], 1)
 
 
-def check_compile(filename: str, name_exprs, arch: str = "compute_90") -> str:
+def check_compile(filename: str, name_exprs, arch: str = "compute_90", options: tuple = ()) -> str:
     """Compile ``kernels/<filename>`` with NVRTC for ``arch`` without a GPU; return the PTX.
 
     Used by the CPU tests (and by hand) to catch CUDA C errors on machines with no GPU.
+    ``options``: NVRTC options after the library's own (``BYVAL``: the by-value build).
     Raises RuntimeError with NVRTC's log on failure.
     """
     from cupy_backends.cuda.libs import nvrtc
@@ -603,7 +706,7 @@ def check_compile(filename: str, name_exprs, arch: str = "compute_90") -> str:
         for ne in name_exprs:
             nvrtc.addNameExpression(prog, ne)
         try:
-            nvrtc.compileProgram(prog, list(NVRTC_OPTIONS) + [f"-arch={arch}"])
+            nvrtc.compileProgram(prog, list(NVRTC_OPTIONS) + list(options) + [f"-arch={arch}"])
         except Exception as e:
             raise RuntimeError(f"{filename}: NVRTC failed: {e}\n{nvrtc.getProgramLog(prog)}") from None
         return nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)

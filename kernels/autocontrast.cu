@@ -122,7 +122,7 @@ __global__ void gpuaug_autocontrast_rows(const float* __restrict__ parts, int np
 
 // Step 2.
 template <typename T, int C>
-__global__ void gpuaug_autocontrast(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params, int P, int n) {
+__global__ void gpuaug_autocontrast(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params, int P, int n) {
   gpuaug::value_driver<T, C>(src, dst, params, P, n, AutocontrastFn<T, C>());
 }
 
@@ -220,7 +220,7 @@ struct AutocontrastVec {
 // Step 2, dense uint8 NHWC: grid vec_grid(N, nvec), block 256; params = the parts, P = nparts * 2C.
 template <int C>
 __global__ void __launch_bounds__(256) gpuaug_autocontrast_u8(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                                              int nvec, const float* __restrict__ params, int P,
+                                                              int nvec, GPUAUG_PARAMS params, int P,
                                                               int n) {
   __shared__ unsigned char lut[C * 256];
   __shared__ float row[2 * C];

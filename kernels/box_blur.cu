@@ -6,13 +6,13 @@
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_box_blur(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                            const float* params, int P, int n) {
+                                                            GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile<T, C, C>(src, dst, params, P, n);
 }
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_box_blur_1(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                              const float* params, int P, int n) {
+                                                              GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile<T, C, 1>(src, dst, params, P, n);
 }
 
@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(256) gpuaug_box_blur_1(const gpuaug::i64* src,
 // with the window loops unrolled (the fast path).
 template <typename T, int C, int K>
 __global__ void __launch_bounds__(256) gpuaug_box_blur_k(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                         const float* params, int P, int n) {
+                                                         GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile_k<T, C, K>(src, dst, params, P, n);
 }
 
@@ -82,7 +82,7 @@ __device__ __forceinline__ void add_shifted(const unsigned int* w, int R, unsign
 
 template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_box_blur_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                                              const float* __restrict__ params, int P, int n,
+                                                              GPUAUG_PARAMS params, int P, int n,
                                                               int planes, int pps, int vpr, int h) {
   const int nvec = vpr * h;
   const int j = blockIdx.x * blockDim.x + threadIdx.x;

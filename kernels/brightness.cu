@@ -7,7 +7,7 @@ namespace {
 template <typename T, int C>
 struct Brightness : gpuaug::OpBase {
   float f;
-  __device__ __forceinline__ Brightness(const float* p, float) : f(__ldg(p)) {}
+  __device__ __forceinline__ Brightness(const float* p, float) : f(GPUAUG_LDP(p)) {}
   template <int V>
   __device__ __forceinline__ void apply(const float* a, float* o) const {
 #pragma unroll

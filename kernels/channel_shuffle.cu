@@ -14,7 +14,7 @@ struct ChannelShuffle : gpuaug::OpBase {
   __device__ __forceinline__ ChannelShuffle(const float* p, float) {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int k = min(max(__float2int_rn(__ldg(p + c)), 0), C - 1);
+      const int k = min(max(__float2int_rn(GPUAUG_LDP(p + c)), 0), C - 1);
 #pragma unroll
       for (int q = 1; q < C; ++q) sel[c][q - 1] = k == q;
     }

@@ -23,8 +23,8 @@ struct Jitter : gpuaug::OpBase {
   gpuaug::HueRotation rot;
   bool hue;
   __device__ __forceinline__ Jitter(const float* p, float mean)
-      : b(__ldg(p) * (1.f / M)), cf(__ldg(p + 1)), cm((1.f - cf) * mean * (1.f / M)), sf(__ldg(p + 2)),
-        gs((1.f - sf) * (1.f / M)), rot(__ldg(p + 3)), hue(C >= 3 && __ldg(p + 3) != 0.f) {}
+      : b(GPUAUG_LDP(p) * (1.f / M)), cf(GPUAUG_LDP(p + 1)), cm((1.f - cf) * mean * (1.f / M)), sf(GPUAUG_LDP(p + 2)),
+        gs((1.f - sf) * (1.f / M)), rot(GPUAUG_LDP(p + 3)), hue(C >= 3 && GPUAUG_LDP(p + 3) != 0.f) {}
   __device__ __forceinline__ int variant() const { return hue; }
   template <int V>
   __device__ __forceinline__ void apply(const float* a, float* o) const {

@@ -10,7 +10,7 @@ struct ColorTwist : gpuaug::OpBase {
   float m[12];
   __device__ __forceinline__ ColorTwist(const float* p, float) {
 #pragma unroll
-    for (int k = 0; k < 12; ++k) m[k] = __ldg(p + k);
+    for (int k = 0; k < 12; ++k) m[k] = GPUAUG_LDP(p + k);
 #pragma unroll
     for (int r = 0; r < 3; ++r) m[4 * r + 3] *= gpuaug::Range<T>::max;
   }

@@ -416,7 +416,7 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
 // Kernel signature shared by every colour op (run()'s (src, dst, params, P, n) plus the mean's
 // partial sums, null and 0 for ops without a mean).
 #define GPUAUG_COLOUR_ARGS                                                                          \
-  const gpuaug::i64 *src, const gpuaug::i64 *dst, const float *params, int P, int n,                \
+  const gpuaug::i64 *src, const gpuaug::i64 *dst, GPUAUG_PARAMS params, int P, int n,             \
       const double *partials, int nparts
 #define GPUAUG_COLOUR_CALL src, dst, params, P, n, partials, nparts
 
@@ -434,12 +434,12 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
 // gpuaug_gray_sum<T, C, BRIGHT> / gpuaug_gray_sum_packed<T, C, BRIGHT>: the partial sums behind
 // contrast's mean (grid (nparts, N), block 256); BRIGHT = 1: params[:, bcol] (brightness) first.
 template <typename T, int C, int BRIGHT>
-__global__ void __launch_bounds__(256) gpuaug_gray_sum(const gpuaug::i64* src, const float* params, int P,
+__global__ void __launch_bounds__(256) gpuaug_gray_sum(const gpuaug::i64* src, GPUAUG_PARAMS params, int P,
                                                        int n, int bcol, double* partials, int nparts) {
   gpuaug::gray_sum<T, C, BRIGHT, false>(src, params, P, n, bcol, partials, nparts);
 }
 template <typename T, int C, int BRIGHT>
-__global__ void __launch_bounds__(256) gpuaug_gray_sum_packed(const gpuaug::i64* src, const float* params,
+__global__ void __launch_bounds__(256) gpuaug_gray_sum_packed(const gpuaug::i64* src, GPUAUG_PARAMS params,
                                                               int P, int n, int bcol, double* partials,
                                                               int nparts) {
   gpuaug::gray_sum<T, C, BRIGHT, true>(src, params, P, n, bcol, partials, nparts);

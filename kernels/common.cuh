@@ -10,6 +10,34 @@ namespace gpuaug {
 
 typedef long long i64;
 
+// Per-sample parameters by value (gpuaug._plan's run() plans, up to PARAM_BLOCK_FLOATS values):
+// a module built with -DGPUAUG_BYVAL=1 takes its kernels' parameter matrix as a block in the
+// launch's own arguments (a __grid_constant__ parameter: its address is taken without a copy)
+// instead of a device pointer, so a call needs no upload (no cudaMemcpyAsync on the stream).
+// Kernels declare the matrix as ``GPUAUG_PARAMS params`` and read it through plain loads, or
+// GPUAUG_LDP where the pointer build wants __ldg: a load through the read-only path from the
+// parameter space would be undefined.
+constexpr int PARAM_BLOCK_FLOATS = 512;
+struct alignas(16) ParamBlock {
+  float v[PARAM_BLOCK_FLOATS];
+  __device__ __forceinline__ operator const float*() const { return v; }
+};
+
+}  // namespace gpuaug
+
+#ifndef GPUAUG_BYVAL
+#define GPUAUG_BYVAL 0
+#endif
+#if GPUAUG_BYVAL
+#define GPUAUG_PARAMS const __grid_constant__ gpuaug::ParamBlock
+#define GPUAUG_LDP(p) (*(p))
+#else
+#define GPUAUG_PARAMS const float* __restrict__
+#define GPUAUG_LDP(p) __ldg(p)
+#endif
+
+namespace gpuaug {
+
 // float16 as raw bits: NVRTC then needs no CUDA headers (cuda_fp16.h) at run time.
 struct half { unsigned short bits; };
 

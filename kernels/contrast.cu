@@ -10,7 +10,7 @@ template <typename T, int C>
 struct Contrast : gpuaug::OpBase {
   static constexpr bool kMean = true;
   float f, m;
-  __device__ __forceinline__ Contrast(const float* p, float mean) : f(__ldg(p)), m((1.f - f) * mean) {}
+  __device__ __forceinline__ Contrast(const float* p, float mean) : f(GPUAUG_LDP(p)), m((1.f - f) * mean) {}
   template <int V>
   __device__ __forceinline__ void apply(const float* a, float* o) const {
 #pragma unroll

@@ -17,7 +17,7 @@ struct CropMap {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_crop(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_crop(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                             int P, int n) {
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, CropMap());
 }
@@ -66,7 +66,7 @@ template <> struct Vec<16> {
 template <typename T, int V>
 __global__ void gpuaug_window_rows(const unsigned char* __restrict__ src,
                                    unsigned char* __restrict__ dst,
-                                   const float* __restrict__ params, int P, int sign, int fill_col,
+                                   GPUAUG_PARAMS params, int P, int sign, int fill_col,
                                    int mode, int planes, int planes_per_sample, int H, int W,
                                    int OH, int OW, int PB) {
   constexpr int NW = V / 4;

@@ -9,12 +9,12 @@
 
 template <typename T, int C, typename O = float, int CO = C>
 __global__ void gpuaug_crop_mirror_normalize(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                             const float* params, int P, int n) {
+                                             GPUAUG_PARAMS params, int P, int n) {
   gpuaug::cmn_generic<T, O, C, CO>(src, dst, params, P, n);
 }
 
 template <typename T, int C, typename O, int CO, bool PLANAR, int ROWS = gpuaug::CMN_ROWS>
 __global__ void gpuaug_crop_mirror_normalize_vec(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                 const float* params, int P, int n) {
+                                                 GPUAUG_PARAMS params, int P, int n) {
   gpuaug::cmn_vec<T, O, C, CO, PLANAR, ROWS>(src, dst, params, P, n);
 }

@@ -160,14 +160,14 @@ extern "C" __global__ void gpuaug_equalize_lut_parts(const unsigned int* __restr
 
 // Step 3.
 template <typename T, int C>
-__global__ void gpuaug_equalize(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_equalize(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                                 int P, int n) {
   gpuaug::value_driver<T, C>(src, dst, params, P, n, EqualizeFn<T, C>());
 }
 
 template <int C>
 __global__ void gpuaug_equalize_u8(const uint4* __restrict__ src, uint4* __restrict__ dst, int nvec,
-                                   const float* __restrict__ params, int P, int n) {
+                                   GPUAUG_PARAMS params, int P, int n) {
   __shared__ unsigned char lut[C * 256];
   EqualizeVec<C> op{lut};
   gpuaug::u8_vec_driver(src, dst, nvec, params, P, n, op);

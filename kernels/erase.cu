@@ -52,7 +52,7 @@ __device__ __forceinline__ unsigned int span_mask(int lo, int hi) {
 
 template <typename T, int C>
 __global__ void gpuaug_erase_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                    const float* __restrict__ params, int P, int n, int vpr, int h) {
+                                    GPUAUG_PARAMS params, int P, int n, int vpr, int h) {
   constexpr int PPT = gpuaug::replace_ppt(sizeof(T));  // elements per vector
   constexpr unsigned int FULL = (1u << PPT) - 1u;
   const int nvec = vpr * h;                             // vectors per sample
@@ -126,7 +126,7 @@ __global__ void gpuaug_erase_packed(const uint4* __restrict__ src, uint4* __rest
 }
 
 template <typename T, int C>
-__global__ void gpuaug_erase(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_erase(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                              int P, int n) {
   gpuaug::replace_rows<T, C>(src, dst, params, P, n, Erase<T>());
 }

@@ -22,7 +22,7 @@ struct FlipMap {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_flip(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_flip(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                             int P, int n) {
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, FlipMap());
 }
@@ -33,7 +33,7 @@ __global__ void gpuaug_flip(const gpuaug::i64* src, const gpuaug::i64* dst, cons
 // pitch is row_bytes = W * PB (contiguous batch). vec: rows and bases are 16-byte aligned.
 template <int PB>
 __global__ void gpuaug_flip_rows(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
-                                 const float* __restrict__ params, int P, int planes,
+                                 GPUAUG_PARAMS params, int P, int planes,
                                  int planes_per_sample, int H, int W, int rows_per_block, int vec) {
   extern __shared__ uint4 smem4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem4);
@@ -106,7 +106,7 @@ __global__ void gpuaug_flip_rows(const unsigned char* __restrict__ src, unsigned
 // (< 2^32, checked on the host). A thread handles output pixels [16g, 16g + 16) of a row.
 template <int PB>
 __global__ void gpuaug_flip_groups(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                   const float* __restrict__ params, int P, int planes_per_sample,
+                                   GPUAUG_PARAMS params, int P, int planes_per_sample,
                                    unsigned int H, unsigned int W, unsigned int total) {
   const unsigned int idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) return;

@@ -78,8 +78,8 @@ struct Step<OP_JITTER, SEMI, C> {
   HueRotation rot;
   bool hue;
   __device__ __forceinline__ Step(const float* p, float mean)
-      : b(__ldg(p) * (1.f / M)), cf(__ldg(p + 1)), cm((1.f - cf) * mean * (1.f / M)), sf(__ldg(p + 2)),
-        gs((1.f - sf) * (1.f / M)), rot(__ldg(p + 3)), hue(C >= 3 && __ldg(p + 3) != 0.f) {}
+      : b(GPUAUG_LDP(p) * (1.f / M)), cf(GPUAUG_LDP(p + 1)), cm((1.f - cf) * mean * (1.f / M)), sf(GPUAUG_LDP(p + 2)),
+        gs((1.f - sf) * (1.f / M)), rot(GPUAUG_LDP(p + 3)), hue(C >= 3 && GPUAUG_LDP(p + 3) != 0.f) {}
   __device__ __forceinline__ void operator()(float* v) const {
     constexpr int K = C < 3 ? 1 : 3;
     float x[K];
@@ -110,7 +110,7 @@ struct Step<OP_GRAY, SEMI, C> {
   static constexpr bool kGrid = false;
   static constexpr int kBiased = 0;
   bool on;
-  __device__ __forceinline__ Step(const float* p, float) : on(__ldg(p) != 0.f) {}
+  __device__ __forceinline__ Step(const float* p, float) : on(GPUAUG_LDP(p) != 0.f) {}
   __device__ __forceinline__ void operator()(float* v) const {
     if constexpr (C >= 3) {
       if (on) {
@@ -130,7 +130,7 @@ struct Step<OP_AFFINE, SEMI, C> {
   float m[12];
   __device__ __forceinline__ Step(const float* p, float) {
 #pragma unroll
-    for (int k = 0; k < 12; ++k) m[k] = __ldg(p + k);
+    for (int k = 0; k < 12; ++k) m[k] = GPUAUG_LDP(p + k);
 #pragma unroll
     for (int r = 0; r < 3; ++r) m[4 * r + 3] *= Range<S>::max;
   }
@@ -153,7 +153,7 @@ struct Step<OP_GAMMA, SEMI, C> {
   static constexpr bool kGrid = true;
   static constexpr int kBiased = 0;
   float g, gain;
-  __device__ __forceinline__ Step(const float* p, float) : g(__ldg(p)), gain(__ldg(p + 1)) {}
+  __device__ __forceinline__ Step(const float* p, float) : g(GPUAUG_LDP(p)), gain(GPUAUG_LDP(p + 1)) {}
   __device__ __forceinline__ void operator()(float* v) const {
     constexpr float M = Range<S>::max;
 #pragma unroll
@@ -171,7 +171,7 @@ struct Step<OP_SOLARIZE, SEMI, C> {
   static constexpr bool kGrid = true;
   static constexpr int kBiased = 0;
   float t;
-  __device__ __forceinline__ Step(const float* p, float) : t(__ldg(p)) {}
+  __device__ __forceinline__ Step(const float* p, float) : t(GPUAUG_LDP(p)) {}
   __device__ __forceinline__ void operator()(float* v) const {
 #pragma unroll
     for (int c = 0; c < C; ++c) v[c] = v[c] >= t ? Range<S>::max - v[c] : v[c];
@@ -185,7 +185,7 @@ struct Step<OP_POSTERIZE, SEMI, C> {
   static constexpr bool kGrid = true;
   static constexpr int kBiased = 0;
   int bits;
-  __device__ __forceinline__ Step(const float* p, float) : bits(min(max((int)__ldg(p), 0), 8)) {}
+  __device__ __forceinline__ Step(const float* p, float) : bits(min(max((int)GPUAUG_LDP(p), 0), 8)) {}
   __device__ __forceinline__ void operator()(float* v) const {
     if (bits == 0) return;
 #pragma unroll
@@ -208,7 +208,7 @@ struct Step<OP_INVERT, SEMI, C> {
   static constexpr bool kGrid = true;
   static constexpr int kBiased = 0;
   bool on;
-  __device__ __forceinline__ Step(const float* p, float) : on(__ldg(p) != 0.f) {}
+  __device__ __forceinline__ Step(const float* p, float) : on(GPUAUG_LDP(p) != 0.f) {}
   __device__ __forceinline__ void operator()(float* v) const {
     if (!on) return;
 #pragma unroll

@@ -31,13 +31,13 @@ struct GammaLut {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_gamma(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_gamma(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                              int P, int n) {
   gpuaug::value_driver<T, C>(src, dst, params, P, n, GammaFn<T, C>());
 }
 
 extern "C" __global__ void gpuaug_gamma_u8(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                           int nvec, const float* __restrict__ params, int P, int n) {
+                                           int nvec, GPUAUG_PARAMS params, int P, int n) {
   __shared__ unsigned char lut[256];
   GammaLut op{lut};
   gpuaug::u8_vec_driver(src, dst, nvec, params, P, n, op);

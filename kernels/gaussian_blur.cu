@@ -6,13 +6,13 @@
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_gaussian_blur(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                            const float* params, int P, int n) {
+                                                            GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile<T, C, C>(src, dst, params, P, n);
 }
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_gaussian_blur_1(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                              const float* params, int P, int n) {
+                                                              GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile<T, C, 1>(src, dst, params, P, n);
 }
 
@@ -20,6 +20,6 @@ __global__ void __launch_bounds__(256) gpuaug_gaussian_blur_1(const gpuaug::i64*
 // with the window loops unrolled (the fast path).
 template <typename T, int C, int K>
 __global__ void __launch_bounds__(256) gpuaug_gaussian_blur_k(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                              const float* params, int P, int n) {
+                                                              GPUAUG_PARAMS params, int P, int n) {
   gpuaug::separable_tile_k<T, C, K>(src, dst, params, P, n);
 }

@@ -11,7 +11,7 @@
 
 template <typename T, int C>
 __global__ void gpuaug_gaussian_noise(const gpuaug::i64* src_tab, const gpuaug::i64* dst_tab,
-                                      const float* params, int P, int n) {
+                                      GPUAUG_PARAMS params, int P, int n) {
   using namespace gpuaug;
   constexpr int EPT = 16 / sizeof(T);
   const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;

@@ -33,7 +33,7 @@ struct GridMask {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_grid_mask(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_grid_mask(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                                  int P, int n) {
   gpuaug::replace_rows<T, C>(src, dst, params, P, n, GridMask<T>());
 }

@@ -12,7 +12,7 @@ struct Hue : gpuaug::OpBase {
   static constexpr float kHalf = kBiased ? 0.5f : 0.f;
   gpuaug::HueRotation rot;
   bool on;
-  __device__ __forceinline__ Hue(const float* p, float) : rot(__ldg(p)), on(C >= 3 && __ldg(p) != 0.f) {}
+  __device__ __forceinline__ Hue(const float* p, float) : rot(GPUAUG_LDP(p)), on(C >= 3 && GPUAUG_LDP(p) != 0.f) {}
   __device__ __forceinline__ int variant() const { return on; }
   template <int V>
   __device__ __forceinline__ void apply(const float* a, float* o) const {

@@ -87,7 +87,7 @@ __device__ __forceinline__ void median_tile(const gpuaug::i64* src_tab, const gp
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_median_blur(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                          const float* params, int P, int n) {
+                                                          GPUAUG_PARAMS params, int P, int n) {
   median_tile<T, C, false>(src, dst, params, P, n);
 }
 
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(256) gpuaug_median_blur(const gpuaug::i64* src
 // kernel needs far fewer registers.
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_median_blur_3(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                                            const float* params, int P, int n) {
+                                                            GPUAUG_PARAMS params, int P, int n) {
   median_tile<T, C, true>(src, dst, params, P, n);
 }
 

@@ -6,13 +6,13 @@
 #include "intensity.cuh"
 
 template <typename T, int C, typename O = float>
-__global__ void gpuaug_normalize(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_normalize(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                                  int P, int n) {
   gpuaug::cmn_generic<T, O, C, C>(src, dst, params, P, n);
 }
 
 template <typename T, int C, typename O, bool PLANAR, int ROWS = gpuaug::CMN_ROWS>
-__global__ void gpuaug_normalize_vec(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_normalize_vec(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                                      int P, int n) {
   gpuaug::cmn_vec<T, O, C, C, PLANAR, ROWS>(src, dst, params, P, n);
 }

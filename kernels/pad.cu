@@ -17,7 +17,7 @@ struct PadMap {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_pad(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_pad(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                            int P, int n) {
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, PadMap());
 }

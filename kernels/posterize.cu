@@ -37,13 +37,13 @@ struct PosterizeVec {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_posterize(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_posterize(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                                  int P, int n) {
   gpuaug::value_driver<T, C>(src, dst, params, P, n, PosterizeFn<T, C>());
 }
 
 extern "C" __global__ void gpuaug_posterize_u8(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                               int nvec, const float* __restrict__ params, int P, int n) {
+                                               int nvec, GPUAUG_PARAMS params, int P, int n) {
   PosterizeVec op;
   gpuaug::u8_vec_driver(src, dst, nvec, params, P, n, op);
 }

@@ -5,7 +5,7 @@
 #include "resize.cuh"
 
 template <typename T, int C, int MODE = gpuaug::RESIZE_BILINEAR>
-__global__ void gpuaug_resize(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_resize(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                               int P, int n) {
   gpuaug::resample_driver<T, C, MODE>(src, dst, params, P, n);
 }

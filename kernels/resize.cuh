@@ -67,7 +67,7 @@ struct Resample {
   __device__ __forceinline__ void operator()(const Sample& s, const Sample& d, const float4& q,
                                              const float* p, int y, int x, float v[C]) const {
     if (MODE == RESIZE_NEAREST) {
-      const float2 box = __ldg(reinterpret_cast<const float2*>(p + 4));
+      const float2 box = GPUAUG_LDP(reinterpret_cast<const float2*>(p + 4));
       const int sy = nearest_index(q.x, box.x, d.h, y, s.h);
       const int sx = nearest_index(q.y, box.y, d.w, x, s.w);
       const T* px = reinterpret_cast<const T*>(s.ptr) + (i64)sy * s.sy + (i64)sx * s.sx;
@@ -133,7 +133,7 @@ __device__ __forceinline__ void resample_driver(const i64* __restrict__ src_tab,
     if (x >= d.w || y >= d.h) continue;
     const Sample src = load_sample(src_tab, s);
     const float* p = params + (i64)s * P;
-    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    const float4 q = GPUAUG_LDP(reinterpret_cast<const float4*>(p));
     float v[C];
     T* o = reinterpret_cast<T*>(d.ptr) + (i64)y * d.sy + x * (int)d.sx;
     // Dense NHWC (the common case) on both sides gets fixed channel offsets.

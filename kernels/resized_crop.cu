@@ -6,6 +6,6 @@
 
 template <typename T, int C, int MODE = gpuaug::RESIZE_BILINEAR>
 __global__ void gpuaug_resized_crop(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                    const float* params, int P, int n) {
+                                    GPUAUG_PARAMS params, int P, int n) {
   gpuaug::resample_driver<T, C, MODE>(src, dst, params, P, n);
 }

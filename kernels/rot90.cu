@@ -23,7 +23,7 @@ struct Rot90Map {
 }  // namespace
 
 template <typename T, int C>
-__global__ void gpuaug_rot90(const gpuaug::i64* src, const gpuaug::i64* dst, const float* params,
+__global__ void gpuaug_rot90(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params,
                              int P, int n) {
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, Rot90Map());
 }

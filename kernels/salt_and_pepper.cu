@@ -36,6 +36,6 @@ struct SaltPepper {
 
 template <typename T, int C>
 __global__ void gpuaug_salt_and_pepper(const gpuaug::i64* src_tab, const gpuaug::i64* dst_tab,
-                                       const float* params, int P, int n) {
+                                       GPUAUG_PARAMS params, int P, int n) {
   gpuaug::replace_rows<T, C>(src_tab, dst_tab, params, P, n, SaltPepper<T>());
 }

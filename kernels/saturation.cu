@@ -8,7 +8,7 @@ namespace {
 template <typename T, int C>
 struct Saturation : gpuaug::OpBase {
   float f;
-  __device__ __forceinline__ Saturation(const float* p, float) : f(__ldg(p)) {}
+  __device__ __forceinline__ Saturation(const float* p, float) : f(GPUAUG_LDP(p)) {}
   template <int V>
   __device__ __forceinline__ void apply(const float* a, float* o) const {
     if constexpr (C < 3) {

@@ -156,7 +156,7 @@ __device__ __forceinline__ void separable_tile_k(const i64* src_tab, const i64* 
     const int k = (int)p[0], off = (K - k) / 2;
     float w[K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) w[j] = (j >= off && j < off + k) ? __ldg(p + 1 + j - off) : 0.f;
+    for (int j = 0; j < K; ++j) w[j] = (j >= off && j < off + k) ? GPUAUG_LDP(p + 1 + j - off) : 0.f;
     __syncthreads();  // the previous sample is done with the tile
     load_tile<T, C, S>(src, y0 - R, x0 - R, ROWS, COLS, BORDER_REFLECT101, tile, PITCH);
     __syncthreads();

@@ -16,7 +16,7 @@ constexpr int SH_T = 32;
 
 template <typename T, int C>
 __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab, const gpuaug::i64* dst_tab,
-                                                      const float* params, int P, int n) {
+                                                      GPUAUG_PARAMS params, int P, int n) {
   using namespace gpuaug;
   constexpr int COLS = SH_T + 2;
   __shared__ T tile[COLS * COLS * C];
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(256) gpuaug_sharpen(const gpuaug::i64* src_tab
 // float32 operations, so both kernels give the same bytes. Border pixels keep x.
 template <int PB>
 __global__ void __launch_bounds__(256) gpuaug_sharpen_packed(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                                             const float* __restrict__ params, int P, int n,
+                                                             GPUAUG_PARAMS params, int P, int n,
                                                              int planes, int pps, int vpr, int h) {
   constexpr unsigned int EVEN = 0x00FF00FFu;
   const int nvec = vpr * h;

@@ -15,7 +15,7 @@ struct TransposeMap {
 
 template <typename T, int C>
 __global__ void gpuaug_transpose(const gpuaug::i64* src, const gpuaug::i64* dst,
-                                 const float* params, int P, int n) {
+                                 GPUAUG_PARAMS params, int P, int n) {
   gpuaug::copy_driver<T, C>(src, dst, params, P, n, TransposeMap());
 }
 
@@ -35,7 +35,7 @@ __global__ void gpuaug_transpose(const gpuaug::i64* src, const gpuaug::i64* dst,
 template <int PB, int TS>
 __global__ void gpuaug_transpose_tiles(const unsigned char* __restrict__ src,
                                        unsigned char* __restrict__ dst,
-                                       const float* __restrict__ params, int P, int kcol,
+                                       GPUAUG_PARAMS params, int P, int kcol,
                                        int planes, int planes_per_sample, int H, int W, int words) {
   constexpr int PW = TS * PB / 4 + (PB % 4 == 0 ? PB / 4 : 1);
   __shared__ unsigned int tile_w[TS * PW];

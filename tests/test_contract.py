@@ -66,3 +66,40 @@ def test_cuda_c_compiles(name):
     names += list(getattr(k, "variants", ()))
     ptx = check_compile(k.cu[0], names)
     assert ".entry" in ptx
+
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_cuda_c_compiles_by_value(name):
+    """The by-value build (kernels/common.cuh GPUAUG_BYVAL, what run() plans replay with host
+    values) of every specialisation: as many entries as the pointer build, with the same numbers
+    of arguments, each with at most one parameter block (16-byte aligned, PARAM_BLOCK_FLOATS
+    floats) where the pointer build has the matrix's pointer. (On the GPU, Kernel.byval checks
+    the compiled kernels' argument sizes before a plan uses them.)"""
+    import re
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC is not available here ({type(e).__name__})")
+    from gpuaug.kernels._cuda import BYVAL, PARAM_BLOCK_FLOATS, check_compile, kernel_name, source
+
+    assert f"constexpr int PARAM_BLOCK_FLOATS = {PARAM_BLOCK_FLOATS};" in source("common.cuh")
+    spec = gpuaug.registry[name]
+    k = spec.kernels
+    names = [kernel_name(k.cu[1], d, c) for d in spec.dtypes for c in spec.channels]
+    names += list(getattr(k, "variants", ()))
+
+    def signatures(ptx):  # per entry: its argument declarations, names dropped
+        return [[" ".join(a.split()[:-1]) + ("[" + a.split("[")[1] if "[" in a else "")
+                 for a in (q.strip() for q in sig.split(",")) if a]
+                for sig in re.findall(r"\.entry\s+\S+\(([^)]*)\)", ptx)]
+
+    plain = signatures(check_compile(k.cu[0], names))
+    byval = signatures(check_compile(k.cu[0], names, options=BYVAL))
+    assert sorted(map(len, plain)) == sorted(map(len, byval)) and plain
+    block = f".param .align 16 .b8[{4 * PARAM_BLOCK_FLOATS}]"
+    per_entry = [sig.count(block) for sig in byval]
+    assert max(per_entry) <= 1 and sum(per_entry) > 0, f"{name}: blocks per entry {per_entry}"
+    assert sum(sig.count(block) for sig in plain) == 0

@@ -166,11 +166,19 @@ def test_per_sample_arrays_get_no_op_plan_but_a_run_plan():
 
 
 @pytest.mark.gpu
-def test_run_plan_parameter_slots_are_not_reused_while_in_flight():
+@pytest.mark.parametrize("byval", ["1", "0"])
+def test_run_plan_parameters_are_not_reused_while_in_flight(byval, monkeypatch):
     """Behind a 0.3 s spin kernel, more calls than the plan's ring has slots, each with other
-    flags: the first calls take ring slots, the rest the staged upload (never a wait); every
-    output must match its own flags once the device catches up."""
+    flags. By value (GPUAUG_BYVAL=1): every call's flags travel in its own launch arguments,
+    copied when the launch is queued, so the host block is refilled at once. Through the ring
+    (GPUAUG_BYVAL=0): the first calls take ring slots, the rest the staged upload (never a
+    wait). Every output must match its own flags once the device catches up."""
     import cupy as cp
+    from gpuaug.kernels import _cuda
+    monkeypatch.setenv("GPUAUG_BYVAL", byval)
+    _plan.clear_plans()
+    if byval == "1" and not _cuda.byval_supported():
+        pytest.skip("by-value parameter blocks need compute capability 7.0 and a 12.4+ driver")
     spin = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns) {
         unsigned long long t0 = clock64(); while (clock64() - t0 < ns) {} }''', "spin")
     rng = np.random.default_rng(5)
@@ -183,9 +191,10 @@ def test_run_plan_parameter_slots_are_not_reused_while_in_flight():
     calls = 3 * _plan._Ring.SLOTS
     flags = [rng.random(n) < 0.5 for _ in range(calls)]
     spin((1,), (1,), (np.uint64(600_000_000),))
-    before = _plan.stats["run_replays"]
+    before, byval_before = _plan.stats["run_replays"], _plan.stats["run_byval"]
     outs = [gpuaug.flip(x, horizontal=f) for f in flags]
     assert _plan.stats["run_replays"] == before + calls
+    assert _plan.stats["run_byval"] == byval_before + (calls if byval == "1" else 0)
     for f, y in zip(flags, outs):
         want = np.where(f[:, None, None, None], xh[:, :, ::-1], xh)
         np.testing.assert_array_equal(cp.asnumpy(y), want)
@@ -225,11 +234,16 @@ def per_sample_kwargs(name, rng, n, h, w):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("byval", ["1", "0"])
 @pytest.mark.parametrize("name", OPS)
-def test_run_plans_equal_the_op_with_new_per_sample_values_each_call(name, monkeypatch):
+def test_run_plans_equal_the_op_with_new_per_sample_values_each_call(name, byval, monkeypatch):
     """Every op with per-sample values drawn anew per call: run()'s plan (made on the second
-    call, replayed after) gives what the op gives with plans off, bit for bit."""
+    call, replayed after) gives what the op gives with plans off, bit for bit, with the values
+    passed by value (GPUAUG_BYVAL=1, the default where the GPU allows it) and through the
+    pinned ring (0)."""
     import cupy as cp
+    from gpuaug.kernels import _cuda
+    monkeypatch.setenv("GPUAUG_BYVAL", byval)
     rng = np.random.default_rng(11)
     n, h, w = 6, 20, 28
     x = cp.asarray(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8))
@@ -242,13 +256,24 @@ def test_run_plans_equal_the_op_with_new_per_sample_values_each_call(name, monke
         pytest.skip(f"{name}: its example does not run on this batch: {e}")
     monkeypatch.setenv("GPUAUG_PLAN", "1")
     _plan.clear_plans()
-    before = _plan.stats["run_replays"]
+    before, byval_before = _plan.stats["run_replays"], _plan.stats["run_byval"]
     for kw, ref in zip(calls, want):
         got = fn(x, **kw)
         np.testing.assert_array_equal(cp.asnumpy(got), ref)
         cp.cuda.Device().synchronize()
     replayed = _plan.stats["run_replays"] - before
-    print(f"{name}: {replayed} run-plan replays of 5 calls")
+    by_value = _plan.stats["run_byval"] - byval_before
+    print(f"{name}: {replayed} run-plan replays of 5 calls, {by_value} by value")
+    if byval == "0":
+        assert by_value == 0
+    elif name in BYVAL_OPS and _cuda.byval_supported():
+        assert by_value == replayed >= 3, f"{name}: {by_value} of {replayed} replays by value"
+
+
+#: ops whose per-sample calls (the registry's example at 6 x 20 x 28) replay by value on any GPU
+#: of compute capability 7.0+ (every run() plan of a kernel declared with GPUAUG_PARAMS)
+BYVAL_OPS = ("flip", "brightness", "contrast", "saturation", "hue", "color_jitter", "rotate", "warp_affine",
+             "normalize", "crop_mirror_normalize", "erase", "grid_mask", "gaussian_blur", "gamma", "solarize")
 
 
 # -- CPU: the log analysis and the replay, with stand-ins ---------------------------------------
@@ -725,3 +750,118 @@ def test_fast_hooks_key_their_kernel_constants(monkeypatch):
         assert run(b, object(), np.zeros((2, 4)), shapes=b.shapes, out=None, backend="cuda", stream=None,
                    fast=rows_fast(sign=-1, fill_col=3, mode=mode)) == "planned"
     assert seen[0] != seen[1] and seen[0][-1] == ("window_rows", -1, 3, 0)
+
+
+@pytest.mark.parametrize("every_launch", [True, False])
+def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_build(fake, monkeypatch, every_launch):
+    """A run() plan whose launches that read the parameter matrix all have a by-value build
+    (``Kernel.byval``) replays with the call's host values in this thread's parameter block
+    (as float32, refilled per call, no ring and no upload; the check replays the same way, with
+    the recorded call's values), keeps its scratch memory for the stream; launches that do not
+    read the matrix stay as they are. One launch without such a build: the ring, as before."""
+    kern, launched, _ = fake
+    from gpuaug.kernels import _cuda
+
+    blocks = []
+
+    class Built:  # the by-value build: records each launch's arguments and its block's values
+        def prepared(self, grid, block, types, smem=0, block_index=None):
+            assert block_index == 1 and types[1] is int
+
+            def go(args):
+                blocks.append((tuple(args), _cuda.param_block()[:6].copy()))
+            return go
+
+    class Kern:
+        def __init__(self, has):
+            self.has = has
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            launched.append(args)
+
+        def byval(self, index):
+            return Built() if self.has and index == 1 else None
+
+    sum_k, map_k = Kern(True), Kern(every_launch)
+    cp = _plan._MODS[1]
+    stream = types.SimpleNamespace(ptr=7)
+    cp.cuda.get_current_stream = lambda: stream
+    allocs = []
+
+    def empty(shape, dtype):
+        allocs.append(shape)
+        return FakeArray(0x900000 + 0x1000 * len(allocs), shape, dtype)
+    cp.empty = empty
+    _plan.clear_plans()
+    x = FakeArray(0x100000)
+    batch = types.SimpleNamespace(arrays=[x], n=2)
+    mem = types.SimpleNamespace(ptr=0x600000, size=256)
+    calls = []
+
+    def normal():
+        calls.append("normal")
+        y = FakeArray(0x200000 + 0x1000 * len(calls))
+        par = FakeArray(0x300000, (2, 3), np.float32)
+        part = FakeArray(0x600000, (2, 4), np.float64)
+        part.data.mem = mem
+        if _cuda.RECORDING[0]:
+            _cuda.log("upload", [par])
+            _cuda.log("params", par)
+            _cuda.log("launch", sum_k, (1,), (256,), 0, (x, par, part))
+            _cuda.log("launch", map_k, (1,), (256,), 0, (y, par, part, np.int32(3)))
+        return y
+
+    checks = []
+
+    def start_check(self, func, x_, args, kw, y, par=None):
+        checks.append(par)
+        return _plan._Pending(self, types.SimpleNamespace(all=lambda: True), types.SimpleNamespace(done=True))
+    monkeypatch.setattr(_plan.Plan, "start_check", start_check)
+    rings = []
+
+    class Ring:
+        def __init__(self, shape):
+            rings.append(shape)
+
+        def take(self, params):
+            return 0, FakeArray(0x390000, (2, 3), np.float32)
+
+        def sent(self, slot):
+            pass
+
+        def scratch_of(self, slot, sizes):
+            return None
+
+        def drain(self):
+            pass
+    monkeypatch.setattr(_plan, "_Ring", Ring)
+    key, kernels = ("kb", every_launch), object()
+    rng = np.random.default_rng(4)
+    first = rng.random((2, 3))
+    assert _plan.run_planned(key, kernels, batch, first, normal) is None
+    assert _plan.run_planned(key, kernels, batch, first, normal) is not None  # recorded, checked
+    before = dict(_plan.stats)
+    values = [rng.random((2, 3)) for _ in range(3)]
+    outs = [_plan.run_planned(key, kernels, batch, v, normal) for v in values]
+    assert calls == ["normal"] and _plan.stats["run_replays"] == before["run_replays"] + 3
+    if not every_launch:
+        assert rings == [(2, 3)] and not blocks and _plan.stats["run_byval"] == before["run_byval"]
+        assert checks[0].data.ptr == 0x300000  # the check replays the recorded device matrix
+        _plan.clear_plans()
+        return
+    assert rings == [] and checks[0] is first  # no ring; the check replays the call's host values
+    assert _plan.stats["run_byval"] == before["run_byval"] + 3
+    assert len(blocks) == 6 and launched == []  # both launches by value, none through a pointer
+    scratch = {b[0][2] for b in blocks}
+    assert len(scratch) == 1 and allocs == [256]  # one scratch allocation, kept for the stream
+    for k, (v, out) in enumerate(zip(values, outs)):
+        (sum_args, sum_blk), (map_args, map_blk) = blocks[2 * k], blocks[2 * k + 1]
+        np.testing.assert_array_equal(sum_blk, v.astype(np.float32).ravel())
+        np.testing.assert_array_equal(map_blk, v.astype(np.float32).ravel())
+        assert sum_args[0] == 0x100000 and sum_args[1] == 0 and map_args[0] == out.data.ptr
+        assert map_args[2] == sum_args[2] and map_args[3] == 3
+    other = types.SimpleNamespace(ptr=8)
+    cp.cuda.get_current_stream = lambda: other
+    _plan.run_planned(key, kernels, batch, values[0], normal)
+    assert allocs == [256, 256]  # another stream: its own scratch
+    _plan.clear_plans()
