@@ -275,17 +275,17 @@ class Plan:
         self.views = None   # (thread's parameter block, its (n, P) view) of the last by-value run
         self.kept = None    # (stream, scratch arrays) of by-value replays (see _stream_scratch)
 
-    def bind_byval(self):
+    def bind_byval(self, floats):
         """Bind every launch that reads the parameter matrix (run()'s plans) to its kernel's
-        by-value build, which takes the matrix in its launch arguments (kernels/common.cuh
-        GPUAUG_BYVAL): a replay then copies nothing to the device. True when every such launch
-        has one; else False and the plan keeps its pointer launches."""
+        by-value build with blocks of ``floats`` floats, which takes the matrix in its launch
+        arguments (kernels/common.cuh GPUAUG_BYVAL): a replay then copies nothing to the device.
+        True when every such launch has one; else False and the plan keeps its pointer launches."""
         bound = []
         for fn, grid, block, smem, template, patches in self.launches:
             index = [i for i, kind, _ in patches if kind == 4]
             if len(index) > 1:
                 return False
-            other = fn.byval(index[0]) if index and hasattr(fn, "byval") else None
+            other = fn.byval(index[0], floats) if index and hasattr(fn, "byval") else None
             if index and other is None:
                 return False
             go = None
@@ -482,8 +482,8 @@ class Plan:
 # as the op plans above (the check replays with the recorded call's own parameters).
 #
 # Host values reach the kernels one of two ways:
-# - **by value** (where the matrix has at most PARAM_BLOCK_FLOATS values, every launch that reads
-#   it has a by-value build and the GPU is 7.0+; ``GPUAUG_BYVAL=0`` turns it off): the values go
+# - **by value** (where the matrix has at most 4096 values, every launch that reads it has a
+#   by-value build, the GPU is 7.0+ and the driver 12.4+; ``GPUAUG_BYVAL=0`` turns it off): the values go
 #   into this thread's parameter block and travel in the launches' own arguments (kernels/
 #   common.cuh GPUAUG_BYVAL). Nothing is copied to the device and no event is recorded: on the
 #   H200 a brightness call at 32 x 224 x 224 loops in about 21 us instead of 27;
@@ -604,8 +604,8 @@ def run_planned(key, kernels, batch, params, normal, out=None):
         y = normal()
     par = next((e[1] for e in log if e[0] == "params"), None)
     plan = Plan.from_log(log, batch.arrays[0], y, params=True) if par is not None else None
-    byval = (plan is not None and type(params) is np.ndarray and params.size <= cu.PARAM_BLOCK_FLOATS
-             and plan.bind_byval())
+    floats = cu.block_floats(params.size) if type(params) is np.ndarray else None
+    byval = plan is not None and floats is not None and plan.bind_byval(floats)
     if byval:  # the check replays by value, from the recorded call's own host values
         par = params
     pending = plan.start_check(lambda _x: normal(), batch.arrays[0], (), {}, y, par=par) if plan is not None else None

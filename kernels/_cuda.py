@@ -101,16 +101,30 @@ class _BlockSpec(_ArgSpec):
         return got
 
 
-#: Floats in the by-value parameter block (kernels/common.cuh PARAM_BLOCK_FLOATS) and the NVRTC
-#: option of the modules that take it (see common.cuh GPUAUG_BYVAL).
-PARAM_BLOCK_FLOATS = 512
-BYVAL = ("-DGPUAUG_BYVAL=1",)
+#: Floats in the by-value parameter blocks (kernels/common.cuh GPUAUG_BYVAL): 2 KB, and 16 KB for
+#: larger matrices (kernel arguments past 4 KB need a 12.1+ driver; by value needs 12.4+ anyway).
+BLOCK_SIZES = (512, 4096)
+PARAM_BLOCK_FLOATS = BLOCK_SIZES[-1]
 _blocks = threading.local()
+
+
+def byval_options(floats):
+    """The NVRTC option of the by-value build with blocks of ``floats`` floats."""
+    return (f"-DGPUAUG_BYVAL={int(floats)}",)
+
+
+def block_floats(size):
+    """The smallest block size that holds ``size`` values, or None."""
+    for b in BLOCK_SIZES:
+        if size <= b:
+            return b
+    return None
 
 
 def param_block():
     """This thread's host parameter block (float32, PARAM_BLOCK_FLOATS): the bytes a by-value
-    launch copies into its arguments. Filled just before the launches that read it."""
+    launch copies into its arguments (as many as its kernel's block holds). Filled just before
+    the launches that read it."""
     got = getattr(_blocks, "block", None)
     if got is None:
         got = _blocks.block = np.zeros(PARAM_BLOCK_FLOATS, np.float32)
@@ -183,24 +197,25 @@ class Kernel:
         object.__setattr__(self, "_ptr", None)
         object.__setattr__(self, "source", source)  # (file, name, options) of get_function
 
-    def byval(self, index):
-        """This kernel's by-value build (the same file and name compiled with ``BYVAL``) when
-        argument ``index`` is its parameter block and every other argument is as here; else None
-        (a kernel without the block there, an old driver or GPU, ``GPUAUG_BYVAL=0``)."""
+    def byval(self, index, floats=BLOCK_SIZES[0]):
+        """This kernel's by-value build (the same file and name compiled with
+        :func:`byval_options` of ``floats``) when argument ``index`` is its parameter block of
+        ``floats`` floats and every other argument is as here; else None (a kernel without the
+        block there, a GPU before 7.0, a driver before 12.4, ``GPUAUG_BYVAL=0``)."""
         if self.source is None or not byval_supported():
             return None
         file, name, options = self.source
-        if BYVAL[0] in options:
+        if any(o.startswith("-DGPUAUG_BYVAL") for o in options):
             return None
         try:
-            other = get_function(file, name, options + BYVAL)
+            other = get_function(file, name, options + byval_options(floats))
         except Exception:  # noqa: BLE001 - a module that does not build by value: the pointer build
             return None
         mine, theirs = param_sizes(self), param_sizes(other)
         if not mine or not theirs or len(mine) != len(theirs) or index >= len(mine):
             return None
         ok = all(a == b for i, (a, b) in enumerate(zip(mine, theirs)) if i != index)
-        return other if ok and mine[index] == 8 and theirs[index] == 4 * PARAM_BLOCK_FLOATS else None
+        return other if ok and mine[index] == 8 and theirs[index] == 4 * floats else None
 
     def __getattr__(self, name):
         return getattr(self.raw, name)

@@ -10,21 +10,15 @@ namespace gpuaug {
 
 typedef long long i64;
 
-// Per-sample parameters by value (gpuaug._plan's run() plans, up to PARAM_BLOCK_FLOATS values):
-// a module built with -DGPUAUG_BYVAL=1 takes its kernels' parameter matrix as a block in the
-// launch's own arguments (a __grid_constant__ parameter: its address is taken without a copy)
-// instead of a device pointer, so a call needs no upload (no cudaMemcpyAsync on the stream).
-// Kernels declare the matrix as ``GPUAUG_PARAMS params`` and read it through plain loads, or
-// GPUAUG_LDP where the pointer build wants __ldg: a load through the read-only path from the
-// parameter space would be undefined.
-constexpr int PARAM_BLOCK_FLOATS = 512;
-struct alignas(16) ParamBlock {
-  float v[PARAM_BLOCK_FLOATS];
-  __device__ __forceinline__ operator const float*() const { return v; }
-};
-
 }  // namespace gpuaug
 
+// Per-sample parameters by value (gpuaug._plan's run() plans): a module built with
+// -DGPUAUG_BYVAL=F (F floats: 512, or 4096 where the driver takes 16 KB of arguments) takes its
+// kernels' parameter matrix as a block in the launch's own arguments (a __grid_constant__
+// parameter: its address is taken without a copy) instead of a device pointer, so a call needs
+// no upload (no cudaMemcpyAsync on the stream). Kernels declare the matrix as
+// ``GPUAUG_PARAMS params`` and read it through plain loads, or GPUAUG_LDP where the pointer build
+// wants __ldg: a load through the read-only path from the parameter space would be undefined.
 #ifndef GPUAUG_BYVAL
 #define GPUAUG_BYVAL 0
 #endif
@@ -37,6 +31,12 @@ struct alignas(16) ParamBlock {
 #endif
 
 namespace gpuaug {
+
+constexpr int PARAM_BLOCK_FLOATS = GPUAUG_BYVAL > 0 ? GPUAUG_BYVAL : 512;
+struct alignas(16) ParamBlock {
+  float v[PARAM_BLOCK_FLOATS];
+  __device__ __forceinline__ operator const float*() const { return v; }
+};
 
 // float16 as raw bits: NVRTC then needs no CUDA headers (cuda_fp16.h) at run time.
 struct half { unsigned short bits; };

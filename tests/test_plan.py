@@ -766,7 +766,7 @@ def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_buil
 
     class Built:  # the by-value build: records each launch's arguments and its block's values
         def prepared(self, grid, block, types, smem=0, block_index=None):
-            assert block_index == 1 and types[1] is int
+            assert block_index == 1 and types[1] is int and self.floats == 512
 
             def go(args):
                 blocks.append((tuple(args), _cuda.param_block()[:6].copy()))
@@ -779,8 +779,10 @@ def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_buil
         def __call__(self, grid, block, args, shared_mem=0):
             launched.append(args)
 
-        def byval(self, index):
-            return Built() if self.has and index == 1 else None
+        def byval(self, index, floats):
+            built = Built()
+            built.floats = floats
+            return built if self.has and index == 1 else None
 
     sum_k, map_k = Kern(True), Kern(every_launch)
     cp = _plan._MODS[1]
@@ -865,3 +867,35 @@ def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_buil
     _plan.run_planned(key, kernels, batch, values[0], normal)
     assert allocs == [256, 256]  # another stream: its own scratch
     _plan.clear_plans()
+
+
+def test_block_sizes_take_the_smallest_that_holds_the_matrix():
+    from gpuaug.kernels import _cuda
+    assert _cuda.BLOCK_SIZES == (512, 4096) and _cuda.PARAM_BLOCK_FLOATS == 4096
+    assert [_cuda.block_floats(s) for s in (1, 512, 513, 4096, 4097)] == [512, 512, 4096, 4096, None]
+    assert _cuda.byval_options(512) == ("-DGPUAUG_BYVAL=512",)
+    assert _cuda.param_block().shape == (4096,) and _cuda.param_block() is _cuda.param_block()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, by_value", [(700, True), (2100, False)])
+def test_large_batches_replay_by_value_up_to_the_16kb_block(n, by_value, monkeypatch):
+    """brightness's (n, 2) matrix: 1,400 values go in the 16 KB block, 4,200 through the ring;
+    both replay what the op gives with plans off, bit for bit."""
+    import cupy as cp
+    from gpuaug.kernels import _cuda
+    if not _cuda.byval_supported():
+        pytest.skip("by-value parameter blocks need compute capability 7.0 and a 12.4+ driver")
+    rng = np.random.default_rng(12)
+    x = cp.asarray(rng.integers(0, 256, (n, 4, 8, 3), dtype=np.uint8))
+    factors = [rng.uniform(0.2, 1.8, n) for _ in range(5)]
+    monkeypatch.setenv("GPUAUG_PLAN", "0")
+    want = [cp.asnumpy(gpuaug.brightness(x, f)) for f in factors]
+    monkeypatch.setenv("GPUAUG_PLAN", "1")
+    _plan.clear_plans()
+    before = dict(_plan.stats)
+    for f, ref in zip(factors, want):
+        np.testing.assert_array_equal(cp.asnumpy(gpuaug.brightness(x, f)), ref)
+        cp.cuda.Device().synchronize()
+    assert _plan.stats["run_replays"] - before["run_replays"] >= 3
+    assert (_plan.stats["run_byval"] - before["run_byval"] >= 3) == by_value
