@@ -52,3 +52,4 @@ struct Jitter : gpuaug::OpBase {
 }  // namespace
 
 GPUAUG_COLOUR_KERNELS(gpuaug_color_jitter, Jitter)
+GPUAUG_COLOUR_FUSED(gpuaug_color_jitter, Jitter, 1)

@@ -282,6 +282,28 @@ __device__ __forceinline__ void map_group(const Op& op, const Vec<T, CI>& in, T*
   out.store(dst);
 }
 
+// Item j of a packed sample (head pixels, then ng groups of G pixels, then the tail): groups
+// j < ng take ``in`` (loaded by the caller), the other items one pixel each.
+template <typename T, int CI, int CO, typename Op>
+__device__ __forceinline__ void map_item(const Op& op, const T* sp, T* dp, int head, int ng, int hw, int j,
+                                         const Vec<T, CI>& in) {
+  constexpr int G = Vec<T, CI>::G;
+  if (j < ng) {
+    T* o = dp + (i64)(head + j * G) * CO;
+    if (Op::kVariants > 1 && op.variant())
+      map_group<1, T, CI, CO>(op, in, o);
+    else
+      map_group<0, T, CI, CO>(op, in, o);
+  } else if (j < hw - ng * (G - 1)) {  // the head and tail pixels, one per thread
+    const int k = j - ng;
+    const i64 pix = k < head ? k : k + ng * G;
+    if (Op::kVariants > 1 && op.variant())
+      map_pixel<1, T, CI, CO>(op, sp + pix * CI, 1, dp + pix * CO, 1);
+    else
+      map_pixel<0, T, CI, CO>(op, sp + pix * CI, 1, dp + pix * CO, 1);
+  }
+}
+
 template <typename T, int CI, int CO, typename Op>
 __device__ __forceinline__ void packed_map(const i64* src_tab, const i64* dst_tab, const float* params,
                                            int P, int n, const double* partials, int nparts) {
@@ -294,25 +316,11 @@ __device__ __forceinline__ void packed_map(const i64* src_tab, const i64* dst_ta
     const int hw = (int)(rs[1] * rs[2]);
     const int head = packed_head<T, CI, CO>(sp, dp);
     const int ng = hw > head ? (hw - head) / G : 0;
-    const bool vec = j < ng;
     Vec<T, CI> in;
-    if (vec) in.load_stream(sp + (i64)(head + j * G) * CI);  // in flight while the op is set up
+    if (j < ng) in.load_stream(sp + (i64)(head + j * G) * CI);  // in flight while the op is set up
     const float mean = Op::kMean ? sample_mean(partials, nparts, s, (float)hw) : 0.f;
     const Op op(params + (i64)s * P, mean);
-    if (vec) {
-      T* o = dp + (i64)(head + j * G) * CO;
-      if (Op::kVariants > 1 && op.variant())
-        map_group<1, T, CI, CO>(op, in, o);
-      else
-        map_group<0, T, CI, CO>(op, in, o);
-    } else if (j < hw - ng * (G - 1)) {  // the head and tail pixels, one per thread
-      const int k = j - ng;
-      const i64 pix = k < head ? k : k + ng * G;
-      if (Op::kVariants > 1 && op.variant())
-        map_pixel<1, T, CI, CO>(op, sp + pix * CI, 1, dp + pix * CO, 1);
-      else
-        map_pixel<0, T, CI, CO>(op, sp + pix * CI, 1, dp + pix * CO, 1);
-    }
+    map_item<T, CI, CO, Op>(op, sp, dp, head, ng, hw, j, in);
   }
 }
 
@@ -353,6 +361,32 @@ __device__ __forceinline__ float contrast_gray(const float* a, float bn) {
   }
 }
 
+// contrast_gray summed over item j of a packed sample (a group of G pixels in float, as a float,
+// or one head / tail pixel): what gray_sum and fused_mean_map add up.
+template <typename T, int C, int BRIGHT>
+__device__ __forceinline__ float gray_item(const T* sp, int head, int ng, int j, float bf) {
+  constexpr int G = Vec<T, C>::G;
+  if (j < ng) {
+    Vec<T, C> in;
+    in.load(sp + (i64)(head + j * G) * C);
+    float part = 0.f;
+#pragma unroll
+    for (int p = 0; p < G; ++p) {
+      float a[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) a[c] = in.get(p * C + c);
+      part += contrast_gray<T, C, BRIGHT>(a, bf);
+    }
+    return part;
+  }
+  const int k = j - ng;
+  const T* ip = sp + (i64)(k < head ? k : k + ng * G) * C;
+  float a[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) a[c] = to_float(ip[c]);
+  return contrast_gray<T, C, BRIGHT>(a, bf);
+}
+
 // Per-sample partial sums of contrast_gray: block x of sample s writes partials[s * nparts + x];
 // with BRIGHT, params[s, bcol] is the brightness factor.
 // Samples are visited last to first: the map kernel that follows starts with sample 0, which is
@@ -375,28 +409,8 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
       const int head = packed_head<T, C, C>(sp, sp);
       const int ng = hw > head ? (hw - head) / G : 0;
       const int items = hw - ng * (G - 1);
-      for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += stride) {
-        if (j < ng) {
-          Vec<T, C> in;
-          in.load(sp + (i64)(head + j * G) * C);
-          float part = 0.f;
-#pragma unroll
-          for (int p = 0; p < G; ++p) {
-            float a[C];
-#pragma unroll
-            for (int c = 0; c < C; ++c) a[c] = in.get(p * C + c);
-            part += contrast_gray<T, C, BRIGHT>(a, bf);
-          }
-          acc += part;
-        } else {
-          const int k = j - ng;
-          const T* ip = sp + (i64)(k < head ? k : k + ng * G) * C;
-          float a[C];
-#pragma unroll
-          for (int c = 0; c < C; ++c) a[c] = to_float(ip[c]);
-          acc += contrast_gray<T, C, BRIGHT>(a, bf);
-        }
-      }
+      for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += stride)
+        acc += gray_item<T, C, BRIGHT>(sp, head, ng, j, bf);
     } else {
       for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < hw; i += stride) {
         const int y = i / src.w, x = i - y * src.w;
@@ -408,6 +422,42 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
       }
     }
     block_partial(acc, warp_sums, partials + (i64)s * nparts + blockIdx.x);
+  }
+}
+
+// contrast's mean and map in one launch, one block per sample (packed samples, uint8 only): the
+// block sums the sample's grays (gray_item), then maps it (map_item) with the mean, which is
+// bit for bit the two-launch mean: uint8 grays are integers (for BRIGHT with C >= 3), so every
+// partial and total is an exact integer in double whatever the order of the sums.
+template <typename T, int C, int BRIGHT, typename Op>
+__device__ __forceinline__ void fused_mean_map(const i64* src_tab, const i64* dst_tab, const float* params, int P,
+                                               int n, int bcol) {
+  static_assert(Range<T>::integer && (!BRIGHT || C >= 3), "fused_mean_map: integer grays only");
+  __shared__ double warp_sums[32];
+  __shared__ double total;
+  constexpr int G = Vec<T, C>::G;
+  for (int s = blockIdx.x; s < n; s += gridDim.x) {
+    const i64* rs = src_tab + (i64)s * 6;
+    const T* sp = reinterpret_cast<const T*>(rs[0]);
+    T* dp = reinterpret_cast<T*>(dst_tab[(i64)s * 6]);
+    const int hw = (int)(rs[1] * rs[2]);
+    const float bf = BRIGHT ? params[(i64)s * P + bcol] * (1.f / Range<T>::max) : 1.f;
+    const int head1 = packed_head<T, C, C>(sp, sp);
+    const int ng1 = hw > head1 ? (hw - head1) / G : 0;
+    const int items1 = hw - ng1 * (G - 1);
+    double acc = 0.0;
+    for (int j = threadIdx.x; j < items1; j += blockDim.x) acc += gray_item<T, C, BRIGHT>(sp, head1, ng1, j, bf);
+    block_partial(acc, warp_sums, &total);  // every thread reads total after its last barrier
+    const float mean = (float)total / (float)hw;
+    const Op op(params + (i64)s * P, mean);
+    const int head = packed_head<T, C, C>(sp, dp);
+    const int ng = hw > head ? (hw - head) / G : 0;
+    const int items = hw - ng * (G - 1);
+    for (int j = threadIdx.x; j < items; j += blockDim.x) {
+      Vec<T, C> in;
+      if (j < ng) in.load(sp + (i64)(head + j * G) * C);  // mostly from L2: pass 1 just read it
+      map_item<T, C, C, Op>(op, sp, dp, head, ng, hw, j, in);
+    }
   }
 }
 
@@ -429,6 +479,17 @@ __device__ __forceinline__ void gray_sum(const i64* src_tab, const float* params
   template <typename T, int C>                                                                      \
   __global__ void __launch_bounds__(256) NAME##_packed(GPUAUG_COLOUR_ARGS) {                        \
     gpuaug::packed_map<T, C, C, OP<T, C>>(GPUAUG_COLOUR_CALL);                                      \
+  }
+
+// NAME_fused<T, C>: OP (an op with a mean, BRIGHT as its gray_sum) as fused_mean_map, one block of
+// FUSED_THREADS per sample (grid (min(N, 65535))): args src, dst, params, P, n, bcol.
+#define GPUAUG_COLOUR_FUSED_THREADS 512
+#define GPUAUG_COLOUR_FUSED(NAME, OP, BRIGHT)                                                        \
+  template <typename T, int C>                                                                      \
+  __global__ void __launch_bounds__(GPUAUG_COLOUR_FUSED_THREADS, 1)                                 \
+      NAME##_fused(const gpuaug::i64* src, const gpuaug::i64* dst, GPUAUG_PARAMS params, int P, int n, \
+                   int bcol) {                                                                      \
+    gpuaug::fused_mean_map<T, C, BRIGHT, OP<T, C>>(src, dst, params, P, n, bcol);                   \
   }
 
 // gpuaug_gray_sum<T, C, BRIGHT> / gpuaug_gray_sum_packed<T, C, BRIGHT>: the partial sums behind

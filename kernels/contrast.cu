@@ -21,3 +21,4 @@ struct Contrast : gpuaug::OpBase {
 }  // namespace
 
 GPUAUG_COLOUR_KERNELS(gpuaug_contrast, Contrast)
+GPUAUG_COLOUR_FUSED(gpuaug_contrast, Contrast, 0)

@@ -36,7 +36,9 @@ def _source(spec):
     from gpuaug.kernels._cuda import kernel_name
 
     names = [kernel_name(k.cu[1], d, c) for d in ALL for c in spec.channels] + list(k.variants)
-    names = [n for n in names if "half" not in n]
+    # (the one-launch mean-and-map kernels need the block's barrier between their two passes,
+    # which this thread-after-thread emulation does not give: GPU tests check them)
+    names = [n for n in names if "half" not in n and "_fused<" not in n]
     lines = ['#include "colour_host_shim.h"', f'#include "{k.cu[0]}"', "#include <cstring>",
              "using gpuaug::i64;",
              'extern "C" int run_map(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned bx,',

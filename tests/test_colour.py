@@ -91,6 +91,79 @@ def _ref_brightness(x, f, dtype):
     return np.stack([R.brightness(s.astype(np.float64), fi, R.top(dtype)) for s, fi in zip(x, f)])
 
 
+def test_fused_mean_launch_choice():
+    """contrast's and color_jitter's mean and map in one launch (colour.cuh fused_mean_map) for
+    packed uint8 batches of enough samples (for color_jitter one per SM) of bounded size (one
+    block per sample); the partial sums' two launches otherwise: other dtypes, color_jitter's
+    one channel (non-integer grays), strided layouts, small batches, large images, and ops
+    without a mean."""
+    from gpuaug.ops import _colour
+
+    base, hw = 1 << 20, 37 * 53
+    fused = (16, 1 << 20)
+
+    def kinds(n, dtype="uint8", c=3, bright=False, h=37, w=53, strided=False, f=fused, mean=True):
+        es = np.dtype(dtype).itemsize
+        src = _table(base + np.arange(n) * h * w * c * es, h, w, c)
+        dst = _table(8 * base + np.arange(n) * h * w * c * es, h, w, c)
+        if strided:
+            src = _table(base + np.arange(n) * h * w * c, h, w, c, sy=(w + 3) * c)
+        launches, nparts = _colour.plan(src, dst, dtype, c, c, n, bright if mean else None, 132, fused=f)
+        return [ln.kind for ln in launches], [ln.name for ln in launches], [ln.grid for ln in launches], nparts
+
+    k, names, grids, nparts = kinds(20)
+    assert k == ["fused"] and names == ["{op}_fused<unsigned char, 3>"] and grids == [(20, 1, 1)] and nparts == 0
+    # color_jitter (the brightness first): from one sample per SM (132 here)
+    assert kinds(131, bright=True)[0] == ["sum", "map"]
+    assert kinds(132, bright=True)[0] == ["fused"] and kinds(140, c=4, bright=True)[0] == ["fused"]
+    assert kinds(20, c=1)[0] == ["fused"] and kinds(140, c=1, bright=True)[0] == ["sum", "map"]
+    assert kinds(20, dtype="float32")[0] == ["sum", "map"]
+    assert kinds(15)[0] == ["sum", "map"] and kinds(20, f=(0, 0))[0] == ["sum", "map"]
+    assert kinds(20, h=600, w=600)[0] == ["sum", "map"]  # 1.08 MB a sample: more than one block's share
+    assert kinds(20, strided=True)[0] == ["sum", "map"]
+    assert kinds(20, mean=False)[0] == ["map"]
+
+
+@gpu
+@pytest.mark.parametrize("name, kw", [("contrast", {"factor": None}),
+                                      ("color_jitter", {"brightness": None, "contrast": None, "saturation": 1.3,
+                                                        "hue": 0.0}),
+                                      ("color_jitter", {"brightness": None, "contrast": None, "saturation": None,
+                                                        "hue": None})], ids=["contrast", "jitter", "jitter-hue"])
+@pytest.mark.parametrize("c", [1, 3, 4])
+def test_fused_mean_launch_gives_the_two_launch_bytes(name, kw, c, monkeypatch):
+    """The one-launch mean and map against the partial sums' two launches, bit for bit: per-sample
+    factors, samples of 37 x 53 (head and tail pixels around the 16-pixel groups), an input and
+    output 9 bytes off their 16-byte boundary, 224 x 224; plans off, so each call takes the
+    launches its configuration chooses (recorded: the fused kernel really ran)."""
+    import cupy as cp
+    from gpuaug.kernels import _cuda
+    from gpuaug.ops import _colour
+
+    if name == "color_jitter" and c == 1:
+        pytest.skip("color_jitter's one-channel grays are not integers: the two launches always")
+    monkeypatch.setenv("GPUAUG_PLAN", "0")
+    rng = np.random.default_rng(21)
+    f = gpuaug.registry[name].func
+    if name == "color_jitter":  # fused from one sample per SM: here from 16 as contrast
+        monkeypatch.setattr(_colour, "_multiprocessors", lambda cp_: 16)
+    for n, h, w, off in [(20, 37, 53, 0), (17, 37, 53, 9 * c), (16, 224, 224, 0)]:
+        x = random_images(rng, n, h, w, c, "uint8")
+        src = cp.zeros(x.size + off, cp.uint8)[off:].reshape(x.shape)
+        src[...] = cp.asarray(x)
+        args = {k: (v if v is not None else rng.uniform(0.4, 1.6, n) if k != "hue" else rng.uniform(-0.3, 0.3, n))
+                for k, v in kw.items()}
+        out = cp.zeros(x.size + off, cp.uint8)[off:].reshape(x.shape)
+        with _cuda.record() as log:
+            got = cp.asnumpy(f(src, out=out, **args))
+        fused = [e for e in log if e[0] == "launch" and "_fused" in e[1].source[1]]
+        assert len(fused) == 1, f"{name} n={n}: no fused launch"
+        monkeypatch.setattr(_colour, "FUSED_MIN_N", 0)  # never: the partial sums' two launches
+        want = cp.asnumpy(f(src, **args))
+        monkeypatch.setattr(_colour, "FUSED_MIN_N", 16)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} n={n} {h}x{w} off={off}")
+
+
 @gpu
 @pytest.mark.parametrize("name", ["brightness", "contrast", "hue", "color_jitter", "grayscale"])
 def test_packed_misaligned_head_and_tiny_images(name):

@@ -32,6 +32,13 @@ from gpuaug._util import cupy_module, dtype_max, dtype_name
 
 BLOCK = 256
 MAX_PARTS = 32  # partial sums per sample: one warp adds them up in the per-pixel kernel
+#: ``<op>_fused`` (colour.cuh fused_mean_map: the mean and the map in one launch, a block of
+#: FUSED_THREADS per sample) for packed uint8 batches of at least FUSED_MIN_N samples (and at
+#: least one per SM for color_jitter, see plan()) of at most FUSED_MAX_BYTES each; below that, or
+#: for other dtypes, the partial sums' launch first.
+FUSED_THREADS = 512
+FUSED_MIN_N = 16
+FUSED_MAX_BYTES = 1 << 20
 
 
 def maxv_column(b: Batch):
@@ -137,8 +144,9 @@ def _run_cuda_on_device(b, kernels, params, out, channels, mean):
 class Launch:
     """One kernel launch of a colour op: ``name<...>`` from the op's .cu file on grid x block.
 
-    ``kind``: "sum" (gpuaug_gray_sum*, args src, params, P, n, bcol, partials, nparts) or
-    "map" (the op's kernel, args src, dst, params, P, n, partials, nparts).
+    ``kind``: "sum" (gpuaug_gray_sum*, args src, params, P, n, bcol, partials, nparts),
+    "map" (the op's kernel, args src, dst, params, P, n, partials, nparts) or "fused" (the
+    op's mean and map, args src, dst, params, P, n, bcol).
     """
 
     kind: str
@@ -147,17 +155,28 @@ class Launch:
     block: tuple
 
 
-def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False):
+def plan(src_t, dst_t, dtype_name, ci, co, n, mean_bright, sms, with_co=False, fused=(0, 0)):
     """The launches for one call (``mean_bright``: None for ops without a mean, or whose mean
     is not needed: with no partial sums the kernels' mean is 0) and the number of partial
     sums per sample. ``with_co``: the kernels take the output channel
-    count as a third template argument (grayscale). Pure host logic (tests replay it on an
-    emulator)."""
+    count as a third template argument (grayscale). ``fused``: (least samples, most bytes per
+    sample) for the one-launch ``{op}_fused`` kernel of packed uint8 batches (0, 0: never; its
+    mean is bit for bit the partial sums' one, see colour.cuh fused_mean_map). Pure host logic
+    (tests replay it on an emulator)."""
     from gpuaug.kernels._cuda import grid_2d, kernel_name
 
     esize = np.dtype(dtype_name).itemsize
     template = (dtype_name, ci, co) if with_co else (dtype_name, ci)
     launches, nparts = [], 0
+    # color_jitter (mean_bright: the brightness first) is compute-bound per pixel: one block per
+    # sample loses to the partial sums' two launches (whose map spreads over every SM) until the
+    # samples fill the SMs (H200, 32 x 224 x 224: 25.5 against 14.9 us of device time)
+    least = max(fused[0], sms) if mean_bright else fused[0]
+    if (mean_bright is not None and dtype_name == "uint8" and ci == co and not with_co and (ci >= 3 or not mean_bright)
+            and fused[0] and n >= least and int((src_t[:, 1] * src_t[:, 2]).max()) * ci <= fused[1]
+            and packed_layout(src_t, dst_t, ci, co, esize)[0]):
+        return [Launch("fused", kernel_name("{op}_fused", dtype_name, ci), (min(n, 65535), 1, 1),
+                       (FUSED_THREADS, 1, 1))], 0
     if mean_bright is not None:
         ok, items = packed_layout(src_t, None, ci, ci, esize)
         if not ok:
@@ -187,7 +206,7 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
     src_d, dst_d, par = device_params(params, n, b, dst)
     P, N = np.int32(par.shape[1]), np.int32(n)
     args = (dtype_name(b.dtype), b.channels, dst.channels, n, None if mean is None else mean[0],
-            _multiprocessors(cp), channels is not None)
+            _multiprocessors(cp), channels is not None, (FUSED_MIN_N, FUSED_MAX_BYTES))
     launches, nparts = memo_plan((layout_key(b), layout_key(dst)), args,
                                  lambda: plan(src_t, dst_t, *args))
     partials = cp.empty((n, nparts), cp.float64) if nparts else np.uint64(0)  # a null pointer
@@ -195,6 +214,8 @@ def _run_cuda(b: Batch, kernels: Kernels, params, out, channels, mean):
         fn = get_function(kernels.cu[0], ln.name.format(op=kernels.cu[1]))
         if ln.kind == "sum":
             fn(ln.grid, ln.block, (src_d, par, P, N, np.int32(0), partials, np.int32(nparts)))
+        elif ln.kind == "fused":
+            fn(ln.grid, ln.block, (src_d, dst_d, par, P, N, np.int32(0)))
         else:
             fn(ln.grid, ln.block, (src_d, dst_d, par, P, N, partials, np.int32(nparts)))
     return result
@@ -246,5 +267,7 @@ def colour_kernels(op, channels, *, mean_bright=None, out_channels=None):
             if mean_bright is not None:
                 variants += [name("gpuaug_gray_sum", d, c, int(mean_bright)),
                              name("gpuaug_gray_sum_packed", d, c, int(mean_bright))]
+                if d == "uint8" and (c >= 3 or not mean_bright):
+                    variants.append(name(f"gpuaug_{op}_fused", d, c))
     return Kernels(cu=(f"{op}.cu", f"gpuaug_{op}"), numba=(op, f"{op}_value"), kind="value",
                    variants=tuple(variants))
