@@ -557,6 +557,18 @@ def test_run_plan_refuses_uploads_other_than_the_parameters(fake, why):
     assert _plan.Plan.from_log(log, x, y, params=True) is None
 
 
+def _checks_pass_at_once(monkeypatch):
+    """Plan checks that pass at once (their event done, their flags true); the list of the
+    parameters each check was started with."""
+    checks = []
+
+    def start_check(self, func, x_, args, kw, y, par=None):
+        checks.append(par)
+        return _plan._Pending(self, types.SimpleNamespace(all=lambda: True), types.SimpleNamespace(done=True))
+    monkeypatch.setattr(_plan.Plan, "start_check", start_check)
+    return checks
+
+
 def test_run_plans_are_made_on_the_second_sighting_and_checked_before_use(fake, monkeypatch):
     """run_planned: first call runs normally, the second records and starts the check, replays
     start once the check has settled; a plan for other kernels is not used."""
@@ -578,12 +590,7 @@ def test_run_plans_are_made_on_the_second_sighting_and_checked_before_use(fake, 
             _cuda.log("launch", kern, (1,), (256,), 0, (x, y, par))
         return y
 
-    checks = []
-
-    def start_check(self, func, x_, args, kw, y, par=None):
-        checks.append(par)
-        return _plan._Pending(self, types.SimpleNamespace(all=lambda: True), types.SimpleNamespace(done=True))
-    monkeypatch.setattr(_plan.Plan, "start_check", start_check)
+    checks = _checks_pass_at_once(monkeypatch)
     sent = []
 
     class Ring:  # the parameter ring: slot 0 free on the first replay, in flight on the next
@@ -813,12 +820,7 @@ def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_buil
             _cuda.log("launch", map_k, (1,), (256,), 0, (y, par, part, np.int32(3)))
         return y
 
-    checks = []
-
-    def start_check(self, func, x_, args, kw, y, par=None):
-        checks.append(par)
-        return _plan._Pending(self, types.SimpleNamespace(all=lambda: True), types.SimpleNamespace(done=True))
-    monkeypatch.setattr(_plan.Plan, "start_check", start_check)
+    checks = _checks_pass_at_once(monkeypatch)
     rings = []
 
     class Ring:
