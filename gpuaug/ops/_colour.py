@@ -12,7 +12,9 @@ contiguous NHWC batch CuPy allocates, varshape lists of contiguous images too): 
 moves 16 bytes per channel (uint8 RGB: 16 pixels in three 16-byte loads and stores).
 Anything else (NCHW, strided views) runs ``<name>``, one thread per pixel through the
 descriptor tables. Ops with a mean first run ``gpuaug_gray_sum[_packed]`` (up to 32 blocks
-per sample, partial sums in double, fixed order, so repeated calls give identical results).
+per sample, partial sums in double, fixed order, so repeated calls give identical results);
+packed uint8 batches of enough samples run ``<name>_fused`` instead, the mean and the map in
+one launch with a block per sample (the same mean bit for bit: see :func:`plan`).
 """
 from __future__ import annotations
 
