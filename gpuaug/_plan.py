@@ -605,7 +605,8 @@ def run_planned(key, kernels, batch, params, normal, out=None):
     par = next((e[1] for e in log if e[0] == "params"), None)
     plan = Plan.from_log(log, batch.arrays[0], y, params=True) if par is not None else None
     floats = cu.block_floats(params.size) if type(params) is np.ndarray else None
-    byval = plan is not None and floats is not None and plan.bind_byval(floats)
+    # (the by-value builds are loaded on the current device: only when it is the plan's)
+    byval = plan is not None and floats is not None and mods[2]() == plan.dev and plan.bind_byval(floats)
     if byval:  # the check replays by value, from the recorded call's own host values
         par = params
     pending = plan.start_check(lambda _x: normal(), batch.arrays[0], (), {}, y, par=par) if plan is not None else None

@@ -759,13 +759,15 @@ def test_fast_hooks_key_their_kernel_constants(monkeypatch):
     assert seen[0] != seen[1] and seen[0][-1] == ("window_rows", -1, 3, 0)
 
 
-@pytest.mark.parametrize("every_launch", [True, False])
-def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_build(fake, monkeypatch, every_launch):
+@pytest.mark.parametrize("every_launch, other_device", [(True, False), (False, False), (True, True)])
+def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_build(fake, monkeypatch, every_launch,
+                                                                                  other_device):
     """A run() plan whose launches that read the parameter matrix all have a by-value build
     (``Kernel.byval``) replays with the call's host values in this thread's parameter block
     (as float32, refilled per call, no ring and no upload; the check replays the same way, with
     the recorded call's values), keeps its scratch memory for the stream; launches that do not
-    read the matrix stay as they are. One launch without such a build: the ring, as before."""
+    read the matrix stay as they are. One launch without such a build, or a plan made while
+    another device is current (the builds would load there): the ring, as before."""
     kern, launched, _ = fake
     from gpuaug.kernels import _cuda
 
@@ -839,11 +841,16 @@ def test_run_plans_pass_host_values_by_value_where_every_launch_has_a_block_buil
         def drain(self):
             pass
     monkeypatch.setattr(_plan, "_Ring", Ring)
-    key, kernels = ("kb", every_launch), object()
+    key, kernels = ("kb", every_launch, other_device), object()
     rng = np.random.default_rng(4)
     first = rng.random((2, 3))
+    mods = _plan._MODS
     assert _plan.run_planned(key, kernels, batch, first, normal) is None
+    if other_device:  # recorded while device 1 is current (the batch is on device 0)
+        monkeypatch.setattr(_plan, "_MODS", [mods[0], mods[1], lambda: 1])
     assert _plan.run_planned(key, kernels, batch, first, normal) is not None  # recorded, checked
+    monkeypatch.setattr(_plan, "_MODS", mods)
+    every_launch = every_launch and not other_device
     before = dict(_plan.stats)
     values = [rng.random((2, 3)) for _ in range(3)]
     outs = [_plan.run_planned(key, kernels, batch, v, normal) for v in values]
