@@ -113,6 +113,8 @@ def test_fused_mean_launch_choice():
 
     k, names, grids, nparts = kinds(20)
     assert k == ["fused"] and names == ["{op}_fused<unsigned char, 3>"] and grids == [(20, 1, 1)] and nparts == 0
+    from gpuaug.kernels._cuda import source  # the block the kernel's launch bounds allow
+    assert f"#define GPUAUG_COLOUR_FUSED_THREADS {_colour.FUSED_THREADS}\n" in source("colour.cuh")
     # color_jitter (the brightness first): from one sample per SM (132 here)
     assert kinds(131, bright=True)[0] == ["sum", "map"]
     assert kinds(132, bright=True)[0] == ["fused"] and kinds(140, c=4, bright=True)[0] == ["fused"]
