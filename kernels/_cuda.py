@@ -134,9 +134,8 @@ def param_block():
 _PARAM_INFO = []  # [cuFuncGetParamInfo or None], looked up once
 
 
-def param_sizes(fn):
-    """The byte size of each argument of compiled kernel ``fn`` (``cuFuncGetParamInfo``, CUDA
-    12.4+ drivers), or None when the driver cannot tell."""
+def _param_info():
+    """The driver's ``cuFuncGetParamInfo`` (CUDA 12.4+ drivers) through ctypes, or None."""
     if not _PARAM_INFO:
         import ctypes
 
@@ -148,7 +147,13 @@ def param_sizes(fn):
         except (OSError, AttributeError):
             f = None
         _PARAM_INFO.append(f)
-    f = _PARAM_INFO[0]
+    return _PARAM_INFO[0]
+
+
+def param_sizes(fn):
+    """The byte size of each argument of compiled kernel ``fn``, or None when the driver cannot
+    tell (:func:`_param_info`)."""
+    f = _param_info()
     if f is None:
         return None
     import ctypes
@@ -168,8 +173,7 @@ def byval_supported() -> bool:
     dev = cupy.cuda.runtime.getDevice()
     got = _BYVAL_OK.get(dev)
     if got is None:
-        cc = int(cupy.cuda.Device(dev).compute_capability)
-        got = _BYVAL_OK[dev] = cc >= 70 and bool(param_sizes(get_function("params.cu", "gpuaug_gather_params<float>")))
+        got = _BYVAL_OK[dev] = int(cupy.cuda.Device(dev).compute_capability) >= 70 and _param_info() is not None
     return got and os.environ.get("GPUAUG_BYVAL", "1") not in ("", "0")
 
 
@@ -205,8 +209,9 @@ class Kernel:
         if self.source is None or not byval_supported():
             return None
         file, name, options = self.source
-        if any(o.startswith("-DGPUAUG_BYVAL") for o in options):
-            return None
+        mine = param_sizes(self)
+        if any(o.startswith("-DGPUAUG_BYVAL") for o in options) or not mine or index >= len(mine) or mine[index] != 8:
+            return None  # (a by-value build itself, or no device pointer there to replace)
         try:
             other = get_function(file, name, options + byval_options(floats))
         except Exception as e:  # noqa: BLE001 - a bug (tests compile every build): said, not hidden
@@ -215,11 +220,11 @@ class Kernel:
             warnings.warn(f"gpuaug: {file} {name} does not build by value, so its calls upload their "
                           f"parameters instead ({type(e).__name__}: {str(e)[:200]})", RuntimeWarning, stacklevel=2)
             return None
-        mine, theirs = param_sizes(self), param_sizes(other)
-        if not mine or not theirs or len(mine) != len(theirs) or index >= len(mine):
+        theirs = param_sizes(other)
+        if not theirs or len(mine) != len(theirs):
             return None
         ok = all(a == b for i, (a, b) in enumerate(zip(mine, theirs)) if i != index)
-        return other if ok and mine[index] == 8 and theirs[index] == 4 * floats else None
+        return other if ok and theirs[index] == 4 * floats else None
 
     def __getattr__(self, name):
         return getattr(self.raw, name)
